@@ -1,0 +1,40 @@
+# Two set-up commands: `make run` (serve the app) and `make test` (run the whole suite).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+MANIFEST ?= examples/dags.yaml
+
+.PHONY: run test install install-test demo lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+
+install-test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test,airflow]"
+
+run: install
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py declare_dags $(MANIFEST)
+	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+demo: install
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py demo
+
+test: install-test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf $(VENV) .venv-sdk .pytest_cache

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AssetsAppConfig(AppConfig):
+    name = "assets_app"
+    verbose_name = "Assets"
+    default_auto_field = "django.db.models.BigAutoField"

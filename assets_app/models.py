@@ -1,0 +1,467 @@
+"""The data model, mirroring Apache Airflow 3's metadata tables (SPEC §2).
+
+Association tables carry a surrogate ``id`` plus the unique constraint Airflow uses as its
+composite key, because Django 5.2's admin cannot show composite-primary-key models.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+NAME_LENGTH = 1500  # asset/alias names, uris and groups
+ID_LENGTH = 250  # dag, task and run ids
+PARTITION_KEY_LENGTH = 250
+
+
+class Asset(models.Model):
+    """A piece of data a task produces or consumes, identified by (name, uri)."""
+
+    name = models.CharField(max_length=NAME_LENGTH)
+    uri = models.CharField(max_length=NAME_LENGTH)
+    group = models.CharField(max_length=NAME_LENGTH, default="", blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "asset"
+        ordering = ["name", "uri"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "uri"], name="asset_name_uri_unique"),
+        ]
+
+    def __str__(self) -> str:
+        if self.name == self.uri:
+            return self.name
+        return f"{self.name} ({self.uri})"
+
+
+class AssetActive(models.Model):
+    """Marks an asset as active: some declared, non-stale DAG produces or consumes it.
+
+    Among active assets a name and a uri each identify exactly one asset.
+    """
+
+    asset = models.OneToOneField(
+        Asset, on_delete=models.CASCADE, primary_key=True, related_name="active"
+    )
+    name = models.CharField(max_length=NAME_LENGTH)
+    uri = models.CharField(max_length=NAME_LENGTH)
+
+    class Meta:
+        db_table = "asset_active"
+        verbose_name_plural = "active assets"
+        constraints = [
+            models.UniqueConstraint(fields=["name"], name="asset_active_name_unique"),
+            models.UniqueConstraint(fields=["uri"], name="asset_active_uri_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"active {self.name}"
+
+
+class AssetAlias(models.Model):
+    """A name through which a task emits events for assets chosen at run time."""
+
+    name = models.CharField(max_length=NAME_LENGTH)
+    group = models.CharField(max_length=NAME_LENGTH, default="", blank=True)
+    assets = models.ManyToManyField(Asset, through="AssetAliasAsset", related_name="aliases")
+
+    class Meta:
+        db_table = "asset_alias"
+        ordering = ["name"]
+        verbose_name_plural = "asset aliases"
+        constraints = [models.UniqueConstraint(fields=["name"], name="asset_alias_name_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AssetAliasAsset(models.Model):
+    """An alias resolved to an asset (created when a task emits through the alias)."""
+
+    alias = models.ForeignKey(AssetAlias, on_delete=models.CASCADE, related_name="asset_links")
+    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="alias_links")
+
+    class Meta:
+        db_table = "asset_alias_asset"
+        verbose_name = "alias → asset mapping"
+        constraints = [
+            models.UniqueConstraint(fields=["alias", "asset"], name="asset_alias_asset_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alias_id} → {self.asset_id}"
+
+
+class AssetEvent(models.Model):
+    """One recorded change to an asset. Append-only; survives deletion of its asset.
+
+    ``asset`` has no database constraint (as in Airflow): deleting an asset keeps its events,
+    whose ``asset_id`` then points nowhere and ``event.asset`` reads as ``None``.
+    """
+
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,  # only so that joins are LEFT JOINs once the asset is gone
+        related_name="events",
+    )
+    extra = models.JSONField(default=dict, blank=True)
+    source_task_id = models.CharField(max_length=ID_LENGTH, null=True, blank=True)  # noqa: DJ001
+    source_dag_id = models.CharField(max_length=ID_LENGTH, null=True, blank=True)  # noqa: DJ001
+    source_run_id = models.CharField(max_length=ID_LENGTH, null=True, blank=True)  # noqa: DJ001
+    source_map_index = models.IntegerField(default=-1)
+    timestamp = models.DateTimeField(default=timezone.now)
+    partition_key = models.CharField(  # noqa: DJ001
+        max_length=PARTITION_KEY_LENGTH, null=True, blank=True
+    )
+    source_aliases = models.ManyToManyField(
+        AssetAlias, through="AssetAliasAssetEvent", related_name="events"
+    )
+
+    class Meta:
+        db_table = "asset_event"
+        ordering = ["-timestamp", "-id"]
+        indexes = [
+            models.Index(fields=["asset", "timestamp"], name="idx_asset_id_timestamp"),
+            models.Index(fields=["timestamp"], name="idx_asset_event_timestamp"),
+            models.Index(fields=["source_dag_id"], name="idx_asset_event_source_dag"),
+        ]
+
+    def __str__(self) -> str:
+        return f"event {self.pk} on asset {self.asset_id}"
+
+
+class AssetAliasAssetEvent(models.Model):
+    """Links an event to an alias it was emitted through (the event's ``source_aliases``)."""
+
+    alias = models.ForeignKey(AssetAlias, on_delete=models.CASCADE, related_name="event_links")
+    event = models.ForeignKey(AssetEvent, on_delete=models.CASCADE, related_name="alias_links")
+
+    class Meta:
+        db_table = "asset_alias_asset_event"
+        verbose_name = "alias → event mapping"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["alias", "event"], name="asset_alias_asset_event_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alias_id} → event {self.event_id}"
+
+
+class Dag(models.Model):
+    """A declared DAG. ``asset_expression`` is its asset schedule condition, if any.
+
+    The expression is JSON: ``{"asset": {"name", "uri"}}``, ``{"alias": {"name"}}``,
+    ``{"asset_ref": {"name"}}`` / ``{"asset_ref": {"uri"}}``, ``{"all": [...]}`` and
+    ``{"any": [...]}``.
+    """
+
+    dag_id = models.CharField(max_length=ID_LENGTH, primary_key=True)
+    is_paused = models.BooleanField(default=False)
+    is_stale = models.BooleanField(default=False)
+    asset_expression = models.JSONField(null=True, blank=True)
+    fileloc = models.CharField(max_length=2000, default="", blank=True)
+    last_parsed_time = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "dag"
+        ordering = ["dag_id"]
+        verbose_name = "DAG"
+
+    def __str__(self) -> str:
+        return self.dag_id
+
+
+class DagScheduleAssetReference(models.Model):
+    """A DAG scheduled on an asset."""
+
+    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="scheduled_dags")
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_asset_refs")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "dag_schedule_asset_reference"
+        constraints = [
+            models.UniqueConstraint(fields=["asset", "dag"], name="dsar_asset_dag_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id} on asset {self.asset_id}"
+
+
+class DagScheduleAssetAliasReference(models.Model):
+    """A DAG scheduled on an asset alias."""
+
+    alias = models.ForeignKey(AssetAlias, on_delete=models.CASCADE, related_name="scheduled_dags")
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_alias_refs")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "dag_schedule_asset_alias_reference"
+        constraints = [
+            models.UniqueConstraint(fields=["alias", "dag"], name="dsaar_alias_dag_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id} on alias {self.alias_id}"
+
+
+class DagScheduleAssetNameReference(models.Model):
+    """A DAG scheduled on ``Asset.ref(name=...)``."""
+
+    name = models.CharField(max_length=NAME_LENGTH)
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_name_refs")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "dag_schedule_asset_name_reference"
+        constraints = [
+            models.UniqueConstraint(fields=["name", "dag"], name="dsanr_name_dag_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id} on name {self.name}"
+
+
+class DagScheduleAssetUriReference(models.Model):
+    """A DAG scheduled on ``Asset.ref(uri=...)``."""
+
+    uri = models.CharField(max_length=NAME_LENGTH)
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_uri_refs")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "dag_schedule_asset_uri_reference"
+        constraints = [
+            models.UniqueConstraint(fields=["uri", "dag"], name="dsaur_uri_dag_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id} on uri {self.uri}"
+
+
+class TaskOutletAssetReference(models.Model):
+    """A task declaring an asset as an outlet."""
+
+    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="producing_tasks")
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="task_outlet_refs")
+    task_id = models.CharField(max_length=ID_LENGTH)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "task_outlet_asset_reference"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["asset", "dag", "task_id"], name="toar_asset_dag_task_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id}.{self.task_id} → asset {self.asset_id}"
+
+
+class TaskInletAssetReference(models.Model):
+    """A task declaring an asset as an inlet."""
+
+    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="consuming_tasks")
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="task_inlet_refs")
+    task_id = models.CharField(max_length=ID_LENGTH)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "task_inlet_asset_reference"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["asset", "dag", "task_id"], name="tiar_asset_dag_task_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"asset {self.asset_id} → {self.dag_id}.{self.task_id}"
+
+
+class AssetDagRunQueue(models.Model):
+    """A consumer DAG waiting to run because one of its assets changed."""
+
+    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="queued_dags")
+    target_dag = models.ForeignKey(
+        Dag, on_delete=models.CASCADE, related_name="queued_assets", db_column="target_dag_id"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "asset_dag_run_queue"
+        ordering = ["created_at"]
+        verbose_name = "asset DAG-run queue entry"
+        verbose_name_plural = "asset DAG-run queue"
+        constraints = [
+            models.UniqueConstraint(fields=["asset", "target_dag"], name="adrq_asset_dag_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.target_dag_id} waits on asset {self.asset_id}"
+
+
+class DagRunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+class DagRunType(models.TextChoices):
+    MANUAL = "manual"
+    SCHEDULED = "scheduled"
+    ASSET_TRIGGERED = "asset_triggered"
+    BACKFILL = "backfill"
+
+
+class DagRun(models.Model):
+    """One run of a DAG."""
+
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="runs")
+    run_id = models.CharField(max_length=ID_LENGTH)
+    logical_date = models.DateTimeField(null=True, blank=True)
+    data_interval_start = models.DateTimeField(null=True, blank=True)
+    data_interval_end = models.DateTimeField(null=True, blank=True)
+    run_after = models.DateTimeField(default=timezone.now)
+    start_date = models.DateTimeField(null=True, blank=True)
+    end_date = models.DateTimeField(null=True, blank=True)
+    run_type = models.CharField(
+        max_length=50, choices=DagRunType.choices, default=DagRunType.MANUAL
+    )
+    state = models.CharField(max_length=50, choices=DagRunState.choices, default=DagRunState.QUEUED)
+    conf = models.JSONField(default=dict, blank=True)
+    partition_key = models.CharField(  # noqa: DJ001
+        max_length=PARTITION_KEY_LENGTH, null=True, blank=True
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    consumed_events = models.ManyToManyField(
+        AssetEvent, through="DagRunAssetEvent", related_name="created_dagruns"
+    )
+
+    class Meta:
+        db_table = "dag_run"
+        ordering = ["-run_after", "-id"]
+        verbose_name = "DAG run"
+        constraints = [
+            models.UniqueConstraint(fields=["dag", "run_id"], name="dag_run_dag_id_run_id_key"),
+        ]
+        indexes = [models.Index(fields=["dag", "run_type", "run_after"], name="idx_dag_run_type")]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id} / {self.run_id}"
+
+
+class DagRunAssetEvent(models.Model):
+    """An asset event consumed by (that triggered) a DAG run."""
+
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="event_links")
+    event = models.ForeignKey(AssetEvent, on_delete=models.CASCADE, related_name="dagrun_links")
+
+    class Meta:
+        db_table = "dagrun_asset_event"
+        verbose_name = "DAG run consumed event"
+        constraints = [
+            models.UniqueConstraint(fields=["dag_run", "event"], name="dagrun_asset_event_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.dag_run_id} consumed event {self.event_id}"
+
+
+class TaskInstanceState(models.TextChoices):
+    SCHEDULED = "scheduled"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    SUCCESS = "success"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    REMOVED = "removed"
+    UPSTREAM_FAILED = "upstream_failed"
+    UP_FOR_RETRY = "up_for_retry"
+    UP_FOR_RESCHEDULE = "up_for_reschedule"
+    DEFERRED = "deferred"
+
+
+class TaskInstance(models.Model):
+    """One try of one task of one DAG run, addressed by UUID in the execution API."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_instances")
+    dag_id = models.CharField(max_length=ID_LENGTH)
+    run_id = models.CharField(max_length=ID_LENGTH)
+    task_id = models.CharField(max_length=ID_LENGTH)
+    map_index = models.IntegerField(default=-1)
+    try_number = models.IntegerField(default=1)
+    max_tries = models.IntegerField(default=0)
+    state = models.CharField(  # noqa: DJ001
+        max_length=20, choices=TaskInstanceState.choices, null=True, blank=True
+    )
+    start_date = models.DateTimeField(null=True, blank=True)
+    end_date = models.DateTimeField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    hostname = models.CharField(max_length=1000, default="", blank=True)
+    unixname = models.CharField(max_length=1000, default="", blank=True)
+    pid = models.IntegerField(null=True, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    rendered_map_index = models.CharField(max_length=250, null=True, blank=True)  # noqa: DJ001
+    rendered_fields = models.JSONField(default=dict, blank=True)
+    next_method = models.CharField(max_length=1000, null=True, blank=True)  # noqa: DJ001
+    next_kwargs = models.JSONField(null=True, blank=True)
+    trigger_classpath = models.CharField(max_length=1000, null=True, blank=True)  # noqa: DJ001
+    trigger_kwargs = models.JSONField(null=True, blank=True)
+    trigger_timeout = models.DateTimeField(null=True, blank=True)
+    reschedule_date = models.DateTimeField(null=True, blank=True)
+    task_reschedule_count = models.IntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "task_instance"
+        ordering = ["dag_id", "run_id", "task_id", "map_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dag_id", "run_id", "task_id", "map_index"], name="ti_natural_key_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["state"], name="ti_state")]
+
+    def __str__(self) -> str:
+        suffix = f"[{self.map_index}]" if self.map_index >= 0 else ""
+        return f"{self.dag_id}.{self.task_id}{suffix} @ {self.run_id}"
+
+
+class XCom(models.Model):
+    """A value a task pushed (e.g. its ``return_value``)."""
+
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="xcoms")
+    dag_id = models.CharField(max_length=ID_LENGTH)
+    run_id = models.CharField(max_length=ID_LENGTH)
+    task_id = models.CharField(max_length=ID_LENGTH)
+    map_index = models.IntegerField(default=-1)
+    key = models.CharField(max_length=512)
+    value = models.JSONField(null=True, blank=True)
+    timestamp = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "xcom"
+        verbose_name = "XCom"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dag_run", "task_id", "map_index", "key"], name="xcom_natural_key_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id}.{self.task_id} {self.key}"

@@ -1,0 +1,137 @@
+"""Settings shared by every environment. Everything configurable comes from ``config.env``."""
+
+import secrets
+from pathlib import Path
+
+from config.env import BASE_DIR, env
+
+DATA_DIR = Path(env("ASSET_REGISTRY_DATA_DIR", default=str(BASE_DIR / "var")))
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="insecure-local-development-key")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "assets_app",
+    "executionapi",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+# The execution API must never redirect (the Airflow client treats 3xx as an error).
+APPEND_SLASH = False
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+_db = DATABASES["default"]
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # Writers queue on the database lock instead of failing with "database is locked".
+    _db["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env.int("SQLITE_TIMEOUT", default=30),
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    _db["CONN_HEALTH_CHECKS"] = True
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Asset registry execution API",
+    "DESCRIPTION": "Wire-compatible with Apache Airflow 3's task execution API.",
+    "VERSION": "2026-06-30",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+
+def _jwt_secret() -> str:
+    """The JWT signing secret: from the environment, else one generated once and kept locally."""
+    configured = env("JWT_SECRET", default="")
+    if configured:
+        return configured
+    path = DATA_DIR / "jwt_secret"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        value = secrets.token_urlsafe(48)
+        path.write_text(value)
+        path.chmod(0o600)
+        return value
+
+
+EXECUTION_API = {
+    "JWT_SECRET": _jwt_secret(),
+    "JWT_AUDIENCE": env("JWT_AUDIENCE", default="urn:airflow.apache.org:task"),
+    "JWT_ISSUER": env("JWT_ISSUER", default=""),
+    "JWT_TTL_SECONDS": env.int("JWT_TTL_SECONDS", default=600),
+    "JWT_LEEWAY_SECONDS": env.int("JWT_LEEWAY_SECONDS", default=5),
+    # Largest number of outlet events accepted in one state patch.
+    "MAX_OUTLET_EVENTS": env.int("EXECUTION_API_MAX_OUTLET_EVENTS", default=10_000),
+}
+# Largest request body (bytes) the app reads; bigger bodies get 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
+}

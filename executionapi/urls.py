@@ -1,0 +1,4 @@
+"""Execution API routes (filled by the execution API issue)."""
+
+app_name = "executionapi"
+urlpatterns: list = []

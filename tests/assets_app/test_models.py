@@ -1,0 +1,85 @@
+"""Integrity rules the database itself enforces (SPEC §2)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from assets_app.models import (
+    Asset,
+    AssetActive,
+    AssetAlias,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetEvent,
+)
+from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_duplicate_asset_name_and_uri_is_rejected():
+    Asset.objects.create(name="a", uri="s3://a")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Asset.objects.create(name="a", uri="s3://a")
+
+
+def test_same_name_with_another_uri_is_a_different_asset():
+    Asset.objects.create(name="a", uri="s3://a")
+    Asset.objects.create(name="a", uri="s3://b")
+    assert Asset.objects.filter(name="a").count() == 2
+
+
+def test_duplicate_alias_name_is_rejected():
+    AssetAlias.objects.create(name="alias")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AssetAlias.objects.create(name="alias")
+
+
+def test_duplicate_alias_asset_link_is_rejected():
+    alias, asset = AssetAliasFactory(), AssetFactory()
+    AssetAliasAsset.objects.create(alias=alias, asset=asset)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AssetAliasAsset.objects.create(alias=alias, asset=asset)
+
+
+def test_duplicate_alias_event_link_is_rejected():
+    alias, event = AssetAliasFactory(), AssetEventFactory()
+    AssetAliasAssetEvent.objects.create(alias=alias, event=event)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AssetAliasAssetEvent.objects.create(alias=alias, event=event)
+
+
+@pytest.mark.parametrize("field", ["name", "uri"])
+def test_two_active_assets_cannot_share_a_name_or_uri(field):
+    first = Asset.objects.create(name="n1", uri="u1")
+    second = Asset.objects.create(
+        name="n2" if field == "uri" else "n1", uri="u1" if field == "uri" else "u2"
+    )
+    AssetActive.objects.create(asset=first, name=first.name, uri=first.uri)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AssetActive.objects.create(asset=second, name=second.name, uri=second.uri)
+
+
+def test_deleting_an_asset_keeps_its_events():
+    # given
+    event = AssetEventFactory(extra={"k": "v"})
+    alias = AssetAliasFactory()
+    AssetAliasAssetEvent.objects.create(alias=alias, event=event)
+    asset_id = event.asset_id
+    # when
+    Asset.objects.filter(pk=asset_id).delete()
+    # then
+    kept = AssetEvent.objects.select_related("asset").get(pk=event.pk)
+    assert kept.asset_id == asset_id
+    assert kept.asset is None
+    assert kept.extra == {"k": "v"}
+    assert list(kept.source_aliases.all()) == [alias]
+
+
+def test_deleting_an_alias_removes_only_its_links():
+    alias, asset = AssetAliasFactory(), AssetFactory()
+    AssetAliasAsset.objects.create(alias=alias, asset=asset)
+    alias.delete()
+    assert AssetAliasAsset.objects.count() == 0
+    assert Asset.objects.filter(pk=asset.pk).exists()
