@@ -13,3 +13,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "postgres" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def server(transactional_db, tmp_path):
+    """A live gunicorn process serving the app against the (committed) test database."""
+    from tests.live_server import serve
+
+    yield from serve(tmp_path)
