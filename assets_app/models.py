@@ -168,6 +168,7 @@ class Dag(models.Model):
     is_paused = models.BooleanField(default=False)
     is_stale = models.BooleanField(default=False)
     asset_expression = models.JSONField(null=True, blank=True)
+    task_ids = models.JSONField(default=list, blank=True)  # the DAG's tasks, in declared order
     fileloc = models.CharField(max_length=2000, default="", blank=True)
     last_parsed_time = models.DateTimeField(null=True, blank=True)
 
