@@ -1,0 +1,198 @@
+"""Asset schedule conditions: parsing ``Dag.asset_expression`` and evaluating it.
+
+Pure Python (no database), so the scheduler's decision logic is unit-testable on its own.
+
+The JSON form, as written by ``declare_dags``::
+
+    {"asset": {"name": N, "uri": U}}
+    {"alias": {"name": N}}
+    {"asset_ref": {"name": N}}   or   {"asset_ref": {"uri": U}}
+    {"all": [node, ...]}         or   {"any": [node, ...]}
+
+Semantics (as Airflow 3 evaluates ``AssetAll`` / ``AssetAny`` / ``AssetAlias`` / asset refs):
+
+- an asset is satisfied when the caller says so (the scheduler: "it has a queue row");
+- an alias is satisfied when **any** asset it resolves to is satisfied; an alias that has not
+  resolved to any asset yet is *not* satisfied (Airflow: ``any()`` over no assets);
+- a ref is satisfied when the asset it names (the *active* asset with that name / uri) is
+  satisfied; a ref that names no active asset is not satisfied;
+- ``all`` needs every child, ``any`` needs one. An empty ``all`` or ``any`` is *not*
+  satisfied: a DAG is never triggered on nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class InvalidAssetExpression(ValueError):  # noqa: N818 - a domain error named after what it is
+    """``Dag.asset_expression`` is not in the documented JSON form."""
+
+    code = "invalid_asset_expression"
+
+
+@dataclass(frozen=True)
+class AssetLeaf:
+    name: str
+    uri: str
+
+
+@dataclass(frozen=True)
+class AliasLeaf:
+    name: str
+
+
+@dataclass(frozen=True)
+class NameRefLeaf:
+    name: str
+
+
+@dataclass(frozen=True)
+class UriRefLeaf:
+    uri: str
+
+
+@dataclass(frozen=True)
+class AllOf:
+    children: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    children: tuple[Condition, ...]
+
+
+Leaf = AssetLeaf | AliasLeaf | NameRefLeaf | UriRefLeaf
+Condition = Leaf | AllOf | AnyOf
+
+
+def _text(value: Any, *, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidAssetExpression(f"{where} must be a non-empty string, got {value!r}")
+    return value
+
+
+def condition_parse(expression: Any) -> Condition:
+    """Parse the JSON form into a condition tree; raises :class:`InvalidAssetExpression`."""
+    if not isinstance(expression, Mapping) or len(expression) != 1:
+        raise InvalidAssetExpression(f"expected an object with exactly one key, got {expression!r}")
+    ((kind, body),) = expression.items()
+    if kind in ("all", "any"):
+        if not isinstance(body, list):
+            raise InvalidAssetExpression(f"{kind!r} must hold a list, got {body!r}")
+        children = tuple(condition_parse(child) for child in body)
+        return AllOf(children) if kind == "all" else AnyOf(children)
+    if not isinstance(body, Mapping):
+        raise InvalidAssetExpression(f"{kind!r} must hold an object, got {body!r}")
+    if kind == "asset":
+        name = _text(body.get("name"), where="asset name")
+        uri = _text(body.get("uri", name), where="asset uri")
+        return AssetLeaf(name=name, uri=uri)
+    if kind == "alias":
+        return AliasLeaf(name=_text(body.get("name"), where="alias name"))
+    if kind == "asset_ref":
+        if "name" in body and "uri" not in body:
+            return NameRefLeaf(name=_text(body["name"], where="asset_ref name"))
+        if "uri" in body and "name" not in body:
+            return UriRefLeaf(uri=_text(body["uri"], where="asset_ref uri"))
+        raise InvalidAssetExpression(f"asset_ref needs exactly one of name / uri, got {body!r}")
+    raise InvalidAssetExpression(f"unknown condition node {kind!r}")
+
+
+@dataclass(frozen=True)
+class ConditionReferences:
+    """Everything a condition mentions, grouped for bulk lookups."""
+
+    asset_keys: frozenset[tuple[str, str]] = frozenset()
+    alias_names: frozenset[str] = frozenset()
+    name_refs: frozenset[str] = frozenset()
+    uri_refs: frozenset[str] = frozenset()
+
+
+def condition_references(condition: Condition) -> ConditionReferences:
+    asset_keys: set[tuple[str, str]] = set()
+    alias_names: set[str] = set()
+    name_refs: set[str] = set()
+    uri_refs: set[str] = set()
+    stack: list[Condition] = [condition]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, AllOf | AnyOf):
+            stack.extend(node.children)
+        elif isinstance(node, AssetLeaf):
+            asset_keys.add((node.name, node.uri))
+        elif isinstance(node, AliasLeaf):
+            alias_names.add(node.name)
+        elif isinstance(node, NameRefLeaf):
+            name_refs.add(node.name)
+        else:
+            uri_refs.add(node.uri)
+    return ConditionReferences(
+        asset_keys=frozenset(asset_keys),
+        alias_names=frozenset(alias_names),
+        name_refs=frozenset(name_refs),
+        uri_refs=frozenset(uri_refs),
+    )
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How a condition's leaves map to asset ids (looked up by the caller).
+
+    A key missing from a mapping means "resolves to nothing".
+    """
+
+    asset_ids: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    alias_asset_ids: Mapping[str, Collection[int]] = field(default_factory=dict)
+    name_ref_ids: Mapping[str, int] = field(default_factory=dict)
+    uri_ref_ids: Mapping[str, int] = field(default_factory=dict)
+
+    def leaf_asset_ids(self, leaf: Leaf) -> Collection[int]:
+        """The asset ids a leaf stands for (empty when it resolves to nothing)."""
+        found: int | None
+        if isinstance(leaf, AliasLeaf):
+            return self.alias_asset_ids.get(leaf.name, ())
+        if isinstance(leaf, AssetLeaf):
+            found = self.asset_ids.get((leaf.name, leaf.uri))
+        elif isinstance(leaf, NameRefLeaf):
+            found = self.name_ref_ids.get(leaf.name)
+        else:
+            found = self.uri_ref_ids.get(leaf.uri)
+        return () if found is None else (found,)
+
+    def all_asset_ids(self) -> set[int]:
+        ids = set(self.asset_ids.values()) | set(self.name_ref_ids.values())
+        ids |= set(self.uri_ref_ids.values())
+        for alias_ids in self.alias_asset_ids.values():
+            ids |= set(alias_ids)
+        return ids
+
+
+def condition_evaluate(condition: Condition, *, leaf_satisfied: Callable[[Leaf], bool]) -> bool:
+    """Evaluate the tree; ``leaf_satisfied`` decides each leaf."""
+    if isinstance(condition, AllOf):
+        return bool(condition.children) and all(
+            condition_evaluate(child, leaf_satisfied=leaf_satisfied) for child in condition.children
+        )
+    if isinstance(condition, AnyOf):
+        return any(
+            condition_evaluate(child, leaf_satisfied=leaf_satisfied) for child in condition.children
+        )
+    return leaf_satisfied(condition)
+
+
+def condition_is_met(
+    condition: Condition, *, resolution: Resolution, ready_asset_ids: Collection[int]
+) -> bool:
+    """True when the condition holds with "asset id in ``ready_asset_ids``" as the leaf test.
+
+    An alias is ready when any asset it resolves to is ready; a ref when its asset is ready.
+    """
+    ready = set(ready_asset_ids)
+
+    def leaf_satisfied(leaf: Leaf) -> bool:
+        return any(asset_id in ready for asset_id in resolution.leaf_asset_ids(leaf))
+
+    return condition_evaluate(condition, leaf_satisfied=leaf_satisfied)

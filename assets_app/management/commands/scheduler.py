@@ -1,0 +1,103 @@
+"""``manage.py scheduler``: create asset-triggered DAG runs from the queue, pass after pass."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, close_old_connections, connection
+
+from assets_app.services.scheduler import Outcome, SchedulerPassResult, scheduler_pass
+
+
+class Command(BaseCommand):
+    help = (
+        "Turn asset_dag_run_queue rows into asset-triggered DAG runs when a consumer's asset "
+        "condition is met. Runs passes every --interval seconds until stopped (SIGTERM or "
+        "Ctrl-C), or one pass with --once. Several schedulers may run at once."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--once", action="store_true", help="run a single pass and exit")
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=1.0,
+            help="seconds to sleep between passes (default 1)",
+        )
+        parser.add_argument(
+            "--max-passes",
+            type=int,
+            default=None,
+            help="stop after this many passes (default: run until stopped)",
+        )
+        parser.add_argument(
+            "--max-dags",
+            type=int,
+            default=None,
+            help="look at no more than this many waiting DAGs per pass",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        interval: float = options["interval"]
+        max_passes: int | None = 1 if options["once"] else options["max_passes"]
+        if interval < 0:
+            raise CommandError("--interval must be >= 0")
+        if max_passes is not None and max_passes < 1:
+            raise CommandError("--max-passes must be >= 1")
+
+        stop = threading.Event()
+        previous = self._install_stop_handler(stop)
+        passes = created = 0
+        try:
+            while not stop.is_set():
+                close_old_connections()
+                try:
+                    result = scheduler_pass(max_dags=options["max_dags"])
+                except DatabaseError as exc:
+                    # e.g. the database restarted: report, drop the connection, try again.
+                    self.stderr.write(f"scheduler pass failed: {exc}")
+                    connection.close()
+                else:
+                    created += len(result.created)
+                    self._report(result)
+                passes += 1
+                if max_passes is not None and passes >= max_passes:
+                    break
+                stop.wait(interval)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._restore_stop_handler(previous)
+            connection.close()
+        self.stdout.write(
+            self.style.SUCCESS(f"scheduler stopped after {passes} pass(es), {created} run(s)")
+        )
+
+    def _report(self, result: SchedulerPassResult) -> None:
+        for run in result.created:
+            self.stdout.write(
+                f"created {run.dag_id} {run.run_id} "
+                f"({len(run.event_ids)} event(s), {len(run.task_ids)} task instance(s))"
+            )
+        failed = result.count(Outcome.FAILED)
+        if failed:
+            self.stderr.write(f"{failed} DAG(s) failed this pass; see the log")
+
+    @staticmethod
+    def _install_stop_handler(stop: threading.Event) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return None  # signal handlers can only be set from the main thread
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        return signal.signal(signal.SIGTERM, handler)
+
+    @staticmethod
+    def _restore_stop_handler(previous: Any) -> None:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

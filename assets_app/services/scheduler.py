@@ -1,0 +1,351 @@
+"""The asset scheduler: turns ``asset_dag_run_queue`` rows into asset-triggered DAG runs.
+
+One pass (:func:`scheduler_pass`) lists the DAGs that have queue rows and, for each one, runs
+:func:`dag_asset_triggered_run_create` in its **own transaction**:
+
+1. Lock the DAG row (``SELECT … FOR NO KEY UPDATE SKIP LOCKED``) — the per-DAG mutex: a DAG
+   another scheduler is working on is skipped this pass. ``NO KEY`` so that producers' foreign
+   key checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale DAGs are left
+   alone (their queue rows wait).
+2. Lock the DAG's queue rows (``FOR UPDATE SKIP LOCKED``: a row a producer is still upserting
+   stays for the next pass).
+3. Evaluate ``Dag.asset_expression`` (:mod:`assets_app.conditions`) with "the asset has a
+   locked queue row" as the leaf test. Not met → nothing changes; the rows wait.
+4. Met → pick the events to consume **by id**: events on the condition's assets (assets named
+   directly or through a ref) and events emitted *through* one of the condition's aliases (as
+   Airflow does), not partitioned, with ``timestamp <= now``, that **no earlier run of this
+   DAG consumed** — so an event can never be consumed twice by one DAG, and an event whose
+   producer committed after an earlier pass read the table (its timestamp being older than that
+   run) is still picked up by the next run instead of being lost. To keep the lookup bounded
+   the scan starts ``EVENT_LOOKBACK`` before the previous asset-triggered run was created (no
+   lower bound for a DAG's first run: like Airflow it consumes the whole history).
+5. Create the ``DagRun`` (``asset_triggered``, state ``queued``, ``logical_date`` null,
+   ``run_after`` = newest queue row's ``created_at``, run id
+   ``asset_triggered__<run_after ISO>_<8 random chars>`` — all as Airflow 3 does), its
+   ``dagrun_asset_event`` rows, one ``queued`` task instance per declared task, and delete
+   the locked queue rows. If there is no event left to consume (all of them were taken by the
+   previous run), the rows are deleted and no run is created: no two runs for one set of
+   events.
+
+On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions (settings) make
+each DAG's transaction exclusive, which gives the same guarantees.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import secrets
+import string
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import DatabaseError, transaction
+from django.db.models import Exists, Max, Min, OuterRef, Q
+from django.utils import timezone
+
+from assets_app.conditions import (
+    Condition,
+    ConditionReferences,
+    InvalidAssetExpression,
+    Resolution,
+    condition_is_met,
+    condition_parse,
+    condition_references,
+)
+from assets_app.models import (
+    Asset,
+    AssetActive,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    DagRunAssetEvent,
+    DagRunState,
+    DagRunType,
+    TaskInletAssetReference,
+    TaskInstance,
+    TaskInstanceState,
+    TaskOutletAssetReference,
+)
+
+logger = logging.getLogger(__name__)
+
+#: How far before the previous asset-triggered run the event scan starts. An event is missed
+#: only if its producer's transaction stayed open longer than this (requests time out long
+#: before).
+EVENT_LOOKBACK = timedelta(minutes=10)
+
+_RUN_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+class Outcome(enum.StrEnum):
+    """What one DAG's transaction did."""
+
+    CREATED = "created"  # a run was created
+    NOT_READY = "not_ready"  # condition not met (or no queue rows left); rows wait
+    LOCKED = "locked"  # another scheduler holds the DAG this pass
+    INACTIVE = "inactive"  # paused or stale (or gone); rows wait
+    NOTHING_TO_CONSUME = "nothing_to_consume"  # met, but every event was already consumed
+    DROPPED = "dropped"  # the DAG is no longer asset-scheduled; its rows were deleted
+    INVALID = "invalid"  # asset_expression unreadable; rows wait, error logged
+    FAILED = "failed"  # database error; rolled back, retried next pass
+
+
+@dataclass(frozen=True)
+class AssetTriggeredRun:
+    """A DAG run the scheduler created."""
+
+    dag_id: str
+    run_id: str
+    dag_run_pk: int
+    run_after: datetime
+    event_ids: tuple[int, ...]
+    task_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DagOutcome:
+    dag_id: str
+    outcome: Outcome
+    run: AssetTriggeredRun | None = None
+
+
+@dataclass
+class SchedulerPassResult:
+    """Everything one pass did, DAG by DAG."""
+
+    outcomes: list[DagOutcome] = field(default_factory=list)
+
+    @property
+    def created(self) -> list[AssetTriggeredRun]:
+        return [o.run for o in self.outcomes if o.run is not None]
+
+    def count(self, outcome: Outcome) -> int:
+        return sum(1 for o in self.outcomes if o.outcome is outcome)
+
+
+def asset_triggered_run_id(*, run_after: datetime) -> str:
+    """``asset_triggered__<run_after ISO>_<8 random letters/digits>``, like Airflow 3."""
+    suffix = "".join(secrets.choice(_RUN_ID_ALPHABET) for _ in range(8))
+    return f"{DagRunType.ASSET_TRIGGERED}__{run_after.isoformat()}_{suffix}"
+
+
+def scheduler_pass(*, max_dags: int | None = None) -> SchedulerPassResult:
+    """One scheduling pass over every unpaused, non-stale DAG that has queue rows.
+
+    DAGs are taken oldest-waiting first, each in its own transaction; a database error in one
+    DAG is logged and the pass goes on (that DAG is retried next pass).
+    """
+    candidates = (
+        AssetDagRunQueue.objects.filter(target_dag__is_paused=False, target_dag__is_stale=False)
+        .values("target_dag_id")
+        .annotate(first_queued=Min("created_at"))
+        .order_by("first_queued", "target_dag_id")
+        .values_list("target_dag_id", flat=True)
+    )
+    if max_dags is not None:
+        candidates = candidates[:max_dags]
+    result = SchedulerPassResult()
+    for dag_id in list(candidates):
+        try:
+            outcome = dag_asset_triggered_run_create(dag_id=dag_id)
+        except DatabaseError:
+            logger.exception("scheduling DAG %s failed; retrying next pass", dag_id)
+            outcome = DagOutcome(dag_id=dag_id, outcome=Outcome.FAILED)
+        result.outcomes.append(outcome)
+    return result
+
+
+def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
+    """Create one asset-triggered run of ``dag_id`` if its condition is met (one transaction).
+
+    Takes its own locks (the DAG row, then its queue rows); the caller must hold none and must
+    not be inside a transaction.
+    """
+    with transaction.atomic(durable=True):
+        dag = (
+            Dag.objects.select_for_update(skip_locked=True, no_key=True)
+            .filter(dag_id=dag_id)
+            .only("dag_id", "is_paused", "is_stale", "asset_expression", "task_ids")
+            .first()
+        )
+        if dag is None:
+            return DagOutcome(dag_id=dag_id, outcome=Outcome.LOCKED)
+        if dag.is_paused or dag.is_stale:
+            return DagOutcome(dag_id=dag_id, outcome=Outcome.INACTIVE)
+        queued = list(
+            AssetDagRunQueue.objects.select_for_update(skip_locked=True)
+            .filter(target_dag_id=dag_id)
+            .values_list("pk", "asset_id", "created_at")
+        )
+        if not queued:
+            return DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY)
+        queue_pks = [pk for pk, _, _ in queued]
+        if dag.asset_expression is None:
+            # No longer asset-scheduled (re-declared with another schedule): as Airflow does,
+            # its queue rows are dropped.
+            AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
+            return DagOutcome(dag_id=dag_id, outcome=Outcome.DROPPED)
+        try:
+            condition = condition_parse(dag.asset_expression)
+        except InvalidAssetExpression as exc:
+            logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
+            return DagOutcome(dag_id=dag_id, outcome=Outcome.INVALID)
+        references = condition_references(condition)
+        resolution = _condition_resolve(references)
+        if not condition_is_met(
+            condition, resolution=resolution, ready_asset_ids={a for _, a, _ in queued}
+        ):
+            return DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY)
+
+        now = timezone.now()
+        event_ids = _unconsumed_event_ids(
+            dag_id=dag_id, condition=condition, resolution=resolution, now=now
+        )
+        if not event_ids:
+            AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
+            return DagOutcome(dag_id=dag_id, outcome=Outcome.NOTHING_TO_CONSUME)
+
+        run_after = max(created_at for _, _, created_at in queued)
+        run = DagRun.objects.create(
+            dag_id=dag_id,
+            run_id=asset_triggered_run_id(run_after=run_after),
+            logical_date=None,
+            data_interval_start=None,
+            data_interval_end=None,
+            run_after=run_after,
+            run_type=DagRunType.ASSET_TRIGGERED,
+            state=DagRunState.QUEUED,
+            conf={},
+            created_at=now,
+        )
+        DagRunAssetEvent.objects.bulk_create(
+            [DagRunAssetEvent(dag_run=run, event_id=event_id) for event_id in event_ids]
+        )
+        task_ids = _dag_task_ids(dag)
+        TaskInstance.objects.bulk_create(
+            [
+                TaskInstance(
+                    dag_run=run,
+                    dag_id=dag_id,
+                    run_id=run.run_id,
+                    task_id=task_id,
+                    map_index=-1,
+                    try_number=1,
+                    max_tries=0,
+                    state=TaskInstanceState.QUEUED,
+                )
+                for task_id in task_ids
+            ]
+        )
+        AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
+        created = AssetTriggeredRun(
+            dag_id=dag_id,
+            run_id=run.run_id,
+            dag_run_pk=run.pk,
+            run_after=run_after,
+            event_ids=tuple(event_ids),
+            task_ids=tuple(task_ids),
+        )
+        transaction.on_commit(
+            lambda: logger.info(
+                "created asset-triggered run %s of %s consuming %d event(s)",
+                created.run_id,
+                dag_id,
+                len(created.event_ids),
+            )
+        )
+        return DagOutcome(dag_id=dag_id, outcome=Outcome.CREATED, run=created)
+
+
+def _condition_resolve(references: ConditionReferences) -> Resolution:
+    """Look up the asset ids of a condition's assets, aliases and refs (≤ 3 queries)."""
+    asset_ids: dict[tuple[str, str], int] = {}
+    if references.asset_keys:
+        keys = Q()
+        for name, uri in references.asset_keys:
+            keys |= Q(name=name, uri=uri)
+        asset_ids = {
+            (name, uri): pk
+            for pk, name, uri in Asset.objects.filter(keys).values_list("pk", "name", "uri")
+        }
+    alias_asset_ids: dict[str, set[int]] = {}
+    if references.alias_names:
+        for name, asset_id in AssetAliasAsset.objects.filter(
+            alias__name__in=references.alias_names
+        ).values_list("alias__name", "asset_id"):
+            alias_asset_ids.setdefault(name, set()).add(asset_id)
+    name_ref_ids: dict[str, int] = {}
+    uri_ref_ids: dict[str, int] = {}
+    if references.name_refs or references.uri_refs:
+        for asset_id, name, uri in AssetActive.objects.filter(
+            Q(name__in=references.name_refs) | Q(uri__in=references.uri_refs)
+        ).values_list("asset_id", "name", "uri"):
+            if name in references.name_refs:
+                name_ref_ids[name] = asset_id
+            if uri in references.uri_refs:
+                uri_ref_ids[uri] = asset_id
+    return Resolution(
+        asset_ids=asset_ids,
+        alias_asset_ids=alias_asset_ids,
+        name_ref_ids=name_ref_ids,
+        uri_ref_ids=uri_ref_ids,
+    )
+
+
+def _unconsumed_event_ids(
+    *, dag_id: str, condition: Condition, resolution: Resolution, now: datetime
+) -> list[int]:
+    """Ids of the events the new run consumes, oldest first (one query, plus one for the bound).
+
+    Events on assets the condition names directly or by ref, and events emitted through one of
+    its aliases; not partitioned; not consumed by an earlier run of this DAG.
+    """
+    references = condition_references(condition)
+    direct_ids = (
+        set(resolution.asset_ids.values())
+        | set(resolution.name_ref_ids.values())
+        | set(resolution.uri_ref_ids.values())
+    )
+    alias_target_ids: set[int] = set()
+    for ids in resolution.alias_asset_ids.values():
+        alias_target_ids |= set(ids)
+    if not direct_ids and not alias_target_ids:
+        return []
+    wanted = Q(asset_id__in=direct_ids)
+    if alias_target_ids:
+        wanted |= Exists(
+            AssetAliasAssetEvent.objects.filter(
+                event_id=OuterRef("pk"), alias__name__in=references.alias_names
+            )
+        )
+    events = AssetEvent.objects.filter(
+        wanted,
+        asset_id__in=direct_ids | alias_target_ids,
+        timestamp__lte=now,
+        partition_key__isnull=True,
+    ).exclude(
+        Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_run__dag_id=dag_id))
+    )
+    previous = DagRun.objects.filter(dag_id=dag_id, run_type=DagRunType.ASSET_TRIGGERED).aggregate(
+        latest=Max("created_at")
+    )["latest"]
+    if previous is not None:
+        events = events.filter(timestamp__gt=previous - EVENT_LOOKBACK)
+    return list(events.order_by("timestamp", "pk").values_list("pk", flat=True))
+
+
+def _dag_task_ids(dag: Dag) -> list[str]:
+    """The DAG's declared tasks; without a declared list, the tasks its asset references name."""
+    if dag.task_ids:
+        return list(dict.fromkeys(str(task_id) for task_id in dag.task_ids))
+    found = set(
+        TaskOutletAssetReference.objects.filter(dag_id=dag.dag_id).values_list("task_id", flat=True)
+    )
+    found |= set(
+        TaskInletAssetReference.objects.filter(dag_id=dag.dag_id).values_list("task_id", flat=True)
+    )
+    return sorted(found)
