@@ -1,0 +1,5 @@
+import sys
+
+from task_sdk.cli import main
+
+sys.exit(main())

@@ -1,0 +1,281 @@
+"""HTTP client for the execution API (the calls the Airflow 3 task SDK makes).
+
+Sends ``Authorization: Bearer <token>`` and ``Airflow-API-Version`` on every request, retries
+connection errors and 5xx responses with exponential backoff (4xx are final and raise
+``ServerResponseError`` carrying the server's ``detail``), and adopts the token a response
+hands back in ``Refreshed-API-Token``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import platform
+import socket
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import tenacity
+
+from task_sdk import __version__
+
+logger = logging.getLogger(__name__)
+
+API_VERSION = "2026-06-30"
+REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"
+
+
+class ServerResponseError(Exception):
+    """The server answered with an error status (after retries for 5xx)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.status_code = response.status_code
+        self.detail = _detail(response)
+        super().__init__(
+            f"{response.request.method} {response.request.url.path} -> "
+            f"{response.status_code}: {_describe(self.detail)}"
+        )
+
+    @property
+    def reason(self) -> str | None:
+        return self.detail.get("reason") if isinstance(self.detail, dict) else None
+
+
+def _detail(response: httpx.Response) -> Any:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text or None
+    return body.get("detail", body) if isinstance(body, dict) else body
+
+
+def _describe(detail: Any) -> str:
+    if isinstance(detail, dict):
+        parts = [str(detail.get(k)) for k in ("reason", "message") if detail.get(k)]
+        return ": ".join(parts) or json.dumps(detail)
+    if isinstance(detail, list):
+        return json.dumps(detail)
+    return str(detail)
+
+
+def isoformat(when: datetime) -> str:
+    """UTC timestamp as the Airflow client sends it: ``2026-11-30T04:50:58.075255Z``."""
+    if when.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+def hostname() -> str:
+    return socket.getfqdn() or platform.node()
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, ServerResponseError) and exc.status_code >= 500
+
+
+def execution_api_url(server: str) -> str:
+    """``http://host:8000`` or ``http://host:8000/execution`` → the execution API base URL."""
+    base = server.rstrip("/")
+    return base if base.endswith("/execution") else f"{base}/execution"
+
+
+class Client:
+    """One task instance's connection to the execution API.
+
+    ``retries`` is the number of attempts for retryable failures; the wait between attempts
+    grows exponentially from ``backoff_initial`` up to ``backoff_max`` seconds.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        token: str,
+        *,
+        retries: int = 5,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 10.0,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.token = token
+        self.retries = retries
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self._http = httpx.Client(
+            base_url=execution_api_url(server),
+            timeout=timeout,
+            transport=transport,
+            follow_redirects=False,
+            headers={
+                "Airflow-API-Version": API_VERSION,
+                "User-Agent": f"asset-registry-task-sdk/{__version__} "
+                f"(Python/{platform.python_version()})",
+            },
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _send_once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.token}", "correlation-id": str(uuid.uuid4())}
+        response = self._http.request(method, path, headers=headers, **kwargs)
+        if refreshed := response.headers.get(REFRESHED_TOKEN_HEADER):
+            self.token = refreshed
+        if response.is_redirect or response.status_code >= 300:
+            error = ServerResponseError(response)
+            logger.warning("%s %s failed: %s", method, path, error)
+            raise error
+        return response
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Send one request, retrying connection errors and 5xx answers with backoff."""
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_is_retryable),
+            stop=tenacity.stop_after_attempt(max(1, self.retries)),
+            wait=tenacity.wait_exponential(
+                multiplier=self.backoff_initial, min=0, max=self.backoff_max
+            ),
+            before_sleep=lambda state: logger.warning(
+                "retrying %s %s after attempt %s: %s",
+                method,
+                path,
+                state.attempt_number,
+                state.outcome.exception() if state.outcome else None,
+            ),
+            reraise=True,
+        )
+        return retrying(self._send_once, method, path, **kwargs)
+
+    def _json(self, method: str, path: str, body: Any) -> httpx.Response:
+        return self.request(
+            method,
+            path,
+            content=json.dumps(body, separators=(",", ":")),
+            headers={"Content-Type": "application/json"},
+        )
+
+    # -- task instances --------------------------------------------------------------------
+
+    def start(
+        self, ti_id: str, *, pid: int, when: datetime | None = None, host: str | None = None
+    ) -> dict[str, Any]:
+        """``PATCH /task-instances/{id}/run``: mark the TI running; returns the run context."""
+        body = {
+            "state": "running",
+            "hostname": host or hostname(),
+            "unixname": getpass.getuser(),
+            "pid": pid,
+            "start_date": isoformat(when or now()),
+        }
+        return self._json("PATCH", f"/task-instances/{ti_id}/run", body).json()
+
+    run = start
+
+    def heartbeat(self, ti_id: str, *, pid: int, host: str | None = None) -> None:
+        """``PUT /task-instances/{id}/heartbeat``."""
+        body = {"hostname": host or hostname(), "pid": pid}
+        self._json("PUT", f"/task-instances/{ti_id}/heartbeat", body)
+
+    def succeed(
+        self,
+        ti_id: str,
+        when: datetime,
+        task_outlets: list[dict[str, Any]],
+        outlet_events: list[dict[str, Any]],
+        rendered_map_index: str | None = None,
+    ) -> None:
+        """``PATCH /task-instances/{id}/state`` with the success payload."""
+        self._json(
+            "PATCH",
+            f"/task-instances/{ti_id}/state",
+            success_body(when, task_outlets, outlet_events, rendered_map_index),
+        )
+
+    def finish(
+        self,
+        ti_id: str,
+        state: str,
+        when: datetime,
+        rendered_map_index: str | None = None,
+    ) -> None:
+        """``PATCH /task-instances/{id}/state`` with a non-success terminal state."""
+        if state == "success":
+            raise ValueError("use succeed() for the success state")
+        body = {
+            "state": state,
+            "end_date": isoformat(when),
+            "rendered_map_index": rendered_map_index,
+        }
+        self._json("PATCH", f"/task-instances/{ti_id}/state", body)
+
+    def set_rtif(self, ti_id: str, fields: dict[str, Any]) -> None:
+        """``PUT /task-instances/{id}/rtif``: rendered template fields."""
+        self._json("PUT", f"/task-instances/{ti_id}/rtif", fields)
+
+    def validate_inlets_and_outlets(self, ti_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/task-instances/{ti_id}/validate-inlets-and-outlets").json()
+
+    # -- xcoms and assets ------------------------------------------------------------------
+
+    def xcom_set(
+        self, dag_id: str, run_id: str, task_id: str, key: str, value: Any, map_index: int = -1
+    ) -> None:
+        params = {"map_index": map_index} if map_index >= 0 else {}
+        path = "/xcoms/" + "/".join(quote(part, safe="") for part in (dag_id, run_id, task_id, key))
+        self.request(
+            "POST",
+            path,
+            params=params,
+            content=json.dumps(value, separators=(",", ":")),
+            headers={"Content-Type": "application/json"},
+        )
+
+    def xcom_get(
+        self, dag_id: str, run_id: str, task_id: str, key: str, map_index: int = -1
+    ) -> Any:
+        params = {"map_index": map_index} if map_index >= 0 else {}
+        path = "/xcoms/" + "/".join(quote(part, safe="") for part in (dag_id, run_id, task_id, key))
+        return self.request("GET", path, params=params).json()
+
+    def asset_by_name(self, name: str) -> dict[str, Any]:
+        """``GET /assets/by-name``: the active asset called ``name``."""
+        return self.request("GET", "/assets/by-name", params={"name": name}).json()
+
+    def asset_by_uri(self, uri: str) -> dict[str, Any]:
+        """``GET /assets/by-uri``: the active asset with ``uri``."""
+        return self.request("GET", "/assets/by-uri", params={"uri": uri}).json()
+
+
+def success_body(
+    when: datetime,
+    task_outlets: list[dict[str, Any]],
+    outlet_events: list[dict[str, Any]],
+    rendered_map_index: str | None = None,
+) -> dict[str, Any]:
+    """The body of a success ``/state`` call, key for key as the Airflow 3 client sends it."""
+    return {
+        "state": "success",
+        "end_date": isoformat(when),
+        "task_outlets": task_outlets,
+        "outlet_events": outlet_events,
+        "rendered_map_index": rendered_map_index,
+    }

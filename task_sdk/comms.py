@@ -1,0 +1,79 @@
+"""The message channel between the supervisor and the task process.
+
+A dedicated socket pair (not stdout/stderr, which the supervisor captures as the task's log)
+carrying one JSON object per line. The task process sends a request and waits for its reply;
+the supervisor only answers.
+
+Task → supervisor: ``GetAssetByName``, ``GetAssetByUri``, ``SetXCom``, ``SetRenderedFields``,
+``SucceedTask`` and ``TaskState`` (``failed`` / ``up_for_retry``).
+Supervisor → task: ``StartupDetails`` first, then one reply per request: ``OK``,
+``AssetResult`` or ``ErrorResponse``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+#: Environment variable telling the task process which inherited fd is its channel.
+COMMS_FD_ENV = "TASK_SDK_COMMS_FD"
+
+
+class ChannelClosedError(Exception):
+    """The other side closed the channel."""
+
+
+class Channel:
+    """Newline-delimited JSON over a stream socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = bytearray()
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Messages complete in the buffer (after ``feed``)."""
+        messages = []
+        while (end := self._buffer.find(b"\n")) >= 0:
+            line = bytes(self._buffer[:end])
+            del self._buffer[: end + 1]
+            if line.strip():
+                messages.append(json.loads(line))
+        return messages
+
+    def feed(self) -> bool:
+        """Read what is available (call when the socket is readable); False at end of stream."""
+        try:
+            data = self.sock.recv(65536)
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            return False
+        self._buffer.extend(data)
+        return True
+
+    def receive(self) -> dict[str, Any]:
+        """Block until one whole message arrived."""
+        while True:
+            if messages := self.pending():
+                # The protocol is strictly request/reply, so at most one message is in flight;
+                # keep any extra ones buffered anyway.
+                first, rest = messages[0], messages[1:]
+                for message in reversed(rest):
+                    self._buffer[:0] = json.dumps(message).encode() + b"\n"
+                return first
+            if not self.feed():
+                raise ChannelClosedError("the other side closed the message channel")
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.send(message)
+        return self.receive()
+
+    def close(self) -> None:
+        self.sock.close()
