@@ -1,0 +1,658 @@
+"""Service-level tests of asset_changes_register (SPEC §4), against the database."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from assets_app.models import (
+    Asset,
+    AssetActive,
+    AssetAlias,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetNameReference,
+    DagScheduleAssetReference,
+    DagScheduleAssetUriReference,
+    TaskInstance,
+    TaskInstanceState,
+)
+from assets_app.outlets import (
+    AliasOutletEvent,
+    AssetKey,
+    AssetOutletEvent,
+    OutletProfile,
+    OutletType,
+)
+from assets_app.services.registration import RegistrationResult, asset_changes_register
+from assets_app.signals import asset_changed, asset_event_emitted
+from tests.factories import AssetAliasFactory, AssetFactory, DagFactory, TaskInstanceFactory
+
+pytestmark = pytest.mark.django_db
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def active_asset(name: str, uri: str, **fields: Any) -> Asset:
+    asset = AssetFactory(name=name, uri=uri, **fields)
+    AssetActive.objects.create(asset=asset, name=name, uri=uri)
+    return asset
+
+
+def asset_outlet(name: str, uri: str) -> OutletProfile:
+    return OutletProfile(type=OutletType.ASSET, name=name, uri=uri)
+
+
+def name_ref(name: str) -> OutletProfile:
+    return OutletProfile(type=OutletType.NAME_REF, name=name)
+
+
+def uri_ref(uri: str) -> OutletProfile:
+    return OutletProfile(type=OutletType.URI_REF, uri=uri)
+
+
+def alias_outlet(name: str) -> OutletProfile:
+    return OutletProfile(type=OutletType.ALIAS, name=name)
+
+
+def asset_event(
+    name: str, uri: str, extra: dict[str, Any] | None = None, partition_key: str | None = None
+) -> AssetOutletEvent:
+    return AssetOutletEvent(
+        key=AssetKey(name=name, uri=uri), extra=extra or {}, partition_key=partition_key
+    )
+
+
+def alias_event(
+    alias: str,
+    name: str,
+    uri: str,
+    extra: dict[str, Any] | None = None,
+    dest_asset_extra: dict[str, Any] | None = None,
+    partition_key: str | None = None,
+) -> AliasOutletEvent:
+    return AliasOutletEvent(
+        source_alias_name=alias,
+        dest_asset_key=AssetKey(name=name, uri=uri),
+        extra=extra or {},
+        dest_asset_extra=dest_asset_extra or {},
+        partition_key=partition_key,
+    )
+
+
+def register(
+    ti: TaskInstance,
+    outlets: list[OutletProfile],
+    events: list[AssetOutletEvent | AliasOutletEvent] | None = None,
+) -> RegistrationResult:
+    return asset_changes_register(
+        task_instance=ti, task_outlets=outlets, outlet_events=events or []
+    )
+
+
+def event_rows() -> list[tuple[str, dict[str, Any], str | None]]:
+    rows = [
+        (e.asset.name, e.extra, e.partition_key) for e in AssetEvent.objects.select_related("asset")
+    ]
+    return sorted(rows, key=lambda r: (r[0], json.dumps(r[1], sort_keys=True), r[2] or ""))
+
+
+def source_aliases(event: AssetEvent) -> list[str]:
+    return sorted(event.source_aliases.values_list("name", flat=True))
+
+
+@pytest.fixture
+def ti() -> TaskInstance:
+    return TaskInstanceFactory(state=TaskInstanceState.RUNNING, task_id="produce", map_index=3)
+
+
+# --- declared assets and refs ---------------------------------------------------------------
+
+
+def test_declared_asset_without_events_gets_one_event_with_empty_extra(ti):
+    # given
+    asset = active_asset("asset_one", "s3://bucket/one")
+
+    # when
+    result = register(ti, [asset_outlet("asset_one", "s3://bucket/one")])
+
+    # then
+    event = AssetEvent.objects.get()
+    assert result.event_ids == (event.pk,)
+    assert result.changed_asset_ids == (asset.pk,)
+    assert result.skipped == ()
+    assert event.asset_id == asset.pk
+    assert event.extra == {}
+    assert event.partition_key is None
+    assert (event.source_dag_id, event.source_task_id, event.source_run_id) == (
+        ti.dag_id,
+        "produce",
+        ti.run_id,
+    )
+    assert event.source_map_index == 3
+    assert event.timestamp is not None
+    assert event.source_aliases.count() == 0
+
+
+@pytest.mark.parametrize(
+    "outlet",
+    [
+        pytest.param(asset_outlet("asset_one", "s3://bucket/one"), id="asset"),
+        pytest.param(name_ref("asset_one"), id="name-ref"),
+        pytest.param(uri_ref("s3://bucket/one"), id="uri-ref"),
+    ],
+)
+def test_declared_outlet_without_events(ti, outlet):
+    active_asset("asset_one", "s3://bucket/one")
+
+    register(ti, [outlet])
+
+    assert event_rows() == [("asset_one", {}, None)]
+
+
+@pytest.mark.parametrize(
+    "outlet",
+    [
+        pytest.param(asset_outlet("asset_one", "s3://bucket/one"), id="asset"),
+        pytest.param(name_ref("asset_one"), id="name-ref"),
+        pytest.param(uri_ref("s3://bucket/one"), id="uri-ref"),
+    ],
+)
+def test_declared_outlet_takes_its_events_extra_and_ignores_undeclared_assets(ti, outlet):
+    # given: an event for the declared asset and one for an undeclared (but active) asset
+    active_asset("asset_one", "s3://bucket/one")
+    active_asset("other", "s3://bucket/other")
+
+    # when
+    register(
+        ti,
+        [outlet],
+        [
+            asset_event("asset_one", "s3://bucket/one", {"k": "v"}),
+            asset_event("other", "s3://bucket/other", {"k": "ignored"}),
+        ],
+    )
+
+    # then
+    assert event_rows() == [("asset_one", {"k": "v"}, None)]
+
+
+def test_wire_sample_name_and_uri_refs(ti):
+    # given: success_name_ref.json, where the refs resolve to two different assets
+    active_asset("by_name_asset", "s3://bucket/by-name")
+    active_asset("by_uri_asset", "s3://bucket/by-uri")
+
+    # when
+    register(
+        ti,
+        [name_ref("by_name_asset"), uri_ref("s3://bucket/by-uri")],
+        [
+            asset_event("by_name_asset", "s3://bucket/by-name", {"via": "name"}),
+            asset_event("by_uri_asset", "s3://bucket/by-uri", {"via": "uri"}),
+        ],
+    )
+
+    # then
+    assert event_rows() == [
+        ("by_name_asset", {"via": "name"}, None),
+        ("by_uri_asset", {"via": "uri"}, None),
+    ]
+
+
+def test_asset_declared_directly_and_through_refs_gets_one_event_per_declaration(ti):
+    active_asset("asset_one", "s3://bucket/one")
+
+    result = register(
+        ti,
+        [
+            asset_outlet("asset_one", "s3://bucket/one"),
+            asset_outlet("asset_one", "s3://bucket/one"),  # a repeat is one declaration
+            name_ref("asset_one"),
+            uri_ref("s3://bucket/one"),
+        ],
+        [asset_event("asset_one", "s3://bucket/one", {"k": "v"})],
+    )
+
+    assert len(result.events) == 3
+    assert event_rows() == [("asset_one", {"k": "v"}, None)] * 3
+    assert result.changed_asset_ids == (Asset.objects.get().pk,)
+
+
+def test_nested_extras_are_stored_as_sent(ti):
+    active_asset("asset_one", "s3://bucket/one")
+    extra = {"a": {"b": [1, 2, {"c": None}], "d": True}, "e": 1.5, "ü": "ß"}
+
+    register(
+        ti,
+        [asset_outlet("asset_one", "s3://bucket/one"), alias_outlet("al")],
+        [
+            asset_event("asset_one", "s3://bucket/one", extra),
+            alias_event("al", "dyn", "s3://bucket/dyn", extra, dest_asset_extra=extra),
+        ],
+    )
+
+    assert [e.extra for e in AssetEvent.objects.all()] == [extra, extra]
+    assert Asset.objects.get(name="dyn").extra == extra
+
+
+def test_partition_keys_fan_out_into_one_event_per_key(ti):
+    # given: success_partitions.json
+    active_asset("asset_one", "s3://bucket/one")
+    consumer = DagFactory()
+    DagScheduleAssetReference.objects.create(asset=Asset.objects.get(), dag=consumer)
+
+    # when
+    result = register(
+        ti,
+        [asset_outlet("asset_one", "s3://bucket/one")],
+        [
+            asset_event("asset_one", "s3://bucket/one", {"k": "v"}, "2026-01-02"),
+            asset_event("asset_one", "s3://bucket/one", {"k": "v"}, "2026-01-01"),
+            asset_event("asset_one", "s3://bucket/one", {"k": "last"}, "2026-01-01"),
+        ],
+    )
+
+    # then: last write per key wins; partitioned events queue no (non-partitioned) consumer
+    assert event_rows() == [
+        ("asset_one", {"k": "last"}, "2026-01-01"),
+        ("asset_one", {"k": "v"}, "2026-01-02"),
+    ]
+    assert result.queued == ()
+    assert not AssetDagRunQueue.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("outlet", "described"),
+    [
+        pytest.param(
+            asset_outlet("gone", "s3://bucket/gone"),
+            "Asset(name='gone', uri='s3://bucket/gone')",
+            id="asset",
+        ),
+        pytest.param(name_ref("gone"), "Asset.ref(name='gone')", id="name-ref"),
+        pytest.param(
+            uri_ref("s3://bucket/gone"), "Asset.ref(uri='s3://bucket/gone')", id="uri-ref"
+        ),
+    ],
+)
+@pytest.mark.parametrize("exists", [False, True], ids=["unknown", "inactive"])
+def test_unknown_or_inactive_declared_outlet_is_skipped_and_logged(
+    ti, caplog, outlet, described, exists
+):
+    # given
+    if exists:
+        AssetFactory(name="gone", uri="s3://bucket/gone")  # not active
+    active_asset("asset_one", "s3://bucket/one")
+
+    # when
+    with caplog.at_level(logging.WARNING, logger="assets_app.services.registration"):
+        result = register(
+            ti,
+            [outlet, asset_outlet("asset_one", "s3://bucket/one")],
+            [asset_event("gone", "s3://bucket/gone", {"k": "v"})],
+        )
+
+    # then
+    assert result.skipped == (outlet,)
+    assert event_rows() == [("asset_one", {}, None)]
+    assert described in caplog.text
+    assert caplog.records[-1].levelno == logging.WARNING
+
+
+def test_only_unknown_outlets_register_nothing(ti, caplog):
+    result = register(ti, [asset_outlet("gone", "s3://bucket/gone")])
+
+    assert result == RegistrationResult(skipped=(asset_outlet("gone", "s3://bucket/gone"),))
+    assert not AssetEvent.objects.exists()
+    assert "gone" in caplog.text
+
+
+def test_no_outlets_register_nothing(ti):
+    assert register(ti, []) == RegistrationResult()
+    assert not AssetEvent.objects.exists()
+
+
+# --- aliases --------------------------------------------------------------------------------
+
+
+def test_declared_alias_without_events_registers_nothing(ti):
+    result = register(ti, [alias_outlet("my_alias")])
+
+    assert result.events == ()
+    assert not AssetEvent.objects.exists()
+    assert not AssetAlias.objects.exists()
+
+
+def test_alias_event_to_a_new_asset(ti):
+    # given: success_alias.json, neither the asset nor the alias row exists yet
+    # when
+    result = register(
+        ti,
+        [alias_outlet("my_alias")],
+        [alias_event("my_alias", "dyn_asset", "s3://bucket/dyn", {"k": "v"}, {"asset_level": "x"})],
+    )
+
+    # then: the asset is created inactive with dest_asset_extra as its extra
+    asset = Asset.objects.get()
+    assert (asset.name, asset.uri, asset.extra) == (
+        "dyn_asset",
+        "s3://bucket/dyn",
+        {"asset_level": "x"},
+    )
+    assert not AssetActive.objects.exists()
+    alias = AssetAlias.objects.get()
+    assert alias.name == "my_alias"
+    assert list(AssetAliasAsset.objects.values_list("alias_id", "asset_id")) == [
+        (alias.pk, asset.pk)
+    ]
+    event = AssetEvent.objects.get()
+    assert result.event_ids == (event.pk,)
+    assert (event.asset_id, event.extra) == (asset.pk, {"k": "v"})
+    assert (event.source_task_id, event.source_map_index) == ("produce", 3)
+    assert source_aliases(event) == ["my_alias"]
+
+
+def test_alias_event_to_an_existing_asset_keeps_its_extra_and_links_once(ti):
+    # given: the asset, the alias and their link exist already
+    asset = active_asset("dyn_asset", "s3://bucket/dyn", extra={"old": 1})
+    alias = AssetAliasFactory(name="my_alias")
+    AssetAliasAsset.objects.create(alias=alias, asset=asset)
+
+    # when: twice
+    for _ in range(2):
+        register(
+            ti,
+            [alias_outlet("my_alias")],
+            [alias_event("my_alias", "dyn_asset", "s3://bucket/dyn", {"k": "v"}, {"new": 2})],
+        )
+
+    # then
+    assert Asset.objects.get().extra == {"old": 1}
+    assert AssetAlias.objects.count() == 1
+    assert AssetAliasAsset.objects.count() == 1
+    assert AssetEvent.objects.count() == 2
+    assert AssetAliasAssetEvent.objects.count() == 2
+
+
+def test_alias_events_to_an_undeclared_alias_are_ignored(ti):
+    # given: events through the declared alias and through one the task did not declare
+    # when
+    register(
+        ti,
+        [alias_outlet("my_alias")],
+        [
+            alias_event("my_alias", "dyn_asset", "s3://bucket/dyn", {"k": "v"}),
+            alias_event("undeclared", "dyn_asset", "s3://bucket/dyn", {"k": "v"}),
+            alias_event("undeclared", "other", "s3://bucket/other", {"k": "v"}),
+        ],
+    )
+
+    # then: exactly one event, linked to the declared alias only
+    event = AssetEvent.objects.get()
+    assert event.asset.name == "dyn_asset"
+    assert source_aliases(event) == ["my_alias"]
+    assert list(AssetAlias.objects.values_list("name", flat=True)) == ["my_alias"]
+    assert list(Asset.objects.values_list("name", flat=True)) == ["dyn_asset"]
+    assert AssetAliasAsset.objects.count() == 1
+
+
+def test_three_aliases_emitting_one_asset_with_two_extras_give_two_events(ti):
+    # when
+    register(
+        ti,
+        [alias_outlet("a1"), alias_outlet("a2"), alias_outlet("a3")],
+        [
+            alias_event("a1", "dyn", "s3://bucket/dyn", {}),
+            alias_event("a2", "dyn", "s3://bucket/dyn", {}),
+            alias_event("a3", "dyn", "s3://bucket/dyn", {"k": "v"}),
+        ],
+    )
+
+    # then
+    events = {tuple(source_aliases(e)): e.extra for e in AssetEvent.objects.all()}
+    assert events == {("a1", "a2"): {}, ("a3",): {"k": "v"}}
+    asset = Asset.objects.get()
+    assert sorted(asset.aliases.values_list("name", flat=True)) == ["a1", "a2", "a3"]
+    assert AssetAliasAsset.objects.count() == 3
+
+
+def test_alias_events_group_on_canonical_json(ti):
+    # given: the same extras with keys in another order, and a different dest_asset_extra
+    register(
+        ti,
+        [alias_outlet("a1"), alias_outlet("a2")],
+        [
+            alias_event("a1", "dyn", "s3://d", {"x": 1, "y": {"p": 1, "q": 2}}, {"m": 1}),
+            alias_event("a2", "dyn", "s3://d", {"y": {"q": 2, "p": 1}, "x": 1}, {"m": 1}),
+            alias_event("a2", "dyn", "s3://d", {"x": 1, "y": {"p": 1, "q": 2}}, {"m": 2}),
+            alias_event("a1", "dyn", "s3://d", {"x": 1}, {"m": 1}, partition_key="p1"),
+        ],
+    )
+
+    # then: (same extras, m=1) → one event for both aliases; m=2 → another; partition → another
+    groups = sorted((tuple(source_aliases(e)), e.partition_key) for e in AssetEvent.objects.all())
+    assert groups == [(("a1",), "p1"), (("a1", "a2"), None), (("a2",), None)]
+    # the target was created with the first dest_asset_extra seen
+    assert Asset.objects.get().extra == {"m": 1}
+
+
+def test_alias_target_need_not_be_active(ti):
+    AssetFactory(name="dyn", uri="s3://bucket/dyn")  # inactive
+
+    register(ti, [alias_outlet("al")], [alias_event("al", "dyn", "s3://bucket/dyn")])
+
+    assert event_rows() == [("dyn", {}, None)]
+    assert Asset.objects.count() == 1
+
+
+def test_mixed_asset_alias_and_refs_in_one_call(ti):
+    # given: success_metadata.json plus refs
+    active_asset("asset_one", "s3://bucket/one")
+    active_asset("by_name", "s3://bucket/by-name")
+    active_asset("by_uri", "s3://bucket/by-uri")
+
+    # when
+    result = register(
+        ti,
+        [
+            asset_outlet("asset_one", "s3://bucket/one"),
+            alias_outlet("my_alias"),
+            name_ref("by_name"),
+            uri_ref("s3://bucket/by-uri"),
+        ],
+        [
+            asset_event("asset_one", "s3://bucket/one", {"k": "meta"}),
+            # a plain entry for the alias target, which is not a declared outlet: ignored
+            asset_event("dyn_asset", "s3://bucket/dyn", {"k": "meta-alias"}),
+            alias_event(
+                "my_alias", "dyn_asset", "s3://bucket/dyn", {"k": "meta-alias"}, {"lvl": "x"}
+            ),
+            asset_event("by_name", "s3://bucket/by-name", {"via": "name"}),
+        ],
+    )
+
+    # then
+    assert event_rows() == [
+        ("asset_one", {"k": "meta"}, None),
+        ("by_name", {"via": "name"}, None),
+        ("by_uri", {}, None),
+        ("dyn_asset", {"k": "meta-alias"}, None),
+    ]
+    assert len(result.changed_asset_ids) == 4
+    dyn_event = AssetEvent.objects.get(asset__name="dyn_asset")
+    assert source_aliases(dyn_event) == ["my_alias"]
+    assert AssetAliasAssetEvent.objects.count() == 1
+
+
+# --- consumers ------------------------------------------------------------------------------
+
+
+def test_consumers_are_queued_once_per_asset_and_dag(ti):
+    # given: DAGs scheduled directly, through the alias, through a name ref and a uri ref
+    asset = active_asset("asset_one", "s3://bucket/one")
+    alias = AssetAliasFactory(name="my_alias")
+    direct, via_alias, via_name, via_uri, paused, stale, unrelated = (
+        DagFactory(dag_id=d)
+        for d in ("direct", "via_alias", "via_name", "via_uri", "paused", "stale", "unrelated")
+    )
+    paused.is_paused = True
+    paused.save()
+    stale.is_stale = True
+    stale.save()
+    DagScheduleAssetReference.objects.create(asset=asset, dag=direct)
+    DagScheduleAssetReference.objects.create(asset=asset, dag=paused)
+    DagScheduleAssetReference.objects.create(asset=asset, dag=stale)
+    DagScheduleAssetAliasReference.objects.create(alias=alias, dag=via_alias)
+    DagScheduleAssetAliasReference.objects.create(alias=alias, dag=paused)
+    DagScheduleAssetNameReference.objects.create(name="asset_one", dag=via_name)
+    DagScheduleAssetNameReference.objects.create(name="asset_one", dag=direct)
+    DagScheduleAssetUriReference.objects.create(uri="s3://bucket/one", dag=via_uri)
+    DagScheduleAssetUriReference.objects.create(uri="s3://other", dag=unrelated)
+    AssetAliasFactory(name="other_alias")
+    DagScheduleAssetAliasReference.objects.create(
+        alias=AssetAlias.objects.get(name="other_alias"), dag=unrelated
+    )
+    outlets = [asset_outlet("asset_one", "s3://bucket/one"), alias_outlet("my_alias")]
+    events = [alias_event("my_alias", "asset_one", "s3://bucket/one", {"via": "alias"})]
+
+    # when: the direct outlet and the alias both emit for the asset
+    result = register(ti, outlets, events)
+
+    # then
+    expected = [
+        (asset.pk, "direct"),
+        (asset.pk, "via_alias"),
+        (asset.pk, "via_name"),
+        (asset.pk, "via_uri"),
+    ]
+    assert list(result.queued) == expected
+    queue = AssetDagRunQueue.objects.order_by("target_dag_id")
+    assert list(queue.values_list("asset_id", "target_dag_id")) == expected
+
+    # when: again — an existing (asset, dag) pair is a no-op
+    first_created = {q.target_dag_id: q.created_at for q in queue}
+    again = register(ti, outlets, events)
+
+    # then
+    assert list(again.queued) == expected
+    assert {q.target_dag_id: q.created_at for q in queue} == first_created
+    assert AssetEvent.objects.count() == 4
+
+
+def test_alias_consumer_queued_for_a_new_asset(ti):
+    # given: the seed's alias consumer, scheduled on an alias whose target does not exist yet
+    alias = AssetAliasFactory(name="example-alias")
+    consumer = DagFactory(dag_id="asset_alias_example_alias_consumer")
+    DagScheduleAssetAliasReference.objects.create(alias=alias, dag=consumer)
+
+    # when
+    register(
+        ti,
+        [alias_outlet("example-alias")],
+        [alias_event("example-alias", "s3://bucket/my-task", "s3://bucket/my-task")],
+    )
+
+    # then
+    new_asset = Asset.objects.get()
+    assert list(AssetDagRunQueue.objects.values_list("asset_id", "target_dag_id")) == [
+        (new_asset.pk, "asset_alias_example_alias_consumer")
+    ]
+
+
+def test_paused_consumer_is_not_queued(ti):
+    asset = active_asset("asset_one", "s3://bucket/one")
+    dag = DagFactory(is_paused=True)
+    DagScheduleAssetReference.objects.create(asset=asset, dag=dag)
+
+    result = register(ti, [asset_outlet("asset_one", "s3://bucket/one")])
+
+    assert result.queued == ()
+    assert not AssetDagRunQueue.objects.exists()
+
+
+# --- notifications --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def received():
+    calls: list[tuple[str, Any]] = []
+
+    def on_changed(sender, asset, **kwargs):
+        calls.append(("asset_changed", asset.name))
+
+    def on_emitted(sender, event, source_alias_names, **kwargs):
+        calls.append(("asset_event_emitted", (event.asset.name, source_alias_names)))
+
+    asset_changed.connect(on_changed, dispatch_uid="test-changed")
+    asset_event_emitted.connect(on_emitted, dispatch_uid="test-emitted")
+    yield calls
+    asset_changed.disconnect(dispatch_uid="test-changed")
+    asset_event_emitted.disconnect(dispatch_uid="test-emitted")
+
+
+def test_signals_are_sent_after_commit_only(ti, received, django_capture_on_commit_callbacks):
+    # given
+    active_asset("asset_one", "s3://bucket/one")
+
+    # when
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        register(
+            ti,
+            [asset_outlet("asset_one", "s3://bucket/one"), alias_outlet("al")],
+            [alias_event("al", "dyn", "s3://dyn")],
+        )
+
+    # then: nothing inside the transaction, everything once it commits
+    assert received == []
+    assert len(callbacks) == 1
+    callbacks[0]()
+    assert sorted(received) == [
+        ("asset_changed", "asset_one"),
+        ("asset_changed", "dyn"),
+        ("asset_event_emitted", ("asset_one", ())),
+        ("asset_event_emitted", ("dyn", ("al",))),
+    ]
+
+
+def test_signal_per_changed_asset_once(ti, received, django_capture_on_commit_callbacks):
+    active_asset("asset_one", "s3://bucket/one")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        register(ti, [asset_outlet("asset_one", "s3://bucket/one"), name_ref("asset_one")])
+
+    assert received.count(("asset_changed", "asset_one")) == 1
+    assert received.count(("asset_event_emitted", ("asset_one", ()))) == 2
+
+
+def test_failing_receiver_is_logged_not_raised(
+    ti, received, caplog, django_capture_on_commit_callbacks
+):
+    # given: a receiver that raises, connected before the recording one
+    def broken(sender, **kwargs):
+        raise RuntimeError("receiver exploded")
+
+    asset_event_emitted.connect(broken, dispatch_uid="test-broken")
+    active_asset("asset_one", "s3://bucket/one")
+
+    # when
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            result = register(ti, [asset_outlet("asset_one", "s3://bucket/one")])
+    finally:
+        asset_event_emitted.disconnect(dispatch_uid="test-broken")
+
+    # then: registered, other receivers ran, the failure is logged by the service
+    assert len(result.events) == 1
+    assert ("asset_event_emitted", ("asset_one", ())) in received
+    failures = [r for r in caplog.records if r.name == "assets_app.services.registration"]
+    assert failures
+    assert failures[0].levelno == logging.ERROR
+    assert "asset_event_emitted" in failures[0].getMessage()
+    assert "receiver exploded" in caplog.text
