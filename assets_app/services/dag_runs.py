@@ -1,0 +1,159 @@
+"""Creating DAG runs and task instances for operators and tests (``create_task_instance``)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from assets_app.models import (
+    ID_LENGTH,
+    Dag,
+    DagRun,
+    DagRunState,
+    DagRunType,
+    TaskInstance,
+    TaskInstanceState,
+)
+from assets_app.services.dags import KEY_PATTERN
+from executionapi.tokens import token_issue
+
+logger = logging.getLogger(__name__)
+
+#: States a task instance may be created in: waiting for a runner, or already claimed.
+CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
+
+
+class TaskInstanceInputError(ValueError):
+    """The requested task instance cannot be created; the message says why."""
+
+
+class TaskInstanceNotFoundError(LookupError):
+    """No task instance has the given id."""
+
+
+@dataclass(frozen=True)
+class CreatedTaskInstance:
+    task_instance: TaskInstance
+    created: bool
+
+
+def run_type_from_run_id(run_id: str) -> str:
+    """Airflow run ids start with their type (``scheduled__2025-…``); anything else is manual."""
+    prefix, separator, _ = run_id.partition("__")
+    if separator and prefix in DagRunType.values:
+        return prefix
+    return DagRunType.MANUAL
+
+
+def _check_id(label: str, value: str, *, pattern: bool = True) -> None:
+    if not value or len(value) > ID_LENGTH:
+        raise TaskInstanceInputError(f"{label} must be 1-{ID_LENGTH} characters, got {value!r}")
+    if pattern and not KEY_PATTERN.match(value):
+        raise TaskInstanceInputError(
+            f"{label} {value!r} may only contain letters, digits, underscores, dots and dashes"
+        )
+
+
+@transaction.atomic
+def task_instance_create(
+    *,
+    dag_id: str,
+    task_id: str,
+    run_id: str,
+    map_index: int = -1,
+    state: str = TaskInstanceState.QUEUED,
+    max_tries: int = 0,
+) -> CreatedTaskInstance:
+    """Get or create the DAG, its run and the task instance.
+
+    An undeclared DAG is created (unpaused, no schedule) with this task. A declared DAG must
+    not be stale and must declare ``task_id``. A new run is ``running`` with ``run_after`` =
+    now and its type taken from the run id's prefix. An existing task instance is returned
+    unchanged (``created`` is ``False``).
+    """
+    _check_id("dag id", dag_id)
+    _check_id("task id", task_id)
+    _check_id("run id", run_id, pattern=False)
+    if map_index < -1:
+        raise TaskInstanceInputError(f"map index must be -1 or more, got {map_index}")
+    if max_tries < 0:
+        raise TaskInstanceInputError(f"max tries must be 0 or more, got {max_tries}")
+    if state not in CREATABLE_STATES:
+        raise TaskInstanceInputError(
+            f"state must be one of {', '.join(CREATABLE_STATES)}, got {state!r}"
+        )
+    now = timezone.now()
+
+    dag, _ = Dag.objects.get_or_create(dag_id=dag_id, defaults={"task_ids": [task_id]})
+    if dag.is_stale:
+        raise TaskInstanceInputError(f"DAG {dag_id!r} is stale (missing from {dag.fileloc})")
+    if task_id not in dag.task_ids:
+        if dag.fileloc:
+            declared = ", ".join(dag.task_ids) or "none"
+            raise TaskInstanceInputError(
+                f"DAG {dag_id!r} (from {dag.fileloc}) has no task {task_id!r}; "
+                f"its tasks: {declared}"
+            )
+        dag.task_ids = [*dag.task_ids, task_id]
+        dag.save(update_fields=["task_ids"])
+
+    dag_run, run_created = DagRun.objects.get_or_create(
+        dag=dag,
+        run_id=run_id,
+        defaults={
+            "run_type": run_type_from_run_id(run_id),
+            "state": DagRunState.RUNNING,
+            "run_after": now,
+            "logical_date": now,
+            "data_interval_start": now,
+            "data_interval_end": now,
+            "start_date": now,
+        },
+    )
+    task_instance, created = TaskInstance.objects.get_or_create(
+        dag_id=dag_id,
+        run_id=run_id,
+        task_id=task_id,
+        map_index=map_index,
+        defaults={
+            "dag_run": dag_run,
+            "state": state,
+            "max_tries": max_tries,
+            "start_date": now if state == TaskInstanceState.RUNNING else None,
+        },
+    )
+    logger.info(
+        "task instance %s %s (%s.%s @ %s, run %s)",
+        task_instance.pk,
+        "created" if created else "already existed",
+        dag_id,
+        task_id,
+        run_id,
+        "created" if run_created else "existing",
+    )
+    return CreatedTaskInstance(task_instance=task_instance, created=created)
+
+
+def task_instance_token_issue(
+    *, task_instance_id: str | uuid.UUID, ttl_seconds: int | None = None
+) -> str:
+    """A runner token for an existing task instance.
+
+    Raises ``TaskInstanceInputError`` for a malformed id or ttl and
+    ``TaskInstanceNotFoundError`` for an unknown one.
+    """
+    try:
+        ti_id = uuid.UUID(str(task_instance_id))
+    except ValueError as exc:
+        raise TaskInstanceInputError(
+            f"malformed task instance id {str(task_instance_id)!r}: expected a UUID"
+        ) from exc
+    if ttl_seconds is not None and ttl_seconds <= 0:
+        raise TaskInstanceInputError(f"ttl must be a positive number of seconds, got {ttl_seconds}")
+    if not TaskInstance.objects.filter(pk=ti_id).exists():
+        raise TaskInstanceNotFoundError(f"no task instance with id {ti_id}")
+    return token_issue(task_instance_id=ti_id, ttl_seconds=ttl_seconds)
