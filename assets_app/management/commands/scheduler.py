@@ -54,13 +54,13 @@ class Command(BaseCommand):
         passes = created = 0
         try:
             while not stop.is_set():
-                close_old_connections()
+                self._refresh_connection()
                 try:
                     result = scheduler_pass(max_dags=options["max_dags"])
                 except DatabaseError as exc:
                     # e.g. the database restarted: report, drop the connection, try again.
                     self.stderr.write(f"scheduler pass failed: {exc}")
-                    connection.close()
+                    self._close_connection()
                 else:
                     created += len(result.created)
                     self._report(result)
@@ -72,7 +72,7 @@ class Command(BaseCommand):
             pass
         finally:
             self._restore_stop_handler(previous)
-            connection.close()
+            self._close_connection()
         self.stdout.write(
             self.style.SUCCESS(f"scheduler stopped after {passes} pass(es), {created} run(s)")
         )
@@ -86,6 +86,18 @@ class Command(BaseCommand):
         failed = result.count(Outcome.FAILED)
         if failed:
             self.stderr.write(f"{failed} DAG(s) failed this pass; see the log")
+
+    @staticmethod
+    def _refresh_connection() -> None:
+        # Between passes, like between requests: drop a broken or too old connection. Not when
+        # called inside a transaction (e.g. from a test), whose connection must stay.
+        if not connection.in_atomic_block:
+            close_old_connections()
+
+    @staticmethod
+    def _close_connection() -> None:
+        if not connection.in_atomic_block:
+            connection.close()
 
     @staticmethod
     def _install_stop_handler(stop: threading.Event) -> Any:

@@ -1,0 +1,116 @@
+"""The asset condition evaluator, without a database."""
+
+from __future__ import annotations
+
+import pytest
+
+from assets_app.conditions import (
+    AliasLeaf,
+    AllOf,
+    AnyOf,
+    AssetLeaf,
+    ConditionReferences,
+    InvalidAssetExpression,
+    NameRefLeaf,
+    Resolution,
+    UriRefLeaf,
+    condition_is_met,
+    condition_parse,
+    condition_references,
+)
+
+A = {"asset": {"name": "a", "uri": "s3://b/a"}}
+B = {"asset": {"name": "b", "uri": "s3://b/b"}}
+C = {"asset": {"name": "c", "uri": "s3://b/c"}}
+RESOLUTION = Resolution(
+    asset_ids={("a", "s3://b/a"): 1, ("b", "s3://b/b"): 2, ("c", "s3://b/c"): 3},
+    alias_asset_ids={"alias-ab": {1, 2}, "alias-empty": set()},
+    name_ref_ids={"a": 1},
+    uri_ref_ids={"s3://b/b": 2},
+)
+
+
+def met(expression: dict, ready: set[int]) -> bool:
+    return condition_is_met(
+        condition_parse(expression), resolution=RESOLUTION, ready_asset_ids=ready
+    )
+
+
+def test_parse_builds_the_tree():
+    # given
+    expression = {
+        "all": [
+            A,
+            {"any": [{"alias": {"name": "x"}}, {"asset_ref": {"name": "n"}}]},
+            {"asset_ref": {"uri": "u://v"}},
+        ]
+    }
+
+    # when
+    condition = condition_parse(expression)
+
+    # then
+    assert condition == AllOf(
+        (
+            AssetLeaf("a", "s3://b/a"),
+            AnyOf((AliasLeaf("x"), NameRefLeaf("n"))),
+            UriRefLeaf("u://v"),
+        )
+    )
+    assert condition_references(condition) == ConditionReferences(
+        asset_keys=frozenset({("a", "s3://b/a")}),
+        alias_names=frozenset({"x"}),
+        name_refs=frozenset({"n"}),
+        uri_refs=frozenset({"u://v"}),
+    )
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        pytest.param(None, id="null"),
+        pytest.param([], id="list"),
+        pytest.param({"asset": {"name": "a"}, "alias": {"name": "x"}}, id="two-keys"),
+        pytest.param({"asset": {}}, id="asset-without-name"),
+        pytest.param({"all": A}, id="all-not-a-list"),
+        pytest.param({"asset_ref": {"name": "a", "uri": "u"}}, id="ref-with-both"),
+        pytest.param({"asset_ref": {}}, id="ref-with-neither"),
+        pytest.param({"dataset": {"uri": "u"}}, id="unknown-kind"),
+        pytest.param({"any": [{"alias": {"name": ""}}]}, id="nested-empty-name"),
+    ],
+)
+def test_parse_rejects_malformed_expressions(expression):
+    with pytest.raises(InvalidAssetExpression):
+        condition_parse(expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "ready", "expected"),
+    [
+        pytest.param(A, {1}, True, id="asset-ready"),
+        pytest.param(A, {2}, False, id="asset-not-ready"),
+        pytest.param({"all": [A, B]}, {1}, False, id="all-one-of-two"),
+        pytest.param({"all": [A, B]}, {1, 2}, True, id="all-both"),
+        pytest.param({"any": [A, B]}, {2}, True, id="any-one"),
+        pytest.param({"any": [A, B]}, set(), False, id="any-none"),
+        pytest.param({"all": [{"any": [A, B]}, C]}, {2, 3}, True, id="nested-met"),
+        pytest.param({"all": [{"any": [A, B]}, C]}, {1, 2}, False, id="nested-unmet"),
+        pytest.param({"any": [{"all": [A, B]}, C]}, {1, 2}, True, id="nested-any-of-all"),
+        pytest.param({"alias": {"name": "alias-ab"}}, {2}, True, id="alias-resolved-ready"),
+        pytest.param({"alias": {"name": "alias-ab"}}, {3}, False, id="alias-resolved-unready"),
+        pytest.param({"alias": {"name": "alias-empty"}}, {1, 2, 3}, False, id="alias-empty"),
+        pytest.param({"alias": {"name": "unknown"}}, {1, 2, 3}, False, id="alias-unknown"),
+        pytest.param({"asset_ref": {"name": "a"}}, {1}, True, id="name-ref"),
+        pytest.param({"asset_ref": {"uri": "s3://b/b"}}, {2}, True, id="uri-ref"),
+        pytest.param({"asset_ref": {"name": "zzz"}}, {1, 2, 3}, False, id="ref-unresolved"),
+        pytest.param({"asset": {"name": "d", "uri": "d"}}, {1, 2, 3}, False, id="asset-unknown"),
+        pytest.param({"all": []}, {1}, False, id="empty-all"),
+        pytest.param({"any": []}, {1}, False, id="empty-any"),
+    ],
+)
+def test_condition_is_met(expression, ready, expected):
+    assert met(expression, ready) is expected
+
+
+def test_resolution_lists_every_asset_it_knows():
+    assert RESOLUTION.all_asset_ids() == {1, 2, 3}

@@ -1,0 +1,582 @@
+"""The scheduler service and command: queue rows → asset-triggered DAG runs."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from assets_app.models import (
+    Asset,
+    AssetActive,
+    AssetAlias,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    DagRunAssetEvent,
+    TaskInstance,
+    TaskOutletAssetReference,
+)
+from assets_app.services.scheduler import (
+    Outcome,
+    dag_asset_triggered_run_create,
+    scheduler_pass,
+)
+from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory, DagFactory
+
+pytestmark = pytest.mark.django_db
+
+SEED_URI = "s3://bucket/my-task"
+RUN_ID = re.compile(r"asset_triggered__\d{4}-\d\d-\d\dT[\d:.]+\+00:00_[A-Za-z0-9]{8}")
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def asset_node(asset: Asset) -> dict:
+    return {"asset": {"name": asset.name, "uri": asset.uri}}
+
+
+def consumer(dag_id: str, expression: dict | None, **fields) -> Dag:
+    return DagFactory(
+        dag_id=dag_id, asset_expression=expression, task_ids=fields.pop("task_ids", ["t"]), **fields
+    )
+
+
+def emit(asset: Asset, *, via: AssetAlias | None = None, **fields) -> AssetEvent:
+    """An event on ``asset`` (through ``via`` when given), as registration would write it."""
+    event = AssetEventFactory(asset=asset, **fields)
+    if via is not None:
+        AssetAliasAsset.objects.get_or_create(alias=via, asset=asset)
+        AssetAliasAssetEvent.objects.create(alias=via, event=event)
+    return event
+
+
+def queue(dag: Dag, asset: Asset) -> None:
+    AssetDagRunQueue.objects.get_or_create(target_dag=dag, asset=asset)
+
+
+def consumed(run: DagRun) -> set[int]:
+    return set(run.event_links.values_list("event_id", flat=True))
+
+
+def runs_of(dag: Dag) -> list[DagRun]:
+    return list(DagRun.objects.filter(dag=dag).order_by("created_at", "id"))
+
+
+def activate(asset: Asset) -> None:
+    AssetActive.objects.create(asset=asset, name=asset.name, uri=asset.uri)
+
+
+# --- the seed scenario --------------------------------------------------------------------
+
+
+@pytest.fixture
+def seed_consumers():
+    """The two consumer DAGs of Airflow's example_asset_alias.py."""
+    asset = AssetFactory(name=SEED_URI, uri=SEED_URI)
+    activate(asset)
+    alias = AssetAliasFactory(name="example-alias")
+    by_alias = consumer(
+        "asset_alias_example_alias_consumer",
+        {"alias": {"name": "example-alias"}},
+        task_ids=["consume_asset_event_from_asset_alias"],
+    )
+    by_asset = consumer(
+        "asset_s3_bucket_consumer",
+        asset_node(asset),
+        task_ids=["consume_asset_event"],
+    )
+    return asset, alias, by_alias, by_asset
+
+
+def test_seed_alias_event_triggers_both_consumers_once(seed_consumers):
+    # given: the alias producer's event, queued for both consumers
+    asset, alias, by_alias, by_asset = seed_consumers
+    event = emit(
+        asset,
+        via=alias,
+        source_dag_id="asset_alias_example_alias_producer",
+        source_task_id="produce_asset_events_through_asset_alias",
+    )
+    queue(by_alias, asset)
+    queue(by_asset, asset)
+
+    # when
+    first = scheduler_pass()
+    second = scheduler_pass()
+
+    # then: one run of each, each consuming the event; the second pass creates nothing
+    assert sorted(run.dag_id for run in first.created) == [
+        "asset_alias_example_alias_consumer",
+        "asset_s3_bucket_consumer",
+    ]
+    assert second.created == []
+    for dag in (by_alias, by_asset):
+        (run,) = runs_of(dag)
+        assert consumed(run) == {event.pk}
+        assert run.run_type == "asset_triggered"
+        assert run.state == "queued"
+        assert run.logical_date is None
+        assert run.data_interval_start is None
+        assert RUN_ID.fullmatch(run.run_id)
+        assert list(run.task_instances.values_list("task_id", "state", "try_number")) == [
+            (dag.task_ids[0], "queued", 1)
+        ]
+    assert set(event.created_dagruns.values_list("dag_id", flat=True)) == {
+        "asset_alias_example_alias_consumer",
+        "asset_s3_bucket_consumer",
+    }
+    assert not AssetDagRunQueue.objects.exists()
+
+
+def test_run_after_is_the_newest_queue_row(seed_consumers):
+    # given
+    asset, _, _, by_asset = seed_consumers
+    emit(asset)
+    queued_at = timezone.now() - timedelta(minutes=3)
+    AssetDagRunQueue.objects.create(target_dag=by_asset, asset=asset, created_at=queued_at)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then
+    run = DagRun.objects.get(pk=created.dag_run_pk)
+    assert run.run_after == queued_at
+    assert run.run_id.startswith(f"asset_triggered__{queued_at.isoformat()}_")
+
+
+# --- conditions ---------------------------------------------------------------------------
+
+
+def test_all_of_waits_for_every_asset_and_consumes_both():
+    # given
+    a, b = AssetFactory(), AssetFactory()
+    dag = consumer("both", {"all": [asset_node(a), asset_node(b)]})
+    event_a = emit(a)
+    queue(dag, a)
+
+    # when: only a has an event
+    assert scheduler_pass().created == []
+
+    # then: the row waits; after b's event the run consumes both
+    assert AssetDagRunQueue.objects.filter(target_dag=dag).count() == 1
+    event_b = emit(b)
+    queue(dag, b)
+    (created,) = scheduler_pass().created
+    assert set(created.event_ids) == {event_a.pk, event_b.pk}
+    assert not AssetDagRunQueue.objects.filter(target_dag=dag).exists()
+
+
+def test_any_of_runs_after_either():
+    # given
+    a, b = AssetFactory(), AssetFactory()
+    dag = consumer("either", {"any": [asset_node(a), asset_node(b)]})
+    event_b = emit(b)
+    queue(dag, b)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then
+    assert created.event_ids == (event_b.pk,)
+
+
+def test_nested_condition():
+    # given: (a or b) and c
+    a, b, c = AssetFactory(), AssetFactory(), AssetFactory()
+    dag = consumer("nested", {"all": [{"any": [asset_node(a), asset_node(b)]}, asset_node(c)]})
+    event_a, event_b = emit(a), emit(b)
+    queue(dag, a)
+    queue(dag, b)
+
+    # when / then: not without c
+    assert scheduler_pass().created == []
+    event_c = emit(c)
+    queue(dag, c)
+    (created,) = scheduler_pass().created
+    assert set(created.event_ids) == {event_a.pk, event_b.pk, event_c.pk}
+
+
+def test_alias_without_resolved_assets_is_not_satisfied():
+    # given: the DAG waits on an alias nothing has emitted through, and on asset a
+    a = AssetFactory()
+    AssetAliasFactory(name="never-used")
+    dag = consumer("alias-or-nothing", {"all": [{"alias": {"name": "never-used"}}, asset_node(a)]})
+    emit(a)
+    queue(dag, a)
+
+    # when
+    result = scheduler_pass()
+
+    # then
+    assert result.created == []
+    assert result.count(Outcome.NOT_READY) == 1
+
+
+def test_alias_condition_consumes_only_events_emitted_through_the_alias():
+    # given: asset x is resolved from the alias; x also has a direct (non-alias) event
+    x = AssetFactory()
+    alias = AssetAliasFactory()
+    dag = consumer("on-alias", {"alias": {"name": alias.name}})
+    direct = emit(x)
+    through_alias = emit(x, via=alias)
+    queue(dag, x)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then: as in Airflow, the alias consumer takes the events emitted through the alias
+    assert created.event_ids == (through_alias.pk,)
+    assert direct.pk not in created.event_ids
+
+
+def test_alias_inside_all_of():
+    # given
+    x, b = AssetFactory(), AssetFactory()
+    alias = AssetAliasFactory()
+    dag = consumer("alias-and-b", {"all": [{"alias": {"name": alias.name}}, asset_node(b)]})
+    via = emit(x, via=alias)
+    queue(dag, x)
+    assert scheduler_pass().created == []
+
+    # when
+    event_b = emit(b)
+    queue(dag, b)
+    (created,) = scheduler_pass().created
+
+    # then
+    assert set(created.event_ids) == {via.pk, event_b.pk}
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        pytest.param(lambda a: {"asset_ref": {"name": a.name}}, id="name-ref"),
+        pytest.param(lambda a: {"asset_ref": {"uri": a.uri}}, id="uri-ref"),
+    ],
+)
+def test_ref_condition_counts_as_the_active_asset_it_names(ref):
+    # given
+    a = AssetFactory()
+    activate(a)
+    dag = consumer("on-ref", ref(a))
+    event = emit(a)
+    queue(dag, a)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then
+    assert created.event_ids == (event.pk,)
+
+
+def test_ref_to_an_inactive_asset_is_not_satisfied():
+    # given: a is not active, so the name ref resolves to nothing
+    a = AssetFactory()
+    dag = consumer("on-inactive-ref", {"asset_ref": {"name": a.name}})
+    emit(a)
+    queue(dag, a)
+
+    # when / then
+    assert scheduler_pass().created == []
+    assert AssetDagRunQueue.objects.filter(target_dag=dag).exists()
+
+
+# --- which events a run consumes ----------------------------------------------------------
+
+
+def test_many_events_one_run_then_a_later_run_consumes_only_new_ones():
+    # given: many events before the pass
+    a = AssetFactory()
+    dag = consumer("many", asset_node(a))
+    first_batch = {emit(a).pk for _ in range(25)}
+    queue(dag, a)
+
+    # when
+    (first,) = scheduler_pass().created
+    later = emit(a)
+    queue(dag, a)
+    (second,) = scheduler_pass().created
+
+    # then: none lost, none consumed twice
+    assert set(first.event_ids) == first_batch
+    assert second.event_ids == (later.pk,)
+    assert DagRunAssetEvent.objects.filter(dag_run__dag=dag).count() == 26
+
+
+def test_first_run_consumes_history_but_not_other_assets_events():
+    # given: an older event on the scheduled asset, events on another asset
+    a, other = AssetFactory(), AssetFactory()
+    old = emit(a, timestamp=timezone.now() - timedelta(days=30))
+    emit(other)
+    dag = consumer("history", asset_node(a))
+    new = emit(a)
+    queue(dag, a)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then: like Airflow, the first run has no lower bound
+    assert created.event_ids == (old.pk, new.pk)
+
+
+def test_event_committed_late_is_consumed_by_the_next_run_not_lost():
+    # given: a run was created; then an event whose timestamp is older than that run commits
+    a = AssetFactory()
+    dag = consumer("late", asset_node(a))
+    early = emit(a)
+    queue(dag, a)
+    (first,) = scheduler_pass().created
+    run_created = DagRun.objects.get(pk=first.dag_run_pk).created_at
+    late = emit(a, timestamp=run_created - timedelta(seconds=2))
+    queue(dag, a)
+
+    # when
+    (second,) = scheduler_pass().created
+
+    # then
+    assert first.event_ids == (early.pk,)
+    assert second.event_ids == (late.pk,)
+
+
+def test_other_dags_consumption_does_not_hide_events():
+    # given: two consumers of a; the first already ran on the event
+    a = AssetFactory()
+    one, two = consumer("one", asset_node(a)), consumer("two", asset_node(a))
+    event = emit(a)
+    queue(one, a)
+    scheduler_pass()
+
+    # when
+    queue(two, a)
+    (created,) = scheduler_pass().created
+
+    # then
+    assert created.dag_id == "two"
+    assert created.event_ids == (event.pk,)
+
+
+def test_queue_rows_whose_events_are_all_consumed_create_no_run():
+    # given: the event was consumed, yet a queue row for it remains (a producer raced the pass)
+    a = AssetFactory()
+    dag = consumer("raced", asset_node(a))
+    emit(a)
+    queue(dag, a)
+    scheduler_pass()
+    queue(dag, a)
+
+    # when
+    result = scheduler_pass()
+
+    # then: no second run for the same event; the row is gone
+    assert result.created == []
+    assert result.count(Outcome.NOTHING_TO_CONSUME) == 1
+    assert len(runs_of(dag)) == 1
+    assert not AssetDagRunQueue.objects.exists()
+
+
+def test_partitioned_events_are_not_consumed():
+    # given
+    a = AssetFactory()
+    dag = consumer("unpartitioned", asset_node(a))
+    emit(a, partition_key="2025-01-01")
+    plain = emit(a)
+    queue(dag, a)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then
+    assert created.event_ids == (plain.pk,)
+
+
+# --- paused, stale, unscheduled DAGs ------------------------------------------------------
+
+
+def test_paused_consumer_waits_until_unpaused():
+    # given
+    a = AssetFactory()
+    dag = consumer("paused", asset_node(a), is_paused=True)
+    event = emit(a)
+    queue(dag, a)
+
+    # when
+    paused_pass = scheduler_pass()
+    Dag.objects.filter(pk=dag.pk).update(is_paused=False)
+    unpaused_pass = scheduler_pass()
+
+    # then
+    assert paused_pass.outcomes == []
+    assert [run.event_ids for run in unpaused_pass.created] == [(event.pk,)]
+
+
+def test_stale_consumer_keeps_its_queue_rows_and_gets_no_run():
+    # given
+    a = AssetFactory()
+    dag = consumer("stale", asset_node(a), is_stale=True)
+    emit(a)
+    queue(dag, a)
+
+    # when
+    result = scheduler_pass()
+    direct = dag_asset_triggered_run_create(dag_id=dag.dag_id)
+
+    # then
+    assert result.outcomes == []
+    assert direct.outcome is Outcome.INACTIVE
+    assert AssetDagRunQueue.objects.filter(target_dag=dag).exists()
+    assert not DagRun.objects.exists()
+
+
+def test_dag_no_longer_asset_scheduled_drops_its_rows():
+    # given
+    a = AssetFactory()
+    dag = consumer("rescheduled", None)
+    emit(a)
+    queue(dag, a)
+
+    # when
+    result = scheduler_pass()
+
+    # then
+    assert result.count(Outcome.DROPPED) == 1
+    assert not AssetDagRunQueue.objects.exists()
+    assert not DagRun.objects.exists()
+
+
+def test_invalid_expression_keeps_rows_and_does_not_stop_the_pass(caplog):
+    # given
+    a = AssetFactory()
+    broken = consumer("broken", {"nonsense": 1})
+    fine = consumer("fine", asset_node(a))
+    emit(a)
+    queue(broken, a)
+    queue(fine, a)
+
+    # when
+    result = scheduler_pass()
+
+    # then
+    assert [run.dag_id for run in result.created] == ["fine"]
+    assert result.count(Outcome.INVALID) == 1
+    assert AssetDagRunQueue.objects.filter(target_dag=broken).exists()
+    assert "broken" in caplog.text
+
+
+# --- task instances -----------------------------------------------------------------------
+
+
+def test_task_instances_from_declared_tasks():
+    # given
+    a = AssetFactory()
+    dag = consumer("tasks", asset_node(a), task_ids=["extract", "transform", "load"])
+    emit(a)
+    queue(dag, a)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then
+    tis = TaskInstance.objects.filter(dag_run_id=created.dag_run_pk).order_by("task_id")
+    assert [(ti.task_id, ti.state, ti.run_id, ti.map_index) for ti in tis] == [
+        ("extract", "queued", created.run_id, -1),
+        ("load", "queued", created.run_id, -1),
+        ("transform", "queued", created.run_id, -1),
+    ]
+
+
+def test_task_instances_fall_back_to_referenced_tasks():
+    # given: no declared task list, but an outlet reference names a task
+    a, out = AssetFactory(), AssetFactory()
+    dag = consumer("fallback", asset_node(a), task_ids=[])
+    TaskOutletAssetReference.objects.create(asset=out, dag=dag, task_id="produce")
+    emit(a)
+    queue(dag, a)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then
+    assert created.task_ids == ("produce",)
+
+
+# --- cost ---------------------------------------------------------------------------------
+
+
+def test_query_count_per_triggered_dag_is_constant(django_assert_num_queries):
+    # given: a DAG on two assets and an alias, with many events
+    a, b, x = AssetFactory(), AssetFactory(), AssetFactory()
+    alias = AssetAliasFactory()
+    dag = consumer(
+        "costly",
+        {"any": [asset_node(a), asset_node(b), {"alias": {"name": alias.name}}]},
+        task_ids=[f"t{i}" for i in range(10)],
+    )
+    for _ in range(20):
+        emit(a)
+        emit(b)
+        emit(x, via=alias)
+    queue(dag, a)
+    queue(dag, b)
+    queue(dag, x)
+
+    # when / then
+    with django_assert_num_queries(13):
+        # 1 candidate DAGs                 2 SAVEPOINT (the test's outer transaction)
+        # 3 lock the DAG row               4 lock its queue rows
+        # 5 assets by key                  6 alias → assets
+        # 7 previous run's created_at      8 unconsumed event ids
+        # 9 insert the run                10 insert consumed events   11 insert TIs
+        # 12 delete queue rows            13 RELEASE SAVEPOINT
+        (created,) = scheduler_pass().created
+    assert len(created.event_ids) == 60
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def test_command_once_prints_what_it_created(seed_consumers):
+    # given
+    asset, alias, by_alias, by_asset = seed_consumers
+    emit(asset, via=alias)
+    queue(by_alias, asset)
+    queue(by_asset, asset)
+    out = StringIO()
+
+    # when
+    call_command("scheduler", "--once", stdout=out)
+
+    # then
+    text = out.getvalue()
+    assert "created asset_alias_example_alias_consumer asset_triggered__" in text
+    assert "created asset_s3_bucket_consumer asset_triggered__" in text
+    assert "1 event(s), 1 task instance(s)" in text
+    assert "after 1 pass(es), 2 run(s)" in text
+
+
+def test_command_max_passes():
+    out = StringIO()
+    call_command("scheduler", "--interval", "0", "--max-passes", "3", stdout=out)
+    assert "after 3 pass(es), 0 run(s)" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--interval", "-1"], id="negative-interval"),
+        pytest.param(["--max-passes", "0"], id="zero-passes"),
+    ],
+)
+def test_command_rejects_bad_arguments(args):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError):
+        call_command("scheduler", *args, stdout=StringIO())
