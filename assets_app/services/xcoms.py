@@ -1,0 +1,74 @@
+"""XCom writes and reads for the execution API (a task's return value and pushes)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from assets_app.exceptions import DagRunNotFoundError, XComNotFoundError
+from assets_app.models import DagRun, XCom
+
+logger = logging.getLogger(__name__)
+
+
+def _dag_run(*, dag_id: str, run_id: str) -> DagRun:
+    dag_run = DagRun.objects.filter(dag_id=dag_id, run_id=run_id).first()
+    if dag_run is None:
+        raise DagRunNotFoundError(dag_id=dag_id, run_id=run_id)
+    return dag_run
+
+
+def xcom_set(
+    *, dag_id: str, run_id: str, task_id: str, key: str, value: Any, map_index: int = -1
+) -> None:
+    """Store (insert or replace) one XCom value; race-safe upsert on its natural key."""
+    with transaction.atomic():
+        dag_run = _dag_run(dag_id=dag_id, run_id=run_id)
+        XCom.objects.bulk_create(
+            [
+                XCom(
+                    dag_run=dag_run,
+                    dag_id=dag_id,
+                    run_id=run_id,
+                    task_id=task_id,
+                    map_index=map_index,
+                    key=key,
+                    value=value,
+                    timestamp=timezone.now(),
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["dag_run", "task_id", "map_index", "key"],
+            update_fields=["value", "timestamp"],
+        )
+    logger.debug("xcom %s set for %s.%s @ %s[%s]", key, dag_id, task_id, run_id, map_index)
+
+
+def xcom_get(*, dag_id: str, run_id: str, task_id: str, key: str, map_index: int = -1) -> Any:
+    """The stored value, or ``XComNotFoundError``."""
+    xcom = (
+        XCom.objects.filter(
+            dag_id=dag_id, run_id=run_id, task_id=task_id, key=key, map_index=map_index
+        )
+        .only("value")
+        .first()
+    )
+    if xcom is None:
+        raise XComNotFoundError(dag_id=dag_id, run_id=run_id, task_id=task_id, key=key)
+    return xcom.value
+
+
+def xcom_count(*, dag_id: str, run_id: str, task_id: str, key: str) -> int:
+    """How many map indexes pushed this key (``HEAD`` of the XCom route)."""
+    return XCom.objects.filter(dag_id=dag_id, run_id=run_id, task_id=task_id, key=key).count()
+
+
+def xcom_delete(*, dag_id: str, run_id: str, task_id: str, key: str, map_index: int = -1) -> int:
+    """Delete one XCom value; returns the number of rows removed (0 or 1)."""
+    deleted, _ = XCom.objects.filter(
+        dag_id=dag_id, run_id=run_id, task_id=task_id, key=key, map_index=map_index
+    ).delete()
+    return deleted
