@@ -139,3 +139,14 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
 }
+
+# Execution API: one exception handler for its error shapes; browsable docs (Swagger UI)
+# served from the drf-spectacular-sidecar package, no CDN.
+INSTALLED_APPS += ["drf_spectacular_sidecar"]
+REST_FRAMEWORK["EXCEPTION_HANDLER"] = "executionapi.exceptions.exception_handler"
+SPECTACULAR_SETTINGS.update(
+    SWAGGER_UI_DIST="SIDECAR",
+    SWAGGER_UI_FAVICON_HREF="SIDECAR",
+    REDOC_DIST="SIDECAR",
+    ENUM_NAME_OVERRIDES={"OutletTypeEnum": "executionapi.serializers.OUTLET_TYPES"},
+)
