@@ -3,6 +3,7 @@
 Importable without Django. See ``docs/readme-parts/worker.md``.
 """
 
+from task_sdk.decorators import Task, task
 from task_sdk.definitions import (
     Asset,
     AssetAlias,
@@ -11,6 +12,7 @@ from task_sdk.definitions import (
     AssetUriRef,
     normalize_uri,
 )
+from task_sdk.outlets import Metadata, OutletEventAccessors
 
 __all__ = [
     "Asset",
@@ -18,6 +20,10 @@ __all__ = [
     "AssetNameRef",
     "AssetUniqueKey",
     "AssetUriRef",
+    "Metadata",
+    "OutletEventAccessors",
+    "Task",
     "normalize_uri",
+    "task",
 ]
 __version__ = "0.1.0"

@@ -84,3 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sys.stderr.write(f"error: {result.reason or f'task ended {result.state}'}\n")
     return 1
+
+
+def main_entry() -> None:
+    """Console script ``task-sdk``."""
+    sys.exit(main())

@@ -13,7 +13,9 @@ import json
 import logging
 import platform
 import socket
+import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -107,8 +109,10 @@ class Client:
         backoff_max: float = 10.0,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.token = token
+        self._sleep = sleep
         self.retries = retries
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -136,7 +140,11 @@ class Client:
     # -- transport -------------------------------------------------------------------------
 
     def _send_once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self.token}", "correlation-id": str(uuid.uuid4())}
+        headers = {
+            **kwargs.pop("headers", {}),
+            "Authorization": f"Bearer {self.token}",
+            "correlation-id": str(uuid.uuid4()),
+        }
         response = self._http.request(method, path, headers=headers, **kwargs)
         if refreshed := response.headers.get(REFRESHED_TOKEN_HEADER):
             self.token = refreshed
@@ -161,6 +169,7 @@ class Client:
                 state.attempt_number,
                 state.outcome.exception() if state.outcome else None,
             ),
+            sleep=self._sleep,
             reraise=True,
         )
         return retrying(self._send_once, method, path, **kwargs)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
 from task_sdk.definitions import Outlet
+from task_sdk.outlets import Metadata
 
 
 class Task:
@@ -44,8 +45,21 @@ class Task:
         return f"<Task {self.task_id} outlets={self.outlets!r}>"
 
     def execute(self, context: Mapping[str, Any]) -> Any:
-        """Call the function with the context entries it asks for."""
-        return self.function(**select_kwargs(self.function, context))
+        """Call the function with the context entries it asks for.
+
+        A generator function may yield ``Metadata``; what it returns is the task's result.
+        """
+        result = self.function(**select_kwargs(self.function, context))
+        if not inspect.isgenerator(result):
+            return result
+        outlet_events = context.get("outlet_events")
+        while True:
+            try:
+                item = next(result)
+            except StopIteration as stop:
+                return stop.value
+            if isinstance(item, Metadata) and outlet_events is not None:
+                outlet_events.record_metadata(item)
 
 
 def select_kwargs(function: Callable[..., Any], context: Mapping[str, Any]) -> dict[str, Any]:

@@ -97,6 +97,16 @@ class OutletEventAccessor:
         )
 
 
+@dataclass(frozen=True)
+class Metadata:
+    """Yielded by a task: ``yield Metadata(asset, {"k": "v"}, alias=alias)`` sets the asset's
+    event extra (and, with ``alias``, also emits the event through that alias)."""
+
+    asset: Asset
+    extra: dict[str, Any]
+    alias: AssetAlias | None = None
+
+
 class OutletEventAccessors:
     """``outlet_events``: a lazy mapping from an asset, reference or alias to its accessor.
 
@@ -148,6 +158,11 @@ class OutletEventAccessors:
 
     def accessors(self) -> list[OutletEventAccessor]:
         return list(self._accessors.values())
+
+    def record_metadata(self, metadata: Metadata) -> None:
+        self[metadata.asset].extra.update(metadata.extra)
+        if metadata.alias is not None:
+            self[metadata.alias].add(metadata.asset, extra=metadata.extra)
 
 
 def build_task_outlets(outlets: Iterable[Outlet]) -> list[dict[str, str | None]]:
