@@ -7,6 +7,8 @@ import logging
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from assets_app.models import (
     Asset,
@@ -656,3 +658,126 @@ def test_failing_receiver_is_logged_not_raised(
     assert failures[0].levelno == logging.ERROR
     assert "asset_event_emitted" in failures[0].getMessage()
     assert "receiver exploded" in caplog.text
+
+
+# --- statement count ------------------------------------------------------------------------
+
+
+def statement_steps(queries: list[dict[str, str]]) -> list[str]:
+    """``"<VERB> <table>"`` per statement, consecutive INSERTs into one table counted once.
+
+    Django 5.2 splits a bulk INSERT on SQLite into batches of at most 999 bound variables;
+    on PostgreSQL every bulk INSERT is a single statement (asserted by the caller).
+    """
+    steps: list[str] = []
+    for query in queries:
+        sql = query["sql"].lstrip("(")  # PostgreSQL parenthesizes UNION parts
+        verb = sql.split(" ", 1)[0].upper()
+        marker = " INTO " if verb == "INSERT" else " FROM "
+        table = sql.split(marker, 1)[1].split(" ", 1)[0].strip('"')
+        step = f"{verb} {table}"
+        if verb == "INSERT" and steps and steps[-1] == step:
+            continue
+        steps.append(step)
+    return steps
+
+
+def count_statements(ti: TaskInstance, outlets, events) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        result = register(ti, outlets, events)
+    assert result.events
+    steps = statement_steps(captured.captured_queries)
+    if connection.vendor == "postgresql":
+        assert len(captured.captured_queries) == len(steps), "a bulk INSERT was split"
+    return steps
+
+
+# The statements of the three shapes of call (SPEC §4: constant whatever the sizes).
+DECLARED_ASSET_STEPS = [
+    "SELECT asset",  # 1. active assets matching declared keys/names/uris (join asset_active)
+    "INSERT asset_event",  # 9. all events, RETURNING id
+    "SELECT dag_schedule_asset_reference",  # 11. consumers: UNION ALL of 4 reference tables
+    "INSERT asset_dag_run_queue",  # 12. queue rows, ON CONFLICT DO NOTHING
+]
+ALIAS_TO_NEW_ASSETS_STEPS = [
+    "SELECT asset",  # 2. alias targets by (name, uri)
+    "INSERT asset",  # 3. missing targets, ON CONFLICT DO NOTHING
+    "SELECT asset",  # 4. missing targets again (sees rows committed meanwhile)
+    "SELECT asset_alias",  # 5. aliases by name (they exist: declared DAG)
+    "INSERT asset_alias_asset",  # 8. alias → asset links, ON CONFLICT DO NOTHING
+    "INSERT asset_event",  # 9. all events, RETURNING id
+    "INSERT asset_alias_asset_event",  # 10. alias → event links
+    "SELECT dag_schedule_asset_reference",  # 11. consumers (UNION ALL)
+    "INSERT asset_dag_run_queue",  # 12. queue rows
+]
+MIXED_STEPS = [DECLARED_ASSET_STEPS[0], *ALIAS_TO_NEW_ASSETS_STEPS]
+
+
+def declared_assets(count: int) -> tuple[list[OutletProfile], list[AssetOutletEvent]]:
+    consumer = DagFactory(dag_id=f"consumer_of_{count}_assets")
+    outlets, events = [], []
+    for n in range(count):
+        asset = active_asset(f"a{count}_{n}", f"s3://b/a{count}_{n}")
+        DagScheduleAssetReference.objects.create(asset=asset, dag=consumer)
+        outlets.append(asset_outlet(asset.name, asset.uri))
+        events.append(asset_event(asset.name, asset.uri, {"n": n}))
+    return outlets, events
+
+
+def alias_to_new_assets(count: int) -> tuple[list[OutletProfile], list[AliasOutletEvent]]:
+    alias = AssetAliasFactory(name=f"alias_{count}")
+    DagScheduleAssetAliasReference.objects.create(alias=alias, dag=DagFactory())
+    events = [
+        alias_event(alias.name, f"new{count}_{n}", f"s3://new/{count}/{n}", {"n": n}, {"d": n})
+        for n in range(count)
+    ]
+    return [alias_outlet(alias.name)], events
+
+
+@pytest.mark.parametrize("count", [1, 100])
+def test_statements_for_declared_assets_are_constant(ti, count):
+    outlets, events = declared_assets(count)
+
+    assert count_statements(ti, outlets, events) == DECLARED_ASSET_STEPS
+    assert AssetDagRunQueue.objects.count() == count
+
+
+@pytest.mark.parametrize("count", [1, 1000])
+def test_statements_for_alias_events_to_new_assets_are_constant(ti, count):
+    outlets, events = alias_to_new_assets(count)
+
+    assert count_statements(ti, outlets, events) == ALIAS_TO_NEW_ASSETS_STEPS
+    assert AssetEvent.objects.count() == count
+    assert AssetAliasAsset.objects.count() == count
+
+
+@pytest.mark.parametrize(("assets", "alias_events"), [(1, 1), (100, 1000)])
+def test_statements_for_mixed_calls_are_constant(ti, assets, alias_events):
+    asset_outlets, asset_events = declared_assets(assets)
+    alias_outlets, alias_evts = alias_to_new_assets(alias_events)
+
+    steps = count_statements(ti, asset_outlets + alias_outlets, asset_events + alias_evts)
+
+    assert steps == MIXED_STEPS
+    assert AssetEvent.objects.count() == assets + alias_events
+
+
+def test_statements_when_aliases_are_missing_too(ti):
+    # given: neither the alias nor the target exists (a seed-format undeclared alias)
+    events = [alias_event("fresh", f"n{n}", f"s3://n/{n}") for n in range(50)]
+
+    steps = count_statements(ti, [alias_outlet("fresh")], events)
+
+    # then: + INSERT asset_alias and its re-SELECT; no consumers, so no queue INSERT
+    assert steps == [
+        "SELECT asset",
+        "INSERT asset",
+        "SELECT asset",
+        "SELECT asset_alias",
+        "INSERT asset_alias",
+        "SELECT asset_alias",
+        "INSERT asset_alias_asset",
+        "INSERT asset_event",
+        "INSERT asset_alias_asset_event",
+        "SELECT dag_schedule_asset_reference",
+    ]
