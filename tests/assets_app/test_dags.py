@@ -1,0 +1,450 @@
+"""declare_dags: the manifest loader (assets_app.services.dags) and its command."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from assets_app.models import (
+    Asset,
+    AssetActive,
+    AssetAlias,
+    Dag,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetNameReference,
+    DagScheduleAssetReference,
+    DagScheduleAssetUriReference,
+    TaskInletAssetReference,
+    TaskOutletAssetReference,
+)
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dags.yaml"
+TABLES = (
+    Dag,
+    Asset,
+    AssetActive,
+    AssetAlias,
+    DagScheduleAssetReference,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetNameReference,
+    DagScheduleAssetUriReference,
+    TaskOutletAssetReference,
+    TaskInletAssetReference,
+)
+VOLATILE = {"last_parsed_time", "created_at", "updated_at"}
+
+
+def snapshot() -> dict[str, list[dict]]:
+    """Every row of every table declare_dags writes, without timestamps."""
+    return {
+        model._meta.db_table: sorted(
+            ({k: v for k, v in row.items() if k not in VOLATILE} for row in model.objects.values()),
+            key=lambda row: json.dumps(row, sort_keys=True, default=str),
+        )
+        for model in TABLES
+    }
+
+
+def declare(path: Path) -> str:
+    out = StringIO()
+    call_command("declare_dags", str(path), stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def write(tmp_path: Path, document: dict, name: str = "dags.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(document))  # JSON is valid YAML
+    return path
+
+
+def active_uris() -> set[str]:
+    return set(AssetActive.objects.values_list("uri", flat=True))
+
+
+def test_example_manifest_declares_the_seed_dags():
+    # when
+    output = declare(EXAMPLE)
+
+    # then
+    assert "Declared 4 DAG(s)" in output
+    asset = Asset.objects.get()
+    assert (asset.name, asset.uri, asset.group) == (
+        "s3://bucket/my-task",
+        "s3://bucket/my-task",
+        "asset",
+    )
+    assert AssetActive.objects.get().asset == asset
+    assert list(AssetAlias.objects.values_list("name", flat=True)) == ["example-alias"]
+    consumer = Dag.objects.get(dag_id="asset_s3_bucket_consumer")
+    assert consumer.asset_expression == {"asset": {"name": asset.name, "uri": asset.uri}}
+    assert consumer.fileloc == str(EXAMPLE)
+    assert consumer.is_paused is False
+    alias_consumer = Dag.objects.get(dag_id="asset_alias_example_alias_consumer")
+    assert alias_consumer.asset_expression == {"alias": {"name": "example-alias"}}
+    assert alias_consumer.task_ids == ["consume_asset_alias_events"]
+    assert DagScheduleAssetReference.objects.get().dag_id == "asset_s3_bucket_consumer"
+    assert DagScheduleAssetAliasReference.objects.get().dag_id == alias_consumer.dag_id
+    outlet = TaskOutletAssetReference.objects.get()
+    assert (outlet.dag_id, outlet.task_id) == ("asset_s3_bucket_producer", "produce_asset_events")
+    assert TaskInletAssetReference.objects.get().task_id == "consume_asset_events"
+
+
+def test_declaring_the_example_twice_gives_the_same_rows():
+    # given
+    declare(EXAMPLE)
+    first = snapshot()
+
+    # when
+    output = declare(EXAMPLE)
+
+    # then
+    assert snapshot() == first
+    assert "0 asset(s) created" in output
+
+
+def test_all_of_any_of_nested_and_refs_are_stored(tmp_path):
+    # given
+    manifest = {
+        "dags": [
+            {
+                "dag_id": "consumer",
+                "schedule": {
+                    "any": [
+                        [{"asset": {"name": "a", "uri": "s3://b/a"}}, {"alias": "al"}],
+                        {
+                            "all": [
+                                {"asset_ref": {"name": "n"}},
+                                {"asset_ref": {"uri": "s3://b/u/"}},
+                            ]
+                        },
+                    ]
+                },
+            },
+            {"dag_id": "listed", "schedule": [{"asset": {"uri": "s3://b/c"}}]},
+        ]
+    }
+
+    # when
+    declare(write(tmp_path, manifest))
+
+    # then
+    assert Dag.objects.get(dag_id="consumer").asset_expression == {
+        "any": [
+            {"all": [{"asset": {"name": "a", "uri": "s3://b/a"}}, {"alias": {"name": "al"}}]},
+            {"all": [{"asset_ref": {"name": "n"}}, {"asset_ref": {"uri": "s3://b/u"}}]},
+        ]
+    }
+    assert Dag.objects.get(dag_id="listed").asset_expression == {
+        "all": [{"asset": {"name": "s3://b/c", "uri": "s3://b/c"}}]
+    }
+    assert set(DagScheduleAssetReference.objects.values_list("dag_id", "asset__uri")) == {
+        ("consumer", "s3://b/a"),
+        ("listed", "s3://b/c"),
+    }
+    assert list(DagScheduleAssetAliasReference.objects.values_list("alias__name", flat=True)) == [
+        "al"
+    ]
+    assert list(DagScheduleAssetNameReference.objects.values_list("name", flat=True)) == ["n"]
+    assert list(DagScheduleAssetUriReference.objects.values_list("uri", flat=True)) == ["s3://b/u"]
+    # refs and aliases do not make assets active; declared assets do
+    assert active_uris() == {"s3://b/a", "s3://b/c"}
+
+
+def test_asset_uris_are_normalized_like_the_task_sdk(tmp_path):
+    # when
+    declare(
+        write(
+            tmp_path,
+            {
+                "dags": [
+                    {
+                        "dag_id": "p",
+                        "tasks": [
+                            {
+                                "task_id": "t",
+                                "outlets": [{"asset": {"uri": "S3://Bucket/x/?b=2&a=1"}}],
+                            }
+                        ],
+                    }
+                ]
+            },
+        )
+    )
+
+    # then
+    asset = Asset.objects.get()
+    assert asset.name == "S3://Bucket/x/?b=2&a=1"  # a uri given alone is copied before normalizing
+    assert asset.uri == "s3://Bucket/x?a=1&b=2"
+
+
+def test_group_and_extra_are_created_and_updated(tmp_path):
+    # given
+    def manifest(extra: dict) -> dict:
+        outlet = {"asset": {"name": "a", "uri": "s3://b/a", "group": "g", "extra": extra}}
+        return {"dags": [{"dag_id": "p", "tasks": [{"task_id": "t", "outlets": [outlet]}]}]}
+
+    declare(write(tmp_path, manifest({"v": 1})))
+
+    # when
+    declare(write(tmp_path, manifest({"v": 2})))
+
+    # then
+    asset = Asset.objects.get()
+    assert (asset.group, asset.extra) == ("g", {"v": 2})
+
+
+def test_is_paused_defaults_to_false_and_is_kept_when_omitted(tmp_path):
+    # given
+    path = write(tmp_path, {"dags": [{"dag_id": "d", "is_paused": True}]})
+    declare(path)
+    assert Dag.objects.get().is_paused is True
+
+    # when the flag is omitted the stored value stays
+    write(tmp_path, {"dags": [{"dag_id": "d"}]})
+    declare(path)
+
+    # then
+    assert Dag.objects.get().is_paused is True
+    write(tmp_path, {"dags": [{"dag_id": "d", "is_paused": False}]})
+    declare(path)
+    assert Dag.objects.get().is_paused is False
+
+
+def test_missing_dag_becomes_stale_and_its_assets_inactive(tmp_path):
+    # given two DAGs; "shared" is also declared by a DAG in another file
+    both = {
+        "dags": [
+            {
+                "dag_id": "keep",
+                "tasks": [{"task_id": "t", "outlets": [{"asset": {"uri": "s3://b/keep"}}]}],
+            },
+            {
+                "dag_id": "gone",
+                "schedule": {"asset": {"uri": "s3://b/shared"}},
+                "tasks": [{"task_id": "t", "outlets": [{"asset": {"uri": "s3://b/gone"}}]}],
+            },
+        ]
+    }
+    path = write(tmp_path, both)
+    declare(path)
+    other = {"dags": [{"dag_id": "other", "schedule": {"asset": {"uri": "s3://b/shared"}}}]}
+    declare(write(tmp_path, other, name="other.yaml"))
+    assert active_uris() == {"s3://b/keep", "s3://b/gone", "s3://b/shared"}
+
+    # when "gone" disappears from its file
+    write(tmp_path, {"dags": both["dags"][:1]})
+    output = declare(path)
+
+    # then
+    assert "marked stale: gone" in output
+    gone = Dag.objects.get(dag_id="gone")
+    assert gone.is_stale is True
+    assert not DagScheduleAssetReference.objects.filter(dag=gone).exists()
+    assert not TaskOutletAssetReference.objects.filter(dag=gone).exists()
+    assert active_uris() == {"s3://b/keep", "s3://b/shared"}
+    assert Asset.objects.filter(uri="s3://b/gone").exists()  # the asset row stays
+    assert Dag.objects.get(dag_id="other").is_stale is False
+
+    # when it comes back
+    write(tmp_path, both)
+    declare(path)
+
+    # then
+    assert Dag.objects.get(dag_id="gone").is_stale is False
+    assert active_uris() == {"s3://b/keep", "s3://b/gone", "s3://b/shared"}
+
+
+def test_changing_an_assets_uri_moves_the_active_name(tmp_path):
+    # given
+    def manifest(uri: str) -> dict:
+        outlet = {"asset": {"name": "report", "uri": uri}}
+        return {"dags": [{"dag_id": "p", "tasks": [{"task_id": "t", "outlets": [outlet]}]}]}
+
+    path = write(tmp_path, manifest("s3://b/v1"))
+    declare(path)
+
+    # when
+    write(tmp_path, manifest("s3://b/v2"))
+    declare(path)
+
+    # then
+    assert list(AssetActive.objects.values_list("name", "uri")) == [("report", "s3://b/v2")]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "clash"),
+    [
+        pytest.param(
+            {"name": "n", "uri": "s3://b/1"},
+            {"name": "n", "uri": "s3://b/2"},
+            "name 'n'",
+            id="name",
+        ),
+        pytest.param(
+            {"name": "x", "uri": "s3://b/u"},
+            {"name": "y", "uri": "s3://b/u"},
+            "uri 's3://b/u'",
+            id="uri",
+        ),
+    ],
+)
+def test_conflicting_assets_in_one_manifest_are_rejected_and_nothing_written(
+    tmp_path, first, second, clash
+):
+    # given
+    manifest = {
+        "dags": [
+            {"dag_id": "p1", "tasks": [{"task_id": "t", "outlets": [{"asset": first}]}]},
+            {"dag_id": "p2", "schedule": {"asset": second}},
+        ]
+    }
+
+    # when
+    with pytest.raises(CommandError) as error:
+        declare(write(tmp_path, manifest))
+
+    # then
+    message = str(error.value)
+    assert clash in message
+    assert repr(first["uri"]) in message
+    assert repr(second["uri"]) in message
+    assert all(not model.objects.exists() for model in TABLES)
+
+
+def test_conflict_with_an_asset_active_from_another_file_is_rejected(tmp_path):
+    # given
+    declare(EXAMPLE)
+    before = snapshot()
+    clashing = {
+        "dags": [
+            {
+                "dag_id": "new",
+                "schedule": {"asset": {"name": "s3://bucket/my-task", "uri": "s3://other/x"}},
+            }
+        ]
+    }
+
+    # when
+    with pytest.raises(CommandError) as error:
+        declare(write(tmp_path, clashing))
+
+    # then
+    message = str(error.value)
+    assert "already active" in message
+    assert "'s3://other/x'" in message
+    assert "uri='s3://bucket/my-task'" in message
+    assert snapshot() == before
+
+
+def test_json_manifest_is_accepted(tmp_path):
+    # given
+    path = tmp_path / "dags.json"
+    path.write_text(
+        json.dumps(
+            {
+                "dags": [
+                    {
+                        "dag_id": "j",
+                        "tasks": [{"task_id": "t", "inlets": [{"alias": {"name": "a"}}]}],
+                    }
+                ]
+            }
+        )
+    )
+
+    # when
+    declare(path)
+
+    # then
+    assert Dag.objects.get().dag_id == "j"
+    assert AssetAlias.objects.get().name == "a"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("dags: [", "invalid YAML", id="yaml-syntax"),
+        pytest.param("[]", "expected a mapping", id="not-a-mapping"),
+        pytest.param("dags: []\nextra: 1", "unknown key(s) extra", id="unknown-top-key"),
+        pytest.param("dags:\n  - dag_id: 'bad id'", "may only contain", id="dag-id-chars"),
+        pytest.param(f"dags:\n  - dag_id: {'d' * 251}", "longer than 250", id="dag-id-length"),
+        pytest.param(
+            "dags:\n  - {dag_id: d}\n  - {dag_id: d}", "duplicate dag_id(s) d", id="dup-dag"
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks: [{task_id: t}, {task_id: t}]",
+            "duplicate task_id(s) t",
+            id="dup-task",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, is_paused: 'no'}",
+            "is_paused: expected true or false",
+            id="paused",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {asset: {}}}",
+            "dags[0].schedule.asset: an asset needs a name or a uri",
+            id="empty-asset",
+        ),
+        pytest.param(
+            f"dags:\n  - {{dag_id: d, schedule: {{asset: {{name: {'n' * 1501}}}}}}}",
+            "cannot exceed 1500",
+            id="name-length",
+        ),
+        pytest.param("dags:\n  - {dag_id: d, schedule: []}", "non-empty list", id="empty-schedule"),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: '@daily'}", "only asset schedules", id="cron"
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {asset_ref: {name: n, uri: u}}}",
+            "exactly one of name or uri",
+            id="ref-both",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{asset: {name: a, extra: []}}]}]}",  # noqa: E501
+            "extra must be a mapping",
+            id="extra-list",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{dataset: x}]}]}",
+            "dags[0].tasks[0].outlets[0]: expected one of",
+            id="unknown-outlet",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {asset: {uri: 'airflow://x'}}}",
+            "reserved",
+            id="airflow-scheme",
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks:\n      - task_id: t\n        outlets:\n"
+            "          - {asset: {name: a, extra: {v: 1}}}\n"
+            "          - {asset: {name: a, extra: {v: 2}}}",
+            "two different extra values",
+            id="extra-conflict",
+        ),
+    ],
+)
+def test_invalid_manifest_is_rejected_with_a_precise_message(tmp_path, content, message):
+    # given
+    path = tmp_path / "dags.yaml"
+    path.write_text(content)
+
+    # when
+    with pytest.raises(CommandError) as error:
+        declare(path)
+
+    # then
+    assert message in str(error.value)
+    assert not Dag.objects.exists()
+
+
+def test_missing_file_is_a_command_error(tmp_path):
+    with pytest.raises(CommandError, match="no such file"):
+        declare(tmp_path / "nope.yaml")
