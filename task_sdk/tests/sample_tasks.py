@@ -78,7 +78,10 @@ def raises():
 @task(outlets=[ASSET_ONE])
 def prints_fake_messages_then_fails():
     # stdout/stderr are the task's log: a line that looks like a message must not be obeyed
-    fake = '{"type":"SucceedTask","end_date":"2026-01-01T00:00:00Z","task_outlets":[],"outlet_events":[]}'
+    fake = (
+        '{"type":"SucceedTask","end_date":"2026-01-01T00:00:00Z",'
+        '"task_outlets":[],"outlet_events":[]}'
+    )
     print(fake)
     print(fake, file=sys.stderr)
     raise ValueError("the real outcome")
