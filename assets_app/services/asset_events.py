@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from assets_app.exceptions import AssetNotFound
+from assets_app.exceptions import AssetNotFoundError
 from assets_app.models import (
     PARTITION_KEY_LENGTH,
     Asset,
@@ -35,14 +35,14 @@ def asset_get_for_event(*, name: str | None, uri: str | None) -> Asset:
     """The asset a manual event is for.
 
     With name and uri: that asset. With one of them: the active asset with it, else the only
-    asset with it. Raises ``AssetNotFound`` or ``AssetAmbiguousError``.
+    asset with it. Raises ``AssetNotFoundError`` or ``AssetAmbiguousError``.
     """
     if not name and not uri:
         raise ValueError("give the asset's name, uri or both")
     if name and uri:
         asset = Asset.objects.filter(name=name, uri=uri).first()
         if asset is None:
-            raise AssetNotFound(f"no asset with name {name!r} and uri {uri!r}")
+            raise AssetNotFoundError(f"no asset with name {name!r} and uri {uri!r}")
         return asset
     field, value = ("name", name) if name else ("uri", uri)
     active = Asset.objects.filter(**{f"active__{field}": value}).first()
@@ -50,7 +50,7 @@ def asset_get_for_event(*, name: str | None, uri: str | None) -> Asset:
         return active
     candidates = list(Asset.objects.filter(**{field: value}).order_by("pk")[:2])
     if not candidates:
-        raise AssetNotFound(f"no asset with {field} {value!r}")
+        raise AssetNotFoundError(f"no asset with {field} {value!r}")
     if len(candidates) > 1:
         raise AssetAmbiguousError(
             f"several inactive assets have {field} {value!r}; give both name and uri"

@@ -1,0 +1,446 @@
+"""Operator commands: create_task_instance, issue_token, asset_events, ensure_admin,
+create_asset_event, prune_asset_events (declare_dags is in test_dags.py)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command, load_command_class
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from assets_app.models import (
+    AssetActive,
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    DagRunAssetEvent,
+    DagRunType,
+    TaskInstance,
+)
+from executionapi.tokens import token_decode
+from tests.factories import (
+    AssetAliasFactory,
+    AssetEventFactory,
+    AssetFactory,
+    DagRunFactory,
+    TaskInstanceFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dags.yaml"
+COMMANDS = [
+    "declare_dags",
+    "create_task_instance",
+    "issue_token",
+    "asset_events",
+    "ensure_admin",
+    "create_asset_event",
+    "prune_asset_events",
+]
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_has_help(name):
+    # when
+    text = load_command_class("assets_app", name).create_parser("manage.py", name).format_help()
+
+    # then
+    assert f"manage.py {name}" in text
+    assert len(text) > 200
+
+
+# --- create_task_instance -------------------------------------------------------------------
+
+
+def test_create_task_instance_prints_one_json_line_with_a_token_for_it():
+    # when
+    out, _ = run("create_task_instance", "--dag-id", "d", "--task-id", "t", "--run-id", "manual__1")
+
+    # then
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    printed = json.loads(lines[0])
+    assert set(printed) == {"id", "token"}
+    assert token_decode(printed["token"]).subject == printed["id"]
+    ti = TaskInstance.objects.get(pk=printed["id"])
+    assert (ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.state, ti.max_tries) == (
+        "d",
+        "t",
+        "manual__1",
+        -1,
+        "queued",
+        0,
+    )
+    run_ = ti.dag_run
+    assert (run_.run_type, run_.state) == (DagRunType.MANUAL, "running")
+    assert run_.run_after is not None
+    assert Dag.objects.get(dag_id="d").task_ids == ["t"]
+
+
+def test_create_task_instance_options():
+    # when
+    out, _ = run(
+        "create_task_instance",
+        "--dag-id=d",
+        "--task-id=t",
+        "--run-id=scheduled__2025-01-01",
+        "--map-index=3",
+        "--state=running",
+        "--max-tries=2",
+        "--ttl=60",
+    )
+
+    # then
+    printed = json.loads(out)
+    ti = TaskInstance.objects.get(pk=printed["id"])
+    assert (ti.map_index, ti.state, ti.max_tries) == (3, "running", 2)
+    assert ti.start_date is not None
+    assert ti.dag_run.run_type == DagRunType.SCHEDULED
+    claims = token_decode(printed["token"])
+    assert claims.lifetime == timedelta(seconds=60)
+
+
+def test_create_task_instance_again_returns_the_same_instance_and_run():
+    # given
+    args = ("create_task_instance", "--dag-id=d", "--task-id=t", "--run-id=r")
+    first = json.loads(run(*args)[0])
+
+    # when
+    out, err = run(*args)
+
+    # then
+    assert json.loads(out)["id"] == first["id"]
+    assert "already existed" in err
+    assert TaskInstance.objects.count() == DagRun.objects.count() == 1
+
+
+def test_create_task_instance_for_a_declared_dag_needs_a_declared_task():
+    # given
+    run("declare_dags", str(EXAMPLE))
+
+    # when / then
+    with pytest.raises(CommandError, match="has no task 'nope'; its tasks: produce_asset_events"):
+        run(
+            "create_task_instance",
+            "--dag-id=asset_s3_bucket_producer",
+            "--task-id=nope",
+            "--run-id=r",
+        )
+    out, _ = run(
+        "create_task_instance",
+        "--dag-id=asset_s3_bucket_producer",
+        "--task-id=produce_asset_events",
+        "--run-id=r",
+    )
+    assert TaskInstance.objects.filter(pk=json.loads(out)["id"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("extra_args", "message"),
+    [
+        pytest.param(["--map-index=-2"], "map index must be -1 or more", id="map-index"),
+        pytest.param(["--max-tries=-1"], "max tries must be 0 or more", id="max-tries"),
+        pytest.param(["--ttl=0"], "--ttl must be a positive", id="ttl"),
+        pytest.param(["--dag-id=bad dag"], "dag id 'bad dag' may only contain", id="dag-id"),
+        pytest.param([f"--run-id={'r' * 251}"], "run id must be 1-250", id="run-id"),
+    ],
+)
+def test_create_task_instance_rejects_bad_input(extra_args, message):
+    # given
+    args = ["--dag-id=d", "--task-id=t", "--run-id=r", *extra_args]
+
+    # when / then
+    with pytest.raises(CommandError, match=message):
+        run("create_task_instance", *args)
+    assert not TaskInstance.objects.exists()
+
+
+def test_create_task_instance_rejects_an_unknown_state():
+    with pytest.raises(CommandError, match="invalid choice: 'success'"):
+        run("create_task_instance", "--dag-id=d", "--task-id=t", "--run-id=r", "--state=success")
+
+
+# --- issue_token ----------------------------------------------------------------------------
+
+
+def test_issue_token_for_an_existing_task_instance():
+    # given
+    ti = TaskInstanceFactory()
+
+    # when
+    out, _ = run("issue_token", str(ti.pk), "--ttl", "120")
+
+    # then
+    claims = token_decode(out.strip())
+    assert claims.subject == str(ti.pk)
+    assert claims.lifetime == timedelta(seconds=120)
+
+
+@pytest.mark.parametrize(
+    ("ti_id", "message"),
+    [
+        pytest.param("not-a-uuid", "malformed task instance id 'not-a-uuid'", id="malformed"),
+        pytest.param(
+            str(uuid.UUID(int=7)), f"no task instance with id {uuid.UUID(int=7)}", id="unknown"
+        ),
+    ],
+)
+def test_issue_token_rejects_bad_ids(ti_id, message):
+    with pytest.raises(CommandError, match=message):
+        run("issue_token", ti_id)
+
+
+def test_issue_token_rejects_a_non_positive_ttl():
+    ti = TaskInstanceFactory()
+    with pytest.raises(CommandError, match="ttl must be a positive"):
+        run("issue_token", str(ti.pk), "--ttl=0")
+
+
+# --- asset_events ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def events():
+    """Three events, oldest first: one through an alias and consumed by a run, one manual."""
+    now = timezone.now()
+    asset = AssetFactory(name="a", uri="s3://b/a")
+    other = AssetFactory(name="o", uri="s3://b/o")
+    alias = AssetAliasFactory(name="al")
+    first = AssetEventFactory(asset=asset, source_dag_id="p", timestamp=now - timedelta(hours=2))
+    second = AssetEventFactory(
+        asset=other, source_dag_id="q", extra={"k": "v"}, timestamp=now - timedelta(hours=1)
+    )
+    AssetAliasAssetEvent.objects.create(alias=alias, event=second)
+    DagRunAssetEvent.objects.create(dag_run=DagRunFactory(run_id="consumer_run"), event=second)
+    third = AssetEvent.objects.create(asset=asset, timestamp=now)
+    return first, second, third
+
+
+def test_asset_events_table_is_newest_first(events):
+    first, second, third = events
+
+    # when
+    out, _ = run("asset_events")
+
+    # then
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "ID",
+        "TIMESTAMP",
+        "ASSET",
+        "SOURCE",
+        "ALIASES",
+        "PARTITION",
+        "EXTRA",
+    ]
+    assert [line.split()[0] for line in lines[1:]] == [str(third.pk), str(second.pk), str(first.pk)]
+    assert "manual" in lines[1]
+    assert "al" in lines[2]
+    assert '{"k": "v"}' in lines[2]
+    assert "q.task @ run" in lines[2]
+
+
+def test_asset_events_json_lines_have_the_api_item_shape(events):
+    _, second, third = events
+
+    # when
+    out, _ = run("asset_events", "--json", "--limit", "2")
+
+    # then
+    items = [json.loads(line) for line in out.splitlines()]
+    assert [item["id"] for item in items] == [third.pk, second.pk]
+    assert set(items[1]) == {
+        "id",
+        "timestamp",
+        "extra",
+        "asset",
+        "created_dagruns",
+        "source_task_id",
+        "source_dag_id",
+        "source_run_id",
+        "source_map_index",
+        "partition_key",
+    }
+    assert items[1]["asset"] == {"name": "o", "uri": "s3://b/o", "group": "", "extra": {}}
+    assert [run_["run_id"] for run_ in items[1]["created_dagruns"]] == ["consumer_run"]
+    assert items[0]["source_dag_id"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["--name=a"], [2, 0], id="name"),
+        pytest.param(["--uri=s3://b/o"], [1], id="uri"),
+        pytest.param(["--alias=al"], [1], id="alias"),
+        pytest.param(["--dag=p"], [0], id="dag"),
+        pytest.param(["--name=a", "--dag=q"], [], id="combined"),
+    ],
+)
+def test_asset_events_filters(events, args, expected):
+    # when
+    out, _ = run("asset_events", "--json", *args)
+
+    # then
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [events[i].pk for i in expected]
+
+
+def test_asset_events_of_a_deleted_asset_still_list(events):
+    # given
+    first = events[0]
+    first.asset.delete()
+
+    # when
+    out, _ = run("asset_events")
+    json_out, _ = run("asset_events", "--json")
+
+    # then
+    assert f"(deleted asset {first.asset_id})" in out
+    assert json.loads(json_out.splitlines()[-1])["asset"] is None
+
+
+def test_asset_events_without_events():
+    assert run("asset_events")[0].strip() == "No asset events."
+
+
+@pytest.mark.parametrize("limit", ["0", "10001"])
+def test_asset_events_rejects_a_bad_limit(limit):
+    with pytest.raises(CommandError, match="--limit must be between 1 and 10000"):
+        run("asset_events", "--limit", limit)
+
+
+# --- ensure_admin ---------------------------------------------------------------------------
+
+
+def _printed_password(out: str) -> str:
+    return out.split("password=")[1].split()[0]
+
+
+def test_ensure_admin_creates_a_superuser_and_resets_its_password():
+    # when
+    out, _ = run("ensure_admin")
+
+    # then
+    user = get_user_model().objects.get(username="admin")
+    assert user.is_superuser and user.is_staff and user.is_active
+    first = _printed_password(out)
+    assert user.check_password(first)
+    assert "username=admin" in out
+
+    # when run again
+    second = _printed_password(run("ensure_admin")[0])
+
+    # then
+    user.refresh_from_db()
+    assert second != first
+    assert user.check_password(second)
+    assert get_user_model().objects.count() == 1
+
+
+def test_ensure_admin_with_another_username():
+    out, _ = run("ensure_admin", "--username", "ops")
+    assert get_user_model().objects.get(username="ops").check_password(_printed_password(out))
+
+
+# --- create_asset_event ---------------------------------------------------------------------
+
+
+def test_create_asset_event_records_a_manual_event_and_queues_consumers():
+    # given
+    run("declare_dags", str(EXAMPLE))
+
+    # when
+    out, _ = run("create_asset_event", "--uri", "s3://bucket/my-task", "--extra", '{"n": 1}')
+
+    # then
+    event = AssetEvent.objects.get()
+    assert f"Created asset event {event.pk}" in out
+    assert event.extra == {"n": 1}
+    assert (event.source_dag_id, event.source_task_id, event.source_run_id) == (None, None, None)
+    assert event.asset == AssetActive.objects.get().asset
+    assert list(AssetDagRunQueue.objects.values_list("target_dag_id", flat=True)) == [
+        "asset_s3_bucket_consumer"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param([], "give --name, --uri or both", id="no-asset"),
+        pytest.param(["--name=missing"], "no asset with name 'missing'", id="unknown"),
+        pytest.param(
+            ["--name=a", "--uri=s3://x"], "no asset with name 'a' and uri 's3://x'", id="pair"
+        ),
+        pytest.param(["--name=a", "--extra={"], "--extra is not valid JSON", id="bad-json"),
+        pytest.param(["--name=a", "--extra=[1]"], "--extra must be a JSON object", id="not-object"),
+        pytest.param(["--name=dup"], "several inactive assets have name 'dup'", id="ambiguous"),
+    ],
+)
+def test_create_asset_event_rejects_bad_input(args, message):
+    # given
+    AssetFactory(name="a", uri="s3://b/a")
+    AssetFactory(name="dup", uri="s3://b/1")
+    AssetFactory(name="dup", uri="s3://b/2")
+
+    # when / then
+    with pytest.raises(CommandError, match=message):
+        run("create_asset_event", *args)
+    assert not AssetEvent.objects.exists()
+
+
+# --- prune_asset_events ---------------------------------------------------------------------
+
+
+def test_prune_asset_events_deletes_old_events_and_their_links():
+    # given
+    now = timezone.now()
+    old = AssetEventFactory.create_batch(3, timestamp=now - timedelta(days=40))
+    recent = AssetEventFactory(timestamp=now - timedelta(days=1))
+    AssetAliasAssetEvent.objects.create(alias=AssetAliasFactory(), event=old[0])
+    DagRunAssetEvent.objects.create(dag_run=DagRunFactory(), event=old[1])
+
+    # when a dry run
+    out, _ = run("prune_asset_events", "--older-than-days", "30", "--dry-run")
+
+    # then nothing is deleted
+    assert "Would delete 3 asset event(s)" in out
+    assert AssetEvent.objects.count() == 4
+
+    # when
+    out, _ = run("prune_asset_events", "--older-than-days=30", "--batch-size=2")
+
+    # then
+    assert "Deleted 3 asset event(s)" in out
+    assert list(AssetEvent.objects.all()) == [recent]
+    assert not AssetAliasAssetEvent.objects.exists()
+    assert not DagRunAssetEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--older-than-days=-1"], "--older-than-days must be 0 or more", id="days"),
+        pytest.param(
+            ["--older-than-days=1", "--batch-size=0"], "--batch-size must be positive", id="batch"
+        ),
+        pytest.param([], "the following arguments are required: --older-than-days", id="missing"),
+    ],
+)
+def test_prune_asset_events_rejects_bad_input(args, message):
+    with pytest.raises(CommandError, match=message):
+        run("prune_asset_events", *args)
