@@ -1,0 +1,45 @@
+"""Task functions the end-to-end tests run through the CLI → supervisor → HTTP → server path."""
+
+import os
+import signal
+
+from task_sdk import Asset, AssetAlias, task
+
+ORDERS = Asset("orders", "s3://e2e/orders")
+EXISTING = Asset("existing", "s3://e2e/existing")
+ALIAS = AssetAlias("e2e-alias")
+BY_NAME = Asset.ref(name="by_name")
+
+
+@task(outlets=[ORDERS])
+def asset_with_extra(outlet_events):
+    print("producing orders")
+    outlet_events[ORDERS].extra["rows"] = 42
+
+
+@task(outlets=[ALIAS])
+def alias_two_assets(outlet_events):
+    outlet_events[ALIAS].add(EXISTING, extra={"via": "alias"})
+    outlet_events[ALIAS].add(
+        Asset("brand_new", "s3://e2e/brand-new", extra={"created": "by alias"}),
+        extra={"via": "alias"},
+    )
+
+
+@task(outlets=[ORDERS, ALIAS, BY_NAME])
+def mixed(outlet_events):
+    outlet_events[ORDERS].extra["kind"] = "direct"
+    outlet_events[ALIAS].add(Asset("aliased", "s3://e2e/aliased"), extra={"kind": "alias"})
+    outlet_events[BY_NAME].extra["kind"] = "name ref"
+
+
+@task(outlets=[ORDERS])
+def raises(outlet_events):
+    outlet_events[ORDERS].extra["never"] = "sent"
+    raise RuntimeError("the task broke")
+
+
+@task(outlets=[ORDERS])
+def killed(outlet_events):
+    outlet_events[ORDERS].extra["never"] = "sent"
+    os.kill(os.getpid(), signal.SIGKILL)
