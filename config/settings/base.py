@@ -149,4 +149,5 @@ SPECTACULAR_SETTINGS.update(
     SWAGGER_UI_FAVICON_HREF="SIDECAR",
     REDOC_DIST="SIDECAR",
     ENUM_NAME_OVERRIDES={"OutletTypeEnum": "executionapi.serializers.OUTLET_TYPES"},
+    COMPONENT_SPLIT_PATCH=False,  # PATCH bodies here are whole payloads, not partial updates
 )

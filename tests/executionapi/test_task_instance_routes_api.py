@@ -1,0 +1,235 @@
+"""/run, /heartbeat, /rtif and /validate-inlets-and-outlets."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from assets_app.models import AssetEvent, DagRun, DagRunAssetEvent, TaskInstance
+from tests.executionapi.conftest import client_for, wire_sample
+from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory, DagFactory
+
+pytestmark = pytest.mark.django_db
+
+RUN_BODY = wire_sample("run_start")
+DAG_RUN_KEYS = set(wire_sample("run_response_minimal")["dag_run"])
+
+
+def _run(ti, body=RUN_BODY):
+    return client_for(ti).patch(f"/execution/task-instances/{ti.pk}/run", body, format="json")
+
+
+@pytest.mark.parametrize("state", ["queued", "restarting"])
+def test_run_from_queued_or_restarting_returns_the_run_context(make_ti, state):
+    ti = make_ti(state=state, max_tries=2)
+
+    response = _run(ti)
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert set(body["dag_run"]) == DAG_RUN_KEYS  # all twelve keys, nulls explicit
+    assert body["dag_run"]["logical_date"] is None
+    assert body["dag_run"]["run_after"].endswith("Z")
+    assert body["dag_run"]["consumed_asset_events"] == []
+    assert (body["max_tries"], body["task_reschedule_count"]) == (2, 0)
+    assert body["variables"] == [] and body["connections"] == []
+    assert body["upstream_map_indexes"] is None
+    assert body["should_retry"] is True
+    ti.refresh_from_db()
+    assert (ti.state, ti.hostname, ti.unixname, ti.pid) == ("running", "vm", "root", 6771)
+    assert ti.start_date.isoformat() == "2026-11-30T04:50:58.075255+00:00"
+
+
+def test_run_repeat_by_the_same_process_is_200_again(make_ti):
+    ti = make_ti(state="queued")
+    assert _run(ti).status_code == 200
+
+    response = _run(ti)
+
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("state", "body"),
+    [
+        pytest.param("running", {**RUN_BODY, "pid": 1}, id="running-other-pid"),
+        pytest.param("running", {**RUN_BODY, "hostname": "other"}, id="running-other-host"),
+        pytest.param("success", RUN_BODY, id="success"),
+        pytest.param("failed", RUN_BODY, id="failed"),
+        pytest.param("scheduled", RUN_BODY, id="scheduled"),
+    ],
+)
+def test_run_otherwise_is_409_invalid_state(make_ti, state, body):
+    ti = make_ti(state=state)
+    if state == "running":
+        ti.hostname, ti.unixname, ti.pid = "vm", "root", 6771
+        ti.save()
+
+    response = _run(ti, body)
+
+    assert response.status_code == 409
+    assert response["Content-Type"] == "application/json"
+    detail = response.json()["detail"]
+    assert (detail["reason"], detail["previous_state"]) == ("invalid_state", state)
+
+
+def test_run_unknown_ti_is_404(runner):
+    ti_id = "0195e0b8-0000-7000-8000-00000000abcd"
+
+    response = runner(ti_id).patch(
+        f"/execution/task-instances/{ti_id}/run", RUN_BODY, format="json"
+    )
+
+    assert response.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param({**RUN_BODY, "start_date": "2026-11-30T04:50:58"}, id="naive"),
+        pytest.param({**RUN_BODY, "state": "queued"}, id="state"),
+        pytest.param({**RUN_BODY, "extra": 1}, id="unknown-key"),
+        pytest.param({"state": "running"}, id="missing"),
+    ],
+)
+def test_run_invalid_body_is_422(make_ti, body):
+    ti = make_ti(state="queued")
+
+    assert _run(ti, body).status_code == 422
+
+
+def test_run_context_lists_consumed_asset_events(make_ti):
+    # given an asset-triggered run that consumed an event emitted through an alias
+    dag = DagFactory(dag_id="consumer")
+    run = DagRun.objects.create(
+        dag=dag, run_id="asset_triggered__x", run_type="asset_triggered", logical_date=None
+    )
+    event = AssetEventFactory(asset=AssetFactory(name="a", uri="s3://a"), extra={"k": 1})
+    event.source_aliases.add(AssetAliasFactory(name="al"))
+    DagRunAssetEvent.objects.create(dag_run=run, event=event)
+    ti = make_ti(dag_id="consumer", state="queued", dag_run=run)
+
+    response = _run(ti)
+
+    consumed = response.json()["dag_run"]["consumed_asset_events"]
+    assert consumed == [
+        {
+            "asset": {"name": "a", "uri": "s3://a", "extra": {}},
+            "extra": {"k": 1},
+            "source_task_id": "task",
+            "source_dag_id": "dag",
+            "source_run_id": "run",
+            "source_map_index": -1,
+            "source_aliases": [{"name": "al"}],
+            "timestamp": consumed[0]["timestamp"],
+            "partition_key": None,
+        }
+    ]
+    assert consumed[0]["timestamp"].endswith("Z")
+
+
+# --- heartbeat ---------------------------------------------------------------------------------
+
+
+def _heartbeat(ti, body=None):
+    body = body or {"hostname": ti.hostname, "pid": ti.pid}
+    return client_for(ti).put(f"/execution/task-instances/{ti.pk}/heartbeat", body, format="json")
+
+
+def test_heartbeat_is_204_and_recorded(make_ti):
+    ti = make_ti()
+    before = timezone.now()
+
+    response = _heartbeat(ti)
+
+    assert response.status_code == 204
+    assert response.content == b""
+    ti.refresh_from_db()
+    assert ti.last_heartbeat_at >= before
+
+
+def test_heartbeat_from_elsewhere_is_409_running_elsewhere(make_ti):
+    ti = make_ti()
+
+    response = _heartbeat(ti, {"hostname": "other", "pid": 1})
+
+    assert response.status_code == 409
+    assert response.json()["detail"] == {
+        "reason": "running_elsewhere",
+        "message": "TI is already running elsewhere",
+        "current_hostname": "worker-1",
+        "current_pid": 4242,
+    }
+
+
+def test_heartbeat_when_not_running_is_409_not_running(make_ti):
+    ti = make_ti()
+    TaskInstance.objects.filter(pk=ti.pk).update(state="success")
+
+    response = _heartbeat(ti)
+
+    assert response.status_code == 409
+    detail = response.json()["detail"]
+    assert (detail["reason"], detail["current_state"]) == ("not_running", "success")
+
+
+def test_heartbeat_unknown_ti_is_404(runner):
+    ti_id = "0195e0b8-0000-7000-8000-00000000beef"
+
+    response = runner(ti_id).put(
+        f"/execution/task-instances/{ti_id}/heartbeat", wire_sample("heartbeat"), format="json"
+    )
+
+    assert response.status_code == 404
+
+
+# --- rtif and validate-inlets-and-outlets -------------------------------------------------------
+
+
+def test_rtif_is_stored_and_answers_201(make_ti):
+    ti = make_ti()
+
+    response = client_for(ti).put(
+        f"/execution/task-instances/{ti.pk}/rtif", wire_sample("rtif"), format="json"
+    )
+
+    assert response.status_code == 201
+    assert response.json() == {"message": "Rendered task instance fields successfully set"}
+    ti.refresh_from_db()
+    assert ti.rendered_fields == wire_sample("rtif")
+
+
+def test_rtif_must_be_an_object(make_ti):
+    ti = make_ti()
+
+    response = client_for(ti).put(f"/execution/task-instances/{ti.pk}/rtif", [1], format="json")
+
+    assert response.status_code == 422
+
+
+def test_validate_inlets_and_outlets_lists_inactive_declared_assets(declare, make_ti):
+    declare(
+        """
+dags:
+  - dag_id: producer
+    tasks:
+      - task_id: produce
+        outlets: [{asset: {name: "out", uri: "s3://b/out"}}, {alias: al}]
+        inlets: [{asset: {name: "in", uri: "s3://b/in"}}]
+"""
+    )
+    ti = make_ti()
+    url = f"/execution/task-instances/{ti.pk}/validate-inlets-and-outlets"
+    assert client_for(ti).get(url).json() == wire_sample("validate_inlets_and_outlets_response")
+
+    # when the assets stop being active (e.g. the declaring DAG became stale)
+    from assets_app.models import AssetActive
+
+    AssetActive.objects.filter(name="out").delete()
+    response = client_for(ti).get(url)
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "inactive_assets": [{"name": "out", "uri": "s3://b/out", "type": "Asset"}]
+    }
+    assert not AssetEvent.objects.exists()
