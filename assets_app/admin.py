@@ -617,7 +617,7 @@ class DagAdmin(admin.ModelAdmin):
             .annotate(n=Count("*"))
             .values("n")
         )
-        return super().get_queryset(request).annotate(queued_assets=Subquery(queued))
+        return super().get_queryset(request).annotate(queued_asset_total=Subquery(queued))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # DAGs are declared by manifests (manage.py declare_dags)
@@ -636,9 +636,9 @@ class DagAdmin(admin.ModelAdmin):
     def tasks(self, obj: Dag) -> str:
         return ", ".join(obj.task_ids) or EMPTY
 
-    @admin.display(description="queued assets", ordering="queued_assets")
+    @admin.display(description="queued assets", ordering="queued_asset_total")
     def queued_assets_count(self, obj: Dag) -> int:
-        return obj.queued_assets or 0
+        return obj.queued_asset_total or 0
 
     @admin.display(description="asset expression")
     def asset_expression_pretty(self, obj: Dag) -> SafeString | str:
@@ -745,15 +745,15 @@ class DagRunAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
             .annotate(n=Count("*"))
             .values("n")
         )
-        return super().get_queryset(request).annotate(consumed_events=Subquery(consumed))
+        return super().get_queryset(request).annotate(consumed_event_total=Subquery(consumed))
 
     @admin.display(description="DAG", ordering="dag_id")
     def dag_link(self, obj: DagRun) -> SafeString:
         return format_html('<a href="{}">{}</a>', _change_url("dag", obj.dag_id), obj.dag_id)
 
-    @admin.display(description="consumed events", ordering="consumed_events")
+    @admin.display(description="consumed events", ordering="consumed_event_total")
     def consumed_events_count(self, obj: DagRun) -> int:
-        return obj.consumed_events or 0
+        return obj.consumed_event_total or 0
 
     @admin.display(description="conf")
     def conf_pretty(self, obj: DagRun) -> SafeString:
