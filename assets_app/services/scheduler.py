@@ -37,11 +37,12 @@ import enum
 import logging
 import secrets
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import DatabaseError, transaction
-from django.db.models import Exists, Max, Min, OuterRef, Q
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from assets_app.conditions import (
@@ -77,6 +78,9 @@ logger = logging.getLogger(__name__)
 #: only if its producer's transaction stayed open longer than this (requests time out long
 #: before).
 EVENT_LOOKBACK = timedelta(minutes=10)
+#: How long one DAG's transaction waits for in-flight event writers before giving up (retried
+#: next pass).
+LOCK_TIMEOUT = timedelta(seconds=5)
 
 _RUN_ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -136,20 +140,17 @@ def asset_triggered_run_id(*, run_after: datetime) -> str:
 def scheduler_pass(*, max_dags: int | None = None) -> SchedulerPassResult:
     """One scheduling pass over every unpaused, non-stale DAG that has queue rows.
 
-    DAGs are taken oldest-waiting first, each in its own transaction; a database error in one
-    DAG is logged and the pass goes on (that DAG is retried next pass).
+    First, without locks and in a constant number of queries, find the DAGs whose condition is
+    met by their queue rows (as Airflow's ``dags_needing_dagruns`` does); then handle each of
+    them, oldest-waiting first, in its own transaction (:func:`dag_asset_triggered_run_create`,
+    which re-checks everything under locks). A database error in one DAG is logged and the pass
+    goes on; that DAG is retried next pass.
     """
-    candidates = (
-        AssetDagRunQueue.objects.filter(target_dag__is_paused=False, target_dag__is_stale=False)
-        .values("target_dag_id")
-        .annotate(first_queued=Min("created_at"))
-        .order_by("first_queued", "target_dag_id")
-        .values_list("target_dag_id", flat=True)
-    )
-    if max_dags is not None:
-        candidates = candidates[:max_dags]
     result = SchedulerPassResult()
-    for dag_id in list(candidates):
+    ready = _ready_dag_ids(result=result)
+    if max_dags is not None:
+        ready = ready[:max_dags]
+    for dag_id in ready:
         try:
             outcome = dag_asset_triggered_run_create(dag_id=dag_id)
         except DatabaseError:
@@ -159,13 +160,90 @@ def scheduler_pass(*, max_dags: int | None = None) -> SchedulerPassResult:
     return result
 
 
+def _ready_dag_ids(*, result: SchedulerPassResult) -> list[str]:
+    """DAGs worth a transaction this pass, oldest-waiting first (3-5 queries, no locks).
+
+    DAGs whose condition is not met (or unreadable) are recorded in ``result`` and left out.
+    """
+    queued: dict[str, set[int]] = {}
+    first_queued: dict[str, datetime] = {}
+    for dag_id, asset_id, created_at in AssetDagRunQueue.objects.filter(
+        target_dag__is_paused=False, target_dag__is_stale=False
+    ).values_list("target_dag_id", "asset_id", "created_at"):
+        queued.setdefault(dag_id, set()).add(asset_id)
+        if dag_id not in first_queued or created_at < first_queued[dag_id]:
+            first_queued[dag_id] = created_at
+    if not queued:
+        return []
+    conditions: dict[str, Condition] = {}
+    ready: list[str] = []
+    for dag_id, expression in Dag.objects.filter(dag_id__in=queued).values_list(
+        "dag_id", "asset_expression"
+    ):
+        if expression is None:
+            ready.append(dag_id)  # its rows are dropped under lock
+            continue
+        try:
+            conditions[dag_id] = condition_parse(expression)
+        except InvalidAssetExpression as exc:
+            logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
+            result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.INVALID))
+    resolution = _condition_resolve(
+        _references_union(condition_references(c) for c in conditions.values())
+    )
+    for dag_id, condition in conditions.items():
+        if condition_is_met(condition, resolution=resolution, ready_asset_ids=queued[dag_id]):
+            ready.append(dag_id)
+        else:
+            result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY))
+    return sorted(ready, key=lambda dag_id: (first_queued[dag_id], dag_id))
+
+
+def _references_union(parts: Iterable[ConditionReferences]) -> ConditionReferences:
+    asset_keys: set[tuple[str, str]] = set()
+    alias_names: set[str] = set()
+    name_refs: set[str] = set()
+    uri_refs: set[str] = set()
+    for part in parts:
+        asset_keys |= part.asset_keys
+        alias_names |= part.alias_names
+        name_refs |= part.name_refs
+        uri_refs |= part.uri_refs
+    return ConditionReferences(
+        asset_keys=frozenset(asset_keys),
+        alias_names=frozenset(alias_names),
+        name_refs=frozenset(name_refs),
+        uri_refs=frozenset(uri_refs),
+    )
+
+
+def _wait_for_in_flight_producers() -> None:
+    """PostgreSQL: wait until no transaction is inserting asset events, and hold them off.
+
+    ``SHARE`` conflicts with the ``ROW EXCLUSIVE`` lock every event insert holds until its
+    transaction ends (and not with itself, so schedulers do not block each other). Without it,
+    a producer whose queue-row insert was a no-op (``ON CONFLICT DO NOTHING`` on the row we are
+    about to delete) but which commits its event only after our event scan would leave that
+    event with no queue row: it would not be consumed until another event arrives. Taken
+    first, before any row lock, so it cannot deadlock with a producer waiting on our rows.
+    Bounded by ``lock_timeout``: a long writer (e.g. a big prune) makes this DAG fail for this
+    pass instead of stalling the scheduler.
+    """
+    if connection.vendor != "postgresql":
+        return  # SQLite: IMMEDIATE transactions already exclude every other writer
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT.total_seconds() * 1000)}ms'")
+        cursor.execute(f"LOCK TABLE {AssetEvent._meta.db_table} IN SHARE MODE")
+
+
 def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
     """Create one asset-triggered run of ``dag_id`` if its condition is met (one transaction).
 
-    Takes its own locks (the DAG row, then its queue rows); the caller must hold none and must
-    not be inside a transaction.
+    Takes its own locks (on PostgreSQL: ``asset_event`` in ``SHARE`` mode, then the DAG row,
+    then its queue rows); the caller must hold none and must not be inside a transaction.
     """
     with transaction.atomic(durable=True):
+        _wait_for_in_flight_producers()
         dag = (
             Dag.objects.select_for_update(skip_locked=True, no_key=True)
             .filter(dag_id=dag_id)

@@ -52,6 +52,8 @@ class Command(BaseCommand):
         stop = threading.Event()
         previous = self._install_stop_handler(stop)
         passes = created = 0
+        self.stdout.write(f"scheduler started (interval {interval}s)")
+        self.stdout.flush()
         try:
             while not stop.is_set():
                 self._refresh_connection()
@@ -64,6 +66,7 @@ class Command(BaseCommand):
                 else:
                     created += len(result.created)
                     self._report(result)
+                    self.stdout.flush()
                 passes += 1
                 if max_passes is not None and passes >= max_passes:
                     break

@@ -1,0 +1,298 @@
+"""Several scheduler processes against PostgreSQL while producers register events.
+
+Every event must be consumed exactly once by each consumer DAG, and no run may be created
+for a set of events another run already consumed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, transaction
+
+from assets_app.models import (
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    DagRunAssetEvent,
+    TaskInstance,
+    TaskInstanceState,
+)
+from assets_app.outlets import AliasOutletEvent, AssetKey, OutletProfile, OutletType
+from assets_app.services.registration import asset_changes_register
+from assets_app.services.scheduler import Outcome, dag_asset_triggered_run_create, scheduler_pass
+from tests.factories import DagRunFactory
+from tests.live_server import REPO, server_env
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+A, B, X = "s3://conc/a", "s3://conc/b", "s3://conc/x"
+ALIAS = "conc-alias"
+PRODUCER = "conc_producer"
+SINGLE_CONDITION_DAGS = ("on_a", "any_ab", "on_alias", "on_ref_b")
+MANIFEST = {
+    "dags": [
+        {
+            "dag_id": PRODUCER,
+            "tasks": [
+                {"task_id": "produce_a", "outlets": [{"asset": {"uri": A}}]},
+                {"task_id": "produce_b", "outlets": [{"asset": {"uri": B}}]},
+                {
+                    "task_id": "produce_ab",
+                    "outlets": [{"asset": {"uri": A}}, {"asset": {"uri": B}}],
+                },
+                {"task_id": "produce_alias", "outlets": [{"alias": ALIAS}]},
+            ],
+        },
+        {"dag_id": "on_a", "schedule": {"asset": {"uri": A}}, "tasks": [{"task_id": "t"}]},
+        {
+            "dag_id": "any_ab",
+            "schedule": {"any": [{"asset": {"uri": A}}, {"asset": {"uri": B}}]},
+            "tasks": [{"task_id": "t"}],
+        },
+        {
+            "dag_id": "all_ab",
+            "schedule": {"all": [{"asset": {"uri": A}}, {"asset": {"uri": B}}]},
+            "tasks": [{"task_id": "t"}],
+        },
+        {"dag_id": "on_alias", "schedule": {"alias": ALIAS}, "tasks": [{"task_id": "t"}]},
+        {"dag_id": "on_ref_b", "schedule": {"asset_ref": {"uri": B}}, "tasks": [{"task_id": "t"}]},
+    ]
+}
+
+# what each producer task sends (task_outlets, outlet_events)
+OUTLETS = {
+    "produce_a": ([OutletProfile(type=OutletType.ASSET, name=A, uri=A)], []),
+    "produce_b": ([OutletProfile(type=OutletType.ASSET, name=B, uri=B)], []),
+    "produce_ab": (
+        [
+            OutletProfile(type=OutletType.ASSET, name=A, uri=A),
+            OutletProfile(type=OutletType.ASSET, name=B, uri=B),
+        ],
+        [],
+    ),
+    "produce_alias": (
+        [OutletProfile(type=OutletType.ALIAS, name=ALIAS)],
+        [AliasOutletEvent(source_alias_name=ALIAS, dest_asset_key=AssetKey(name=X, uri=X))],
+    ),
+}
+STREAM_TASKS = ("produce_a", "produce_b", "produce_alias")
+
+
+def declare(tmp_path: Path) -> None:
+    path = tmp_path / "dags.json"
+    path.write_text(json.dumps(MANIFEST))
+    call_command("declare_dags", str(path), stdout=StringIO())
+
+
+def producer_task_instances(count: int, *, tasks: tuple[str, ...]) -> list[TaskInstance]:
+    run = DagRunFactory(dag=Dag.objects.get(dag_id=PRODUCER))
+    return TaskInstance.objects.bulk_create(
+        TaskInstance(
+            dag_run=run,
+            dag_id=PRODUCER,
+            run_id=run.run_id,
+            task_id=tasks[i % len(tasks)],
+            map_index=i,
+            state=TaskInstanceState.RUNNING,
+        )
+        for i in range(count)
+    )
+
+
+def succeed(ti_id: object) -> None:
+    """What the execution API does on success: lock the TI, register, store the state."""
+    with transaction.atomic():
+        ti = TaskInstance.objects.select_for_update().get(pk=ti_id)
+        outlets, events = OUTLETS[ti.task_id]
+        asset_changes_register(task_instance=ti, task_outlets=outlets, outlet_events=events)
+        ti.state = TaskInstanceState.SUCCESS
+        ti.save(update_fields=["state", "updated_at"])
+
+
+def produce(ti_ids: list[object], errors: list[BaseException]) -> None:
+    try:
+        pace = random.Random(len(ti_ids))
+        for ti_id in ti_ids:
+            succeed(ti_id)
+            time.sleep(pace.uniform(0, 0.03))  # spread the arrivals over the schedulers' passes
+    except BaseException as exc:  # reported by the test
+        errors.append(exc)
+    finally:
+        connection.close()
+
+
+def start_schedulers(count: int, tmp_path: Path) -> list[tuple[subprocess.Popen, Path]]:
+    started = []
+    for i in range(count):
+        log = tmp_path / f"scheduler-{i}.log"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "manage.py",
+                "scheduler",
+                "--interval",
+                "0.05",
+                "--max-passes",
+                "5000",  # a bound in case the test dies before stopping it
+            ],
+            cwd=REPO,
+            env=server_env(),
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        started.append((process, log))
+    return started
+
+
+def wait_until_started(started: list[tuple[subprocess.Popen, Path]]) -> None:
+    deadline = time.monotonic() + 60
+    for process, log in started:
+        while "scheduler started" not in log.read_text(errors="replace"):
+            assert process.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, "scheduler did not start"
+            time.sleep(0.05)
+
+
+def stop_schedulers(started: list[tuple[subprocess.Popen, Path]]) -> list[str]:
+    for process, _ in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    logs = []
+    for process, log in started:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        logs.append(log.read_text(errors="replace"))
+    return logs
+
+
+def drain() -> None:
+    for _ in range(5):
+        if not scheduler_pass().created:
+            return
+
+
+def consumed_pairs() -> list[tuple[str, int]]:
+    return list(DagRunAssetEvent.objects.values_list("dag_run__dag_id", "event_id"))
+
+
+def expected_events(dag_id: str) -> set[int]:
+    on = {
+        "on_a": [A],
+        "any_ab": [A, B],
+        "all_ab": [A, B],
+        "on_ref_b": [B],
+    }
+    if dag_id == "on_alias":
+        return set(
+            AssetAliasAssetEvent.objects.filter(alias__name=ALIAS).values_list(
+                "event_id", flat=True
+            )
+        )
+    return set(AssetEvent.objects.filter(asset__uri__in=on[dag_id]).values_list("pk", flat=True))
+
+
+@pytest.mark.slow
+def test_four_scheduler_processes_consume_every_event_exactly_once(tmp_path):
+    # given: consumers declared, 4 scheduler processes polling
+    declare(tmp_path)
+    tis = producer_task_instances(240, tasks=STREAM_TASKS)
+    schedulers = start_schedulers(4, tmp_path)
+    wait_until_started(schedulers)
+    started = time.monotonic()
+
+    # when: 6 producer threads register 240 successes while the schedulers run
+    errors: list[BaseException] = []
+    threads = [
+        threading.Thread(target=produce, args=([ti.pk for ti in tis[i::6]], errors))
+        for i in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    produced_in = time.monotonic() - started
+    time.sleep(1.0)  # let the schedulers catch up with the last events
+    logs = stop_schedulers(schedulers)
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+
+    # then: the schedulers stopped cleanly on SIGTERM and created runs
+    assert all(process.returncode == 0 for process, _ in schedulers), logs
+    assert all("scheduler stopped after" in log for log in logs), logs
+    by_scheduler = [len(re.findall(r"^created ", log, flags=re.MULTILINE)) for log in logs]
+    assert sum(by_scheduler) > 0
+    print(f"\n240 successes in {produced_in:.1f}s; runs per scheduler process: {by_scheduler}")
+
+    # then: after a final pass every single-condition consumer consumed every event once
+    drain()
+    pairs = consumed_pairs()
+    duplicates = [pair for pair, n in Counter(pairs).items() if n > 1]
+    assert duplicates == []
+    for dag_id in SINGLE_CONDITION_DAGS:
+        got = {event_id for d, event_id in pairs if d == dag_id}
+        assert got == expected_events(dag_id), dag_id
+    # all-of: whatever it consumed so far was consumed once; one event on both completes it
+    (last,) = producer_task_instances(1, tasks=("produce_ab",))
+    succeed(last.pk)
+    drain()
+    pairs = consumed_pairs()
+    assert [pair for pair, n in Counter(pairs).items() if n > 1] == []
+    for dag_id in (*SINGLE_CONDITION_DAGS, "all_ab"):
+        got = {event_id for d, event_id in pairs if d == dag_id}
+        assert got == expected_events(dag_id), dag_id
+
+    # then: no run without events, nothing left waiting
+    assert not DagRun.objects.filter(event_links__isnull=True, run_type="asset_triggered").exists()
+    assert not AssetDagRunQueue.objects.exists()
+    assert AssetEvent.objects.count() == 242  # 240 + the final produce_ab's two events
+
+
+def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
+    # given: another connection holds the DAG row, as a concurrent scheduler would
+    declare(tmp_path)
+    (ti,) = producer_task_instances(1, tasks=("produce_a",))
+    succeed(ti.pk)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                Dag.objects.select_for_update(no_key=True).get(dag_id="on_a")
+                locked.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert locked.wait(timeout=10)
+
+    # when
+    try:
+        while_locked = dag_asset_triggered_run_create(dag_id="on_a")
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    after = dag_asset_triggered_run_create(dag_id="on_a")
+
+    # then: skipped without waiting, done once the lock is gone
+    assert while_locked.outcome is Outcome.LOCKED
+    assert after.outcome is Outcome.CREATED
