@@ -136,12 +136,11 @@ class Supervisor:
     # -- child process ---------------------------------------------------------------------
 
     def _pump(self, stream: IO[bytes], name: str) -> None:
-        level = logging.INFO if name == "stdout" else logging.WARNING
         for raw in iter(stream.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
             with self._log_lock:
                 self.log_lines.append(line)
-            task_logger.log(level, "[%s] %s", name, line)
+            task_logger.info("[%s] %s", name, line)
         stream.close()
 
     def _spawn(self, child_sock: socket.socket) -> subprocess.Popen:

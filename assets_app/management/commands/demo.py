@@ -1,0 +1,201 @@
+"""``manage.py demo``: the seed scenario end to end on the configured database.
+
+Declares the seed's four example DAGs, serves the app from a child gunicorn process on a free
+port, runs the two producer tasks (``examples/tasks/seed_producers.py``) through the real
+task_sdk supervisor → HTTP → execution API path, and prints what was recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+from django.utils import timezone
+
+from assets_app.models import (
+    Asset,
+    AssetActive,
+    AssetAliasAsset,
+    AssetDagRunQueue,
+    AssetEvent,
+    TaskInstance,
+)
+from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
+from task_sdk.client import Client
+from task_sdk.supervisor import Supervisor
+
+REPO = Path(settings.BASE_DIR)
+MANIFEST = REPO / "examples" / "dags.yaml"
+TASKS = REPO / "examples" / "tasks" / "seed_producers.py"
+#: (dag_id, task_id, function in TASKS): the seed's producers, in the seed's order.
+PRODUCERS = [
+    ("asset_s3_bucket_producer", "produce_asset_events", "produce_asset_events"),
+    (
+        "asset_alias_example_alias_producer",
+        "produce_asset_events_through_asset_alias",
+        "produce_asset_events_through_asset_alias",
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _database_url() -> str:
+    """DATABASE_URL of the database this process is connected to (the server must share it)."""
+    cfg = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{cfg['NAME']}"
+    user = cfg.get("USER") or "postgres"
+    password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
+    host = cfg.get("HOST") or "127.0.0.1"
+    port = cfg.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{cfg['NAME']}"
+
+
+@contextmanager
+def _serve() -> Iterator[str]:
+    """The app served by gunicorn in a child process; yields its URL."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE,
+        "DATABASE_URL": _database_url(),
+    }
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                "--threads",
+                "4",
+                "--worker-class",
+                "gthread",
+                "--log-level",
+                "warning",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise CommandError(
+                        "the server did not start:\n" + log.read().decode(errors="replace")
+                    )
+                try:
+                    httpx.get(f"{url}/admin/login/", timeout=1)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the seed scenario: declare the example DAGs, serve the app on a free port, run "
+        "the two producer tasks through task_sdk, and print the recorded assets, alias "
+        "mappings, events and queued consumers."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--manifest", default=str(MANIFEST), help=f"DAG manifest (default {MANIFEST})"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        # the task logs are printed below; keep per-request and per-line log records quiet
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        logging.getLogger("task_sdk.task").setLevel(logging.WARNING)
+        call_command("declare_dags", options["manifest"], stdout=self.stdout)
+        run_id = f"manual__demo_{timezone.now():%Y%m%dT%H%M%S%f}"
+        with _serve() as url:
+            self.stdout.write(f"server listening on {url}")
+            task_instances = [self._run_producer(url, run_id, *producer) for producer in PRODUCERS]
+        self._report(run_id, task_instances)
+
+    def _run_producer(self, url: str, run_id: str, dag_id: str, task_id: str, func: str) -> Any:
+        ti = task_instance_create(dag_id=dag_id, task_id=task_id, run_id=run_id).task_instance
+        token = task_instance_token_issue(task_instance_id=ti.pk)
+        self.stdout.write(f"\nrunning {dag_id}.{task_id} (task instance {ti.pk})")
+        with Client(url, token) as client:
+            result = Supervisor(client, str(ti.pk), f"{TASKS}:{func}", task_id=task_id).run()
+        for line in result.log:
+            self.stdout.write(f"  | {line}")
+        if not result.succeeded:
+            raise CommandError(f"{dag_id}.{task_id} did not succeed: {result.reason}")
+        self.stdout.write(self.style.SUCCESS(f"  -> {result.state}"))
+        return ti
+
+    def _report(self, run_id: str, task_instances: list[TaskInstance]) -> None:
+        write = self.stdout.write
+        write("\nTask instances:")
+        tis = TaskInstance.objects.filter(pk__in=[t.pk for t in task_instances])
+        for ti in tis.order_by("start_date"):
+            write(f"  {ti.dag_id}.{ti.task_id}: {ti.state} (duration {ti.duration}s)")
+
+        write("\nAssets (asset):")
+        active = set(AssetActive.objects.values_list("asset_id", flat=True))
+        for asset in Asset.objects.order_by("id"):
+            flag = "active" if asset.pk in active else "inactive"
+            write(f"  #{asset.pk} name={asset.name!r} uri={asset.uri!r} ({flag})")
+
+        write("\nAlias → asset mappings (asset_alias_asset):")
+        for link in AssetAliasAsset.objects.select_related("alias", "asset").order_by("id"):
+            write(f"  {link.alias.name} → {link.asset.uri}")
+
+        write(f"\nAsset events of run {run_id} (asset_event, asset_alias_asset_event):")
+        events = (
+            AssetEvent.objects.filter(source_run_id=run_id)
+            .select_related("asset")
+            .prefetch_related("source_aliases")
+            .order_by("id")
+        )
+        for event in events:
+            aliases = ", ".join(a.name for a in event.source_aliases.all()) or "none"
+            write(
+                f"  #{event.pk} {event.asset.uri} from {event.source_dag_id}."
+                f"{event.source_task_id} extra={event.extra} source aliases: {aliases}"
+            )
+
+        write("\nQueued consumers (asset_dag_run_queue):")
+        queue = AssetDagRunQueue.objects.select_related("asset").order_by("target_dag_id")
+        for row in queue:
+            write(f"  {row.target_dag_id} waits on {row.asset.uri}")
+        if not queue:
+            write("  none")
