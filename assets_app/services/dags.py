@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -676,7 +676,13 @@ def dags_declare_from_file(*, path: Path | str) -> DeclareResult:
     """Read, validate and store a manifest; ``Dag.fileloc`` is the file's resolved path."""
     resolved = Path(path).expanduser().resolve()
     manifest = manifest_parse(manifest_read(resolved), source=str(resolved.name))
-    return dags_declare(manifest=manifest, fileloc=str(resolved))
+    try:
+        return dags_declare(manifest=manifest, fileloc=str(resolved))
+    except IntegrityError as exc:
+        # only a concurrent writer (another declare_dags) can get here; nothing was written
+        raise ManifestError(
+            f"{resolved}: a concurrent change conflicted with this load ({exc}); run it again"
+        ) from exc
 
 
 @transaction.atomic
