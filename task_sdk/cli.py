@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 
 from task_sdk.client import Client
@@ -58,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.stderr.write("error: terminated (SIGTERM); the task process was stopped\n")
+    sys.exit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -70,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # on SIGTERM, stop the task process too (Supervisor.run kills it on the way out)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with Client(args.server, args.token) as client:
         supervisor = Supervisor(
             client,

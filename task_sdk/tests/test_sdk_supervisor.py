@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sdk_helpers import ASSETS, TI_ID, task_ref
+from sdk_http_server import serve_fake_api
 
 from task_sdk.client import ServerResponseError
 from task_sdk.supervisor import Supervisor, describe_exit
@@ -255,8 +256,6 @@ def test_describe_exit():
 
 def test_cli_against_a_local_http_server(tmp_path):
     """``python -m task_sdk run`` end to end against a tiny real HTTP execution API."""
-    from sdk_http_server import serve_fake_api
-
     with serve_fake_api() as (url, received):
         env = {
             **os.environ,
@@ -295,3 +294,45 @@ def test_cli_usage_errors():
     )
     assert done.returncode == 2
     assert "--server, --ti-id, --token" in done.stderr
+
+
+def test_cli_sigterm_stops_the_task_process():
+    import signal
+    import time
+
+    with serve_fake_api() as (url, received):
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(Path(__import__("task_sdk").__file__).parent.parent),
+        }
+        cli = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "task_sdk",
+                "run",
+                "--server",
+                url,
+                "--ti-id",
+                TI_ID,
+                "--token",
+                "t",
+                task_ref("sleeps"),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not any(path.endswith("/run") for path, _ in received):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        child_pid = json.loads(next(b for p, b in received if p.endswith("/run")))["pid"]
+        time.sleep(0.3)  # let the task process start sleeping
+        cli.send_signal(signal.SIGTERM)
+        _, stderr = cli.communicate(timeout=30)
+    assert cli.returncode == 128 + signal.SIGTERM
+    assert "terminated" in stderr
+    with pytest.raises(ProcessLookupError):
+        os.kill(child_pid, 0)
