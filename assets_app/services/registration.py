@@ -339,13 +339,12 @@ def _alias_events_plan(
 def _assets_by_key(keys: Iterable[AssetKey]) -> dict[AssetKey, Asset]:
     """Assets with exactly these (name, uri) keys, active or not (one query).
 
-    ``name IN (…) AND uri IN (…)`` uses the (name, uri) unique index; the few extra rows
-    pairing a wanted name with another wanted uri are dropped here.
+    Looks up ``name IN (…)`` (the leading column of the (name, uri) unique index) and drops
+    the rare rows whose uri is not wanted here. Adding ``AND uri IN (…)`` would make SQLite
+    probe the index for every (name, uri) combination: quadratic in the number of keys.
     """
     wanted = set(keys)
-    rows = Asset.objects.filter(
-        name__in=sorted({k.name for k in wanted}), uri__in=sorted({k.uri for k in wanted})
-    )
+    rows = Asset.objects.filter(name__in=sorted({k.name for k in wanted}))
     return {key: a for a in rows if (key := AssetKey(name=a.name, uri=a.uri)) in wanted}
 
 

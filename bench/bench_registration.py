@@ -1,0 +1,174 @@
+"""Benchmark asset_changes_register: wall time and SQL statements per call.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/bench_registration.py                       # SQLite scratch file
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/ar_bench \\
+        .venv/bin/python bench/bench_registration.py --sizes 1,100,1000,10000
+
+It creates a scratch database the way the test runner does (``test_<name>`` on PostgreSQL,
+a temporary file on SQLite), migrates it, and drops it at the end. Each call runs in its own
+committed transaction with the task instance row locked, as in the execution API.
+
+Scenarios, for each size N:
+
+* ``assets``          N declared active assets, each with an event; one consumer DAG on all.
+* ``alias->new``      one declared alias, N alias events to N assets that do not exist yet;
+                      one consumer DAG on the alias.
+* ``alias->existing`` the same alias events again (targets, alias and links exist).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+
+import django
+
+django.setup()
+
+from django.db import connection, transaction  # noqa: E402
+
+from assets_app.models import (  # noqa: E402
+    Asset,
+    AssetActive,
+    AssetAlias,
+    Dag,
+    DagRun,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetReference,
+    TaskInstance,
+    TaskInstanceState,
+)
+from assets_app.outlets import (  # noqa: E402
+    AliasOutletEvent,
+    AssetKey,
+    AssetOutletEvent,
+    OutletProfile,
+    OutletType,
+)
+from assets_app.services.registration import asset_changes_register  # noqa: E402
+
+
+class StatementCounter:
+    """``connection.execute_wrapper`` that counts statements sent to the database."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, execute, sql, params, many, context):
+        self.count += 1
+        return execute(sql, params, many, context)
+
+
+def new_task_instance(tag: str) -> TaskInstance:
+    dag, _ = Dag.objects.get_or_create(dag_id="bench_producer")
+    run = DagRun.objects.create(dag=dag, run_id=f"bench__{tag}")
+    return TaskInstance.objects.create(
+        dag_run=run,
+        dag_id=dag.dag_id,
+        run_id=run.run_id,
+        task_id="produce",
+        state=TaskInstanceState.RUNNING,
+    )
+
+
+def timed_call(tag: str, outlets: list[OutletProfile], events: list) -> tuple[float, int, int]:
+    """(seconds, statements, events created) of one locked, committed registration."""
+    ti = new_task_instance(tag)
+    counter = StatementCounter()
+    with transaction.atomic():
+        locked = TaskInstance.objects.select_for_update().get(pk=ti.pk)
+        with connection.execute_wrapper(counter):
+            start = time.perf_counter()
+            result = asset_changes_register(
+                task_instance=locked, task_outlets=outlets, outlet_events=events
+            )
+            elapsed = time.perf_counter() - start
+    return elapsed, counter.count, len(result.events)
+
+
+def declared_assets(prefix: str, size: int) -> tuple[list[OutletProfile], list]:
+    assets = Asset.objects.bulk_create(
+        [Asset(name=f"{prefix}_{n}", uri=f"s3://bench/{prefix}/{n}") for n in range(size)]
+    )
+    AssetActive.objects.bulk_create(
+        [AssetActive(asset=a, name=a.name, uri=a.uri) for a in assets], batch_size=500
+    )
+    consumer = Dag.objects.create(dag_id=f"consumer_{prefix}")
+    DagScheduleAssetReference.objects.bulk_create(
+        [DagScheduleAssetReference(asset=a, dag=consumer) for a in assets], batch_size=500
+    )
+    outlets = [OutletProfile(type=OutletType.ASSET, name=a.name, uri=a.uri) for a in assets]
+    events = [
+        AssetOutletEvent(key=AssetKey(name=a.name, uri=a.uri), extra={"n": n, "run": prefix})
+        for n, a in enumerate(assets)
+    ]
+    return outlets, events
+
+
+def alias_events(prefix: str, size: int) -> tuple[list[OutletProfile], list]:
+    alias = AssetAlias.objects.create(name=f"alias_{prefix}")
+    consumer = Dag.objects.create(dag_id=f"consumer_{prefix}")
+    DagScheduleAssetAliasReference.objects.create(alias=alias, dag=consumer)
+    events = [
+        AliasOutletEvent(
+            source_alias_name=alias.name,
+            dest_asset_key=AssetKey(name=f"{prefix}_{n}", uri=f"s3://bench/{prefix}/{n}"),
+            extra={"n": n},
+            dest_asset_extra={"created_by": prefix},
+        )
+        for n in range(size)
+    ]
+    return [OutletProfile(type=OutletType.ALIAS, name=alias.name)], events
+
+
+def run(sizes: list[int], repeat: int) -> None:
+    version = connection.pg_version if connection.vendor == "postgresql" else None
+    version = version or connection.Database.sqlite_version
+    print(f"database: {connection.vendor} {version}, repeat={repeat}")
+    header = ("scenario", "N", "statements", "events", "median ms", "min ms")
+    print("{:<16} {:>6} {:>10} {:>7} {:>10} {:>8}".format(*header))
+    for size in sizes:
+        rows: dict[str, list[tuple[float, int, int]]] = {}
+        for attempt in range(repeat):
+            prefix = f"s{size}r{attempt}"
+            outlets, events = declared_assets(f"{prefix}a", size)
+            rows.setdefault("assets", []).append(timed_call(f"{prefix}a", outlets, events))
+            outlets, events = alias_events(f"{prefix}b", size)
+            rows.setdefault("alias->new", []).append(timed_call(f"{prefix}b1", outlets, events))
+            rows.setdefault("alias->existing", []).append(
+                timed_call(f"{prefix}b2", outlets, events)
+            )
+        for scenario, results in rows.items():
+            times = [r[0] * 1000 for r in results]
+            statements = sorted({r[1] for r in results})
+            print(
+                f"{scenario:<16} {size:>6} {'/'.join(map(str, statements)):>10}"
+                f" {results[0][2]:>7} {statistics.median(times):>10.1f} {min(times):>8.1f}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", default="1,100,1000,10000", help="comma-separated N values")
+    parser.add_argument("--repeat", type=int, default=3, help="calls per scenario and size")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        run(sizes, args.repeat)
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0, keepdb=False)
+
+
+if __name__ == "__main__":
+    main()
