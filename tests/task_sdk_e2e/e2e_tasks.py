@@ -43,3 +43,8 @@ def raises(outlet_events):
 def killed(outlet_events):
     outlet_events[ORDERS].extra["never"] = "sent"
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task(outlets=[ORDERS])
+def returns_value():
+    return {"answer": 42, "run": "manual__2026-01-01T00:00:00+00:00"}

@@ -28,6 +28,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     TaskInstance,
+    XCom,
 )
 from assets_app.services.dag_runs import task_instance_create
 from assets_app.services.dags import dags_declare, manifest_parse
@@ -54,6 +55,8 @@ dags:
       - task_id: raises
         outlets: [{asset: {name: orders, uri: "s3://e2e/orders"}}]
       - task_id: killed
+        outlets: [{asset: {name: orders, uri: "s3://e2e/orders"}}]
+      - task_id: returns_value
         outlets: [{asset: {name: orders, uri: "s3://e2e/orders"}}]
   - dag_id: e2e_orders_consumer
     schedule: {asset: {name: orders, uri: "s3://e2e/orders"}}
@@ -194,6 +197,17 @@ def test_killed_task_process_fails_the_task_instance(server, declared):
     assert last_line == "error: task process killed by SIGKILL without reporting a state"
     assert run.ti.state == "failed"
     assert run.events == []
+
+
+def test_return_value_is_stored_as_xcom(server, declared):
+    run = run_task(server.url, "returns_value", run_id="manual__2026-01-01T00:00:00+00:00")
+
+    assert run.process.returncode == 0, run.process.stderr
+    xcom = XCom.objects.get(run_id=run.ti.run_id, task_id="returns_value", key="return_value")
+    assert xcom.value == {"answer": 42, "run": "manual__2026-01-01T00:00:00+00:00"}
+    assert xcom.map_index == -1
+    [event] = run.events  # an untouched declared outlet still gets its event
+    assert event.extra == {}
 
 
 # -- a proxy that answers 503 to the first success call --------------------------------------
