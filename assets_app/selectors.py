@@ -52,16 +52,21 @@ def asset_events_query(
 
 
 def dag_run_reference(run: DagRun) -> dict[str, Any]:
-    """A DAG run as listed in an event's ``created_dagruns``."""
+    """A DAG run as listed in an event's ``created_dagruns``.
+
+    The real task SDK client requires a non-null ``start_date`` here; a run that has not
+    started yet reports when it was created.
+    """
     return {
         "run_id": run.run_id,
         "dag_id": run.dag_id,
         "logical_date": _iso(run.logical_date),
-        "start_date": _iso(run.start_date),
+        "start_date": _iso(run.start_date or run.created_at),
         "end_date": _iso(run.end_date),
         "state": run.state,
         "data_interval_start": _iso(run.data_interval_start),
         "data_interval_end": _iso(run.data_interval_end),
+        "partition_key": run.partition_key,
     }
 
 

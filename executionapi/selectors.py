@@ -19,7 +19,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.outlets import OutletType
-from assets_app.selectors import asset_event_item, asset_events_query
+from assets_app.selectors import asset_event_items, asset_events_query
 
 
 def active_asset_get(*, name: str | None = None, uri: str | None = None) -> Asset:
@@ -112,19 +112,8 @@ def run_context(*, task_instance: TaskInstance) -> dict[str, Any]:
 
 
 def asset_event_list(**filters: Any) -> list[dict[str, Any]]:
-    """Events in the ``/asset-events`` item shape.
-
-    ``created_dagruns`` entries also carry ``partition_key``, which the real client requires.
-    """
-    items = []
-    for event in asset_events_query(**filters):
-        item = asset_event_item(event)
-        for reference, run in zip(
-            item["created_dagruns"], event.created_dagruns.all(), strict=True
-        ):
-            reference.setdefault("partition_key", run.partition_key)
-        items.append(item)
-    return items
+    """Events in the ``/asset-events`` item shape."""
+    return asset_event_items(asset_events_query(**filters))
 
 
 def active_asset_key(*, name: str | None, uri: str | None) -> tuple[str, str] | None:
