@@ -15,12 +15,16 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.utils import timezone
 
 from assets_app.models import (
     AssetAliasAssetEvent,
@@ -35,6 +39,7 @@ from assets_app.models import (
 from assets_app.outlets import AliasOutletEvent, AssetKey, OutletProfile, OutletType
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import Outcome, dag_asset_triggered_run_create, scheduler_pass
+from executionapi.tokens import token_issue
 from tests.factories import DagRunFactory
 from tests.live_server import REPO, server_env
 
@@ -124,11 +129,13 @@ def succeed(ti_id: object) -> None:
         ti.save(update_fields=["state", "updated_at"])
 
 
-def produce(ti_ids: list[object], errors: list[BaseException]) -> None:
+def produce(
+    ti_ids: list[object], produce_one: Callable[[object], None], errors: list[BaseException]
+) -> None:
     try:
         pace = random.Random(len(ti_ids))
         for ti_id in ti_ids:
-            succeed(ti_id)
+            produce_one(ti_id)
             time.sleep(pace.uniform(0, 0.03))  # spread the arrivals over the schedulers' passes
     except BaseException as exc:  # reported by the test
         errors.append(exc)
@@ -209,60 +216,122 @@ def expected_events(dag_id: str) -> set[int]:
     return set(AssetEvent.objects.filter(asset__uri__in=on[dag_id]).values_list("pk", flat=True))
 
 
-@pytest.mark.slow
-def test_four_scheduler_processes_consume_every_event_exactly_once(tmp_path):
-    # given: consumers declared, 4 scheduler processes polling
-    declare(tmp_path)
-    tis = producer_task_instances(240, tasks=STREAM_TASKS)
-    schedulers = start_schedulers(4, tmp_path)
-    wait_until_started(schedulers)
-    started = time.monotonic()
+def assert_each_event_consumed_once(dag_ids: tuple[str, ...]) -> None:
+    pairs = consumed_pairs()
+    assert [pair for pair, n in Counter(pairs).items() if n > 1] == []  # none consumed twice
+    for dag_id in dag_ids:
+        got = {event_id for d, event_id in pairs if d == dag_id}
+        assert got == expected_events(dag_id), dag_id  # none lost
 
-    # when: 6 producer threads register 240 successes while the schedulers run
-    errors: list[BaseException] = []
-    threads = [
-        threading.Thread(target=produce, args=([ti.pk for ti in tis[i::6]], errors))
-        for i in range(6)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    produced_in = time.monotonic() - started
-    time.sleep(1.0)  # let the schedulers catch up with the last events
-    logs = stop_schedulers(schedulers)
-    assert not any(thread.is_alive() for thread in threads)
+
+def run_with_schedulers(
+    tmp_path: Path, *, ti_ids: list[object], produce_one: Callable[[object], None], threads: int
+) -> None:
+    """Start 4 scheduler processes, produce from ``threads`` threads, stop, check everything."""
+    schedulers = start_schedulers(4, tmp_path)
+    try:
+        wait_until_started(schedulers)
+        started = time.monotonic()
+        errors: list[BaseException] = []
+        workers = [
+            threading.Thread(target=produce, args=(ti_ids[i::threads], produce_one, errors))
+            for i in range(threads)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=180)
+        produced_in = time.monotonic() - started
+        time.sleep(1.0)  # let the schedulers catch up with the last events
+    finally:
+        logs = stop_schedulers(schedulers)
+    assert not any(worker.is_alive() for worker in workers)
     assert errors == []
 
-    # then: the schedulers stopped cleanly on SIGTERM and created runs
+    # the schedulers stopped cleanly on SIGTERM and shared the work
     assert all(process.returncode == 0 for process, _ in schedulers), logs
     assert all("scheduler stopped after" in log for log in logs), logs
     by_scheduler = [len(re.findall(r"^created ", log, flags=re.MULTILINE)) for log in logs]
     assert sum(by_scheduler) > 0
-    print(f"\n240 successes in {produced_in:.1f}s; runs per scheduler process: {by_scheduler}")
+    print(
+        f"\n{len(ti_ids)} successes in {produced_in:.1f}s; "
+        f"runs per scheduler process: {by_scheduler}"
+    )
 
-    # then: after a final pass every single-condition consumer consumed every event once
+    # after a final pass every single-condition consumer consumed every event exactly once
     drain()
-    pairs = consumed_pairs()
-    duplicates = [pair for pair, n in Counter(pairs).items() if n > 1]
-    assert duplicates == []
-    for dag_id in SINGLE_CONDITION_DAGS:
-        got = {event_id for d, event_id in pairs if d == dag_id}
-        assert got == expected_events(dag_id), dag_id
-    # all-of: whatever it consumed so far was consumed once; one event on both completes it
+    assert_each_event_consumed_once(SINGLE_CONDITION_DAGS)
+    # all-of: what it consumed so far was consumed once; one event on both assets completes it
     (last,) = producer_task_instances(1, tasks=("produce_ab",))
     succeed(last.pk)
     drain()
-    pairs = consumed_pairs()
-    assert [pair for pair, n in Counter(pairs).items() if n > 1] == []
-    for dag_id in (*SINGLE_CONDITION_DAGS, "all_ab"):
-        got = {event_id for d, event_id in pairs if d == dag_id}
-        assert got == expected_events(dag_id), dag_id
+    assert_each_event_consumed_once((*SINGLE_CONDITION_DAGS, "all_ab"))
 
-    # then: no run without events, nothing left waiting
+    # no run without events, nothing left waiting
     assert not DagRun.objects.filter(event_links__isnull=True, run_type="asset_triggered").exists()
     assert not AssetDagRunQueue.objects.exists()
-    assert AssetEvent.objects.count() == 242  # 240 + the final produce_ab's two events
+    assert AssetEvent.objects.count() == len(ti_ids) + 2  # + the final produce_ab's two
+
+
+@pytest.mark.slow
+def test_four_scheduler_processes_consume_every_event_exactly_once(tmp_path):
+    # given: consumers declared
+    declare(tmp_path)
+    tis = producer_task_instances(240, tasks=STREAM_TASKS)
+
+    # when / then: 6 threads register 240 successes (as the API does) while 4 schedulers run
+    run_with_schedulers(tmp_path, ti_ids=[ti.pk for ti in tis], produce_one=succeed, threads=6)
+
+
+def success_body(task_id: str) -> dict[str, Any]:
+    """The PATCH …/state body the task SDK sends for a producer task."""
+    end_date = timezone.now().isoformat()
+    if task_id == "produce_alias":
+        return {
+            "state": "success",
+            "end_date": end_date,
+            "task_outlets": [{"name": ALIAS, "type": "AssetAlias"}],
+            "outlet_events": [
+                {"source_alias_name": ALIAS, "dest_asset_key": {"name": X, "uri": X}, "extra": {}}
+            ],
+        }
+    uri = A if task_id == "produce_a" else B
+    return {
+        "state": "success",
+        "end_date": end_date,
+        "task_outlets": [{"name": uri, "uri": uri, "type": "Asset"}],
+        "outlet_events": [{"dest_asset_key": {"name": uri, "uri": uri}, "extra": {"n": 1}}],
+    }
+
+
+@pytest.mark.slow
+def test_four_schedulers_while_200_successes_arrive_through_the_api(server, tmp_path):
+    # given: consumers declared, 200 running producer task instances
+    declare(tmp_path)
+    tis = producer_task_instances(200, tasks=STREAM_TASKS)
+    for ti in tis:
+        ti.start_date = timezone.now()
+    TaskInstance.objects.bulk_update(tis, ["start_date"])
+    task_of = {ti.pk: ti.task_id for ti in tis}
+    local = threading.local()
+
+    def patch_success(ti_id: object) -> None:
+        if not hasattr(local, "client"):
+            local.client = httpx.Client(base_url=server.url, timeout=60)
+        response = local.client.patch(
+            f"/execution/task-instances/{ti_id}/state",
+            json=success_body(task_of[ti_id]),
+            headers={"Authorization": f"Bearer {token_issue(task_instance_id=str(ti_id))}"},
+        )
+        assert response.status_code == 204, response.text
+
+    # when / then: 8 client threads send the successes while 4 schedulers run
+    run_with_schedulers(
+        tmp_path, ti_ids=[ti.pk for ti in tis], produce_one=patch_success, threads=8
+    )
+    assert set(TaskInstance.objects.filter(pk__in=task_of).values_list("state", flat=True)) == {
+        "success"
+    }
 
 
 def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
