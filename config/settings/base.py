@@ -84,7 +84,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = env("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
+# Only needed for `collectstatic`; unset, the files are served from the installed apps.
+STATIC_ROOT = env("DJANGO_STATIC_ROOT", default=None)
 # The admin's static files are served by the app itself (WhiteNoise), straight from the
 # installed apps unless `collectstatic` has filled STATIC_ROOT.
 WHITENOISE_USE_FINDERS = True

@@ -74,7 +74,7 @@ def test_invalid_token_is_403(make_ti, settings, token):
                 "iat": 1,
                 "exp": 2**40,
             },
-            "another-secret-" + "y" * 48,
+            "another-secret-" + "y" * 49,
             algorithm=ALGORITHM,
         ),
     }[token]
