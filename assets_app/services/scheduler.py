@@ -1,34 +1,43 @@
 """The asset scheduler: turns ``asset_dag_run_queue`` rows into asset-triggered DAG runs.
 
-One pass (:func:`scheduler_pass`) lists the DAGs that have queue rows and, for each one, runs
-:func:`dag_asset_triggered_run_create` in its **own transaction**:
+One pass (:func:`scheduler_pass`) first decides, without locks and in a constant number of
+queries, which unpaused, non-stale DAGs have queue rows that meet their condition (like
+Airflow's ``dags_needing_dagruns``). Each of those is then handled by
+:func:`dag_asset_triggered_run_create` in its **own transaction**, which re-checks everything
+under locks:
 
-1. Lock the DAG row (``SELECT … FOR NO KEY UPDATE SKIP LOCKED``) — the per-DAG mutex: a DAG
-   another scheduler is working on is skipped this pass. ``NO KEY`` so that producers' foreign
-   key checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale DAGs are left
+1. PostgreSQL only: ``LOCK TABLE asset_event IN SHARE MODE`` (see
+   :func:`_wait_for_in_flight_producers`): waits for transactions still inserting events and
+   holds new ones off until this DAG's transaction ends, so every event whose producer found
+   the DAG already queued is visible to the scan below.
+2. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A DAG another
+   scheduler is working on is skipped this pass. ``NO KEY`` so that producers' foreign-key
+   checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale DAGs are left
    alone (their queue rows wait).
-2. Lock the DAG's queue rows (``FOR UPDATE SKIP LOCKED``: a row a producer is still upserting
-   stays for the next pass).
-3. Evaluate ``Dag.asset_expression`` (:mod:`assets_app.conditions`) with "the asset has a
-   locked queue row" as the leaf test. Not met → nothing changes; the rows wait.
-4. Met → pick the events to consume **by id**: events on the condition's assets (assets named
-   directly or through a ref) and events emitted *through* one of the condition's aliases (as
-   Airflow does), not partitioned, with ``timestamp <= now``, that **no earlier run of this
-   DAG consumed** — so an event can never be consumed twice by one DAG, and an event whose
-   producer committed after an earlier pass read the table (its timestamp being older than that
-   run) is still picked up by the next run instead of being lost. To keep the lookup bounded
-   the scan starts ``EVENT_LOOKBACK`` before the previous asset-triggered run was created (no
-   lower bound for a DAG's first run: like Airflow it consumes the whole history).
-5. Create the ``DagRun`` (``asset_triggered``, state ``queued``, ``logical_date`` null,
-   ``run_after`` = newest queue row's ``created_at``, run id
-   ``asset_triggered__<run_after ISO>_<8 random chars>`` — all as Airflow 3 does), its
-   ``dagrun_asset_event`` rows, one ``queued`` task instance per declared task, and delete
-   the locked queue rows. If there is no event left to consume (all of them were taken by the
-   previous run), the rows are deleted and no run is created: no two runs for one set of
-   events.
+3. Lock the DAG's queue rows (``FOR UPDATE SKIP LOCKED``: a row a producer is still upserting
+   stays for the next pass) and evaluate ``Dag.asset_expression``
+   (:mod:`assets_app.conditions`) with "the asset has a locked queue row" as the leaf test.
+   Not met → nothing changes; the rows wait.
+4. Met → pick the events to consume **by id**: events on the assets the condition names
+   directly or by ref, and events emitted *through* one of its aliases (as Airflow does: an
+   alias consumer does not consume direct events on the alias's assets), not partitioned,
+   ``timestamp <= now``, that **no earlier run of this DAG consumed**. So an event is never
+   consumed twice by one DAG, and an event that committed after an earlier run's scan (its
+   timestamp older than that run) is consumed by the next run instead of being skipped as a
+   timestamp window would. The scan starts ``EVENT_LOOKBACK`` before the previous
+   asset-triggered run was created; a DAG's first run has no lower bound (like Airflow, it
+   consumes the history).
+5. Create the ``DagRun`` (``asset_triggered``, state ``queued``, ``logical_date`` and data
+   interval null, ``run_after`` = newest queue row's ``created_at``, run id
+   ``asset_triggered__<run_after ISO>_<8 random chars>`` — as Airflow 3), its
+   ``dagrun_asset_event`` rows, one ``queued`` task instance per declared task
+   (``Dag.task_ids``; else the task ids of its inlet/outlet references), and delete the locked
+   queue rows. If every event was already consumed (a queue row re-added by a producer whose
+   event the previous run took), the rows are deleted and no run is created: never two runs
+   for one set of events.
 
-On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions (settings) make
-each DAG's transaction exclusive, which gives the same guarantees.
+On SQLite ``select_for_update`` and the table lock are no-ops; the ``IMMEDIATE`` transactions
+(settings) make each DAG's transaction exclusive, which gives the same guarantees.
 """
 
 from __future__ import annotations
