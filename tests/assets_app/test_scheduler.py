@@ -10,6 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from assets_app.models import (
     Asset,
@@ -32,6 +33,7 @@ from assets_app.services.scheduler import (
     dag_asset_triggered_run_create,
     scheduler_pass,
 )
+from executionapi.tokens import token_issue
 from tests.factories import (
     AssetAliasFactory,
     AssetEventFactory,
@@ -179,6 +181,42 @@ def test_seed_full_path_declare_register_then_pass():
     assert all(run.task_ids for run in first.created)
     assert second.created == []
     assert not AssetDagRunQueue.objects.exists()
+
+
+def test_scheduled_task_instance_starts_with_its_runs_consumed_events(seed_consumers):
+    # given: a run created by the scheduler from the seed's alias event
+    asset, alias, by_alias, _ = seed_consumers
+    event = emit(asset, via=alias)
+    queue(by_alias, asset)
+    (created,) = scheduler_pass().created
+    ti = TaskInstance.objects.get(dag_run_id=created.dag_run_pk)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(task_instance_id=ti.pk)}")
+
+    # when: the worker starts the queued task instance
+    response = client.patch(
+        f"/execution/task-instances/{ti.pk}/run",
+        {
+            "state": "running",
+            "hostname": "worker",
+            "unixname": "airflow",
+            "pid": 1,
+            "start_date": timezone.now().isoformat(),
+        },
+        format="json",
+    )
+
+    # then: the run context lists the consumed event; the event lists the run it created
+    assert response.status_code == 200, response.content
+    dag_run = response.json()["dag_run"]
+    assert dag_run["run_id"] == created.run_id
+    assert dag_run["run_type"] == "asset_triggered"
+    assert dag_run["logical_date"] is None
+    (consumed_event,) = dag_run["consumed_asset_events"]
+    assert consumed_event["asset"]["uri"] == SEED_URI
+    assert consumed_event["source_task_id"] == event.source_task_id
+    assert consumed_event["source_aliases"] == [{"name": "example-alias"}]
+    assert [run.run_id for run in event.created_dagruns.all()] == [created.run_id]
 
 
 def test_run_after_is_the_newest_queue_row(seed_consumers):
