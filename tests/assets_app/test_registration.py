@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from assets_app.models import (
@@ -621,6 +621,24 @@ def test_signals_are_sent_after_commit_only(ti, received, django_capture_on_comm
         ("asset_event_emitted", ("asset_one", ())),
         ("asset_event_emitted", ("dyn", ("al",))),
     ]
+
+
+def test_no_signal_when_the_transaction_rolls_back(
+    ti, received, django_capture_on_commit_callbacks
+):
+    active_asset("asset_one", "s3://bucket/one")
+
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        register(ti, [asset_outlet("asset_one", "s3://bucket/one")])
+        raise RuntimeError("the state change failed after registration")
+
+    assert callbacks == []
+    assert received == []
+    assert not AssetEvent.objects.exists()
 
 
 def test_signal_per_changed_asset_once(ti, received, django_capture_on_commit_callbacks):
