@@ -8,7 +8,6 @@ are committed and visible to the server process, and vice versa.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,27 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from django.db import connection
+
+from assets_app.processes import current_database_url, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_database_url() -> str:
     """DATABASE_URL of the database the tests are using right now."""
-    cfg = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{cfg['NAME']}"
-    user = cfg.get("USER") or "postgres"
-    password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
-    host = cfg.get("HOST") or "127.0.0.1"
-    port = cfg.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{cfg['NAME']}"
+    return current_database_url()
 
 
 def server_env(**extra: str) -> dict[str, str]:

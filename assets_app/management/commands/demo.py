@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,6 @@ import httpx
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connection
 from django.utils import timezone
 
 from assets_app.models import (
@@ -34,6 +32,7 @@ from assets_app.models import (
     AssetEvent,
     TaskInstance,
 )
+from assets_app.processes import current_database_url, free_port
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
 from task_sdk.client import Client
 from task_sdk.supervisor import Supervisor
@@ -52,32 +51,14 @@ PRODUCERS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _database_url() -> str:
-    """DATABASE_URL of the database this process is connected to (the server must share it)."""
-    cfg = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{cfg['NAME']}"
-    user = cfg.get("USER") or "postgres"
-    password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
-    host = cfg.get("HOST") or "127.0.0.1"
-    port = cfg.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{cfg['NAME']}"
-
-
 @contextmanager
 def _serve() -> Iterator[str]:
     """The app served by gunicorn in a child process; yields its URL."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": current_database_url(),
     }
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
