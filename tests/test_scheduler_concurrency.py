@@ -365,3 +365,59 @@ def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
     # then: skipped without waiting, done once the lock is gone
     assert while_locked.outcome is Outcome.LOCKED
     assert after.outcome is Outcome.CREATED
+
+
+def test_a_producer_waits_for_the_scheduler_holding_its_queue_row(tmp_path):
+    """The mechanism the schedulers rely on (no table lock): a producer's queue upsert waits
+    for a scheduler that locked the row; once the scheduler deleted it and committed, the
+    upsert inserts a fresh row, so the producer's event is consumed by the next pass."""
+    # given: an event on A already queued for on_a
+    declare(tmp_path)
+    first, second = producer_task_instances(2, tasks=("produce_a",))
+    succeed(first.pk)
+    (row,) = AssetDagRunQueue.objects.filter(target_dag_id="on_a")
+    locked, release = threading.Event(), threading.Event()
+
+    def scheduler_holding_the_row() -> None:
+        # what dag_asset_triggered_run_create does between locking and deleting the rows
+        try:
+            with transaction.atomic():
+                AssetDagRunQueue.objects.select_for_update(skip_locked=True).get(pk=row.pk)
+                locked.set()
+                release.wait(timeout=30)
+                AssetDagRunQueue.objects.filter(pk=row.pk).delete()
+        finally:
+            connection.close()
+
+    scheduler = threading.Thread(target=scheduler_holding_the_row)
+    scheduler.start()
+    assert locked.wait(timeout=10)
+    producer_done = threading.Event()
+
+    def producer() -> None:
+        try:
+            succeed(second.pk)
+        finally:
+            producer_done.set()
+            connection.close()
+
+    producer_thread = threading.Thread(target=producer)
+    producer_thread.start()
+
+    # when: the producer's upsert meets the locked row, it waits (it does not skip it) ...
+    try:
+        assert not producer_done.wait(timeout=1.0)
+    finally:
+        release.set()
+        scheduler.join(timeout=30)
+    # ... until the scheduler deleted the row and committed
+    assert producer_done.wait(timeout=30)
+    producer_thread.join(timeout=30)
+
+    # then: a fresh queue row waits for the second event, and a pass consumes it
+    (fresh,) = AssetDagRunQueue.objects.filter(target_dag_id="on_a")
+    assert fresh.pk != row.pk
+    second_event = AssetEvent.objects.get(source_map_index=second.map_index)
+    outcome = dag_asset_triggered_run_create(dag_id="on_a")
+    assert outcome.outcome is Outcome.CREATED
+    assert second_event.pk in outcome.run.event_ids

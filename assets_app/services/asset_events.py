@@ -22,7 +22,11 @@ from assets_app.models import (
 
 # The consumer-queueing and notification steps are shared with task-success registration so
 # that a manual event triggers exactly what a task's event would.
-from assets_app.services.registration import _consumers_queue, _notify, _PlannedEvent
+from assets_app.services.registration import (
+    EmittedEvent,
+    asset_changes_notify,
+    asset_event_consumers_queue,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +87,9 @@ def asset_event_create_manual(
         source_run_id=None,
         timestamp=now,
     )
-    planned = [_PlannedEvent(asset=asset, extra=event.extra, partition_key=partition_key)]
-    queued = _consumers_queue(planned=planned, now=now)
-    transaction.on_commit(
-        partial(_notify, assets=[asset], planned=planned, events=[event]), robust=True
-    )
+    emitted = [EmittedEvent(event=event)]
+    queued = asset_event_consumers_queue(events=emitted, now=now)
+    transaction.on_commit(partial(asset_changes_notify, events=emitted), robust=True)
     logger.info("manual asset event %s on %s, %d DAG(s) queued", event.pk, asset, len(queued))
     return event
 

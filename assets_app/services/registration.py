@@ -6,32 +6,44 @@ outlet events it wrote into rows of ``asset_event`` (plus ``asset``, ``asset_ali
 queues the consumer DAGs in ``asset_dag_run_queue`` and, once the transaction commits, sends
 the ``assets_app.signals`` notifications.
 
-Statements per call are bounded by a constant whatever the number of outlets and events:
-every step below is one bulk ``INSERT`` or one ``IN`` lookup, and a step with nothing to do
-is skipped. In order:
+A fixed statement plan
+----------------------
+Every call that declares at least one outlet runs **the same eight statements**, on
+PostgreSQL and on SQLite, whatever the kinds and numbers of outlets and events (a call that
+declares no outlet runs none). Each statement is set-based: its rows arrive as **one JSON
+parameter** (an array of objects) that the SQL expands into a row set (PostgreSQL
+``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``, see :class:`_Sql`), so an empty
+input is an empty set and a big one needs no batching. Values that are the same for every row
+(timestamps, the task instance's ids) are ordinary parameters. In order:
 
-1. ``SELECT`` the active assets matching the declared asset keys, names and uris;
-2. ``SELECT`` the assets that alias events target;
-3. ``INSERT`` the missing targets (``ON CONFLICT DO NOTHING``) and 4. ``SELECT`` them again;
-5. ``SELECT`` the aliases events were emitted through;
-6. ``INSERT`` the missing aliases (``ON CONFLICT DO NOTHING``) and 7. ``SELECT`` them again;
-8. ``INSERT`` the alias → asset links (``ON CONFLICT DO NOTHING``);
-9. ``INSERT`` the events (``RETURNING id``);
-10. ``INSERT`` the alias → event links;
-11. ``SELECT`` the consumer DAGs (one ``UNION ALL`` over the four schedule reference tables);
-12. ``INSERT`` the queue rows (``ON CONFLICT DO NOTHING``).
+1. ``INSERT`` the assets alias events target, ``ON CONFLICT (name, uri) DO NOTHING``;
+2. ``INSERT`` the aliases alias events were emitted through, ``ON CONFLICT (name) DO NOTHING``;
+3. ``SELECT`` the active assets matching the declared keys, names and uris, and the alias
+   targets by (name, uri);
+4. ``SELECT`` the aliases by name;
+5. ``INSERT`` the alias → asset links, ``ON CONFLICT DO NOTHING``;
+6. ``INSERT`` the events, ``RETURNING id``;
+7. ``INSERT`` the alias → event links;
+8. ``INSERT`` the queue rows of every live consumer DAG (found in the same statement over the
+   four schedule reference tables) as an upsert, ``RETURNING`` the queued pairs.
 
-On SQLite Django 5.2 splits a bulk ``INSERT`` into batches of at most 999 bound variables
-(``features.max_query_params``), so steps 3, 6, 8, 9, 10 and 12 become several statements
-there once they carry more than ~100 rows; on PostgreSQL each step is one statement.
+Concurrency
+-----------
+Rows that several requests may create at once (target assets, aliases, links) are inserted
+with ``ON CONFLICT DO NOTHING`` over their unique constraints and read back by natural key in
+a later statement. On PostgreSQL (READ COMMITTED) an insert that meets a row another
+transaction inserted but has not committed waits for that transaction; once it commits the
+insert does nothing and the next statement (a new snapshot) sees the row; if it rolls back,
+the insert goes through. Every insert is ordered by the natural key and the tables are always
+written in the same order, so two requests cannot deadlock on each other's rows.
 
-Concurrency: rows that several requests may create at once (target assets, aliases, links,
-queue rows) are inserted with ``ON CONFLICT DO NOTHING`` over their unique constraints and
-then re-selected by natural key. On PostgreSQL (READ COMMITTED) an insert that meets a row
-another transaction inserted but has not committed waits for that transaction; once it
-commits the insert does nothing and the following ``SELECT`` (a new snapshot) sees the row;
-if it rolls back, the insert goes through. Rows are inserted sorted by natural key and the
-tables always in the same order, so two requests cannot deadlock on each other's inserts.
+Queue rows are upserted (``ON CONFLICT … DO UPDATE``, keeping ``created_at``, the oldest
+wait) rather than inserted with ``DO NOTHING``: the update **takes the row lock**, so a
+producer whose queue row a scheduler has locked ``FOR UPDATE`` waits for the scheduler. If the
+scheduler deleted the row (it consumed the events it could see, not this one, which is not
+committed yet), the upsert then inserts a fresh row, which the next pass picks up; ``DO
+NOTHING`` would have done nothing without waiting and left the event with no queue row.
+
 On SQLite writers are serialized (``BEGIN IMMEDIATE``), so there is no race at all.
 """
 
@@ -39,25 +51,25 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import transaction
-from django.db.models import CharField, Q, QuerySet, Value
-from django.db.models.functions import Cast
+from django.db import connection, models, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from assets_app.models import (
     Asset,
+    AssetActive,
     AssetAlias,
     AssetAliasAsset,
     AssetAliasAssetEvent,
     AssetDagRunQueue,
     AssetEvent,
+    Dag,
     DagScheduleAssetAliasReference,
     DagScheduleAssetNameReference,
     DagScheduleAssetReference,
@@ -75,6 +87,22 @@ from assets_app.signals import asset_changed, asset_event_emitted
 
 logger = logging.getLogger(__name__)
 
+_M = TypeVar("_M", bound=models.Model)
+
+# Table names, from the models (the columns are Airflow's, mirrored by the models).
+ASSET = Asset._meta.db_table
+ASSET_ACTIVE = AssetActive._meta.db_table
+ALIAS = AssetAlias._meta.db_table
+ALIAS_ASSET = AssetAliasAsset._meta.db_table
+EVENT = AssetEvent._meta.db_table
+ALIAS_EVENT = AssetAliasAssetEvent._meta.db_table
+QUEUE = AssetDagRunQueue._meta.db_table
+DAG = Dag._meta.db_table
+SCHEDULE_ON_ASSET = DagScheduleAssetReference._meta.db_table
+SCHEDULE_ON_ALIAS = DagScheduleAssetAliasReference._meta.db_table
+SCHEDULE_ON_NAME = DagScheduleAssetNameReference._meta.db_table
+SCHEDULE_ON_URI = DagScheduleAssetUriReference._meta.db_table
+
 
 class AssetRegistrationError(Exception):
     """Rows that must exist after an idempotent insert could not be read back.
@@ -84,6 +112,17 @@ class AssetRegistrationError(Exception):
     """
 
     code = "asset_registration_conflict"
+
+
+@dataclass(frozen=True)
+class EmittedEvent:
+    """A saved asset event (``event.asset`` loaded) and the aliases it was emitted through.
+
+    The input of :func:`asset_event_consumers_queue` and :func:`asset_changes_notify`.
+    """
+
+    event: AssetEvent
+    source_aliases: tuple[AssetAlias, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,8 +155,21 @@ class _DeclaredOutlets:
     uri_refs: tuple[str, ...]
     alias_names: frozenset[str]
 
+    def __bool__(self) -> bool:
+        return bool(self.asset_keys or self.name_refs or self.uri_refs or self.alias_names)
 
-@dataclass
+
+@dataclass(frozen=True)
+class _AliasGroup:
+    """Alias events sharing asset, dest_asset_extra, extra and partition key: one event."""
+
+    key: AssetKey
+    extra: dict[str, Any]
+    partition_key: str | None
+    alias_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class _PlannedEvent:
     asset: Asset
     extra: dict[str, Any]
@@ -127,6 +179,59 @@ class _PlannedEvent:
 
 # extra per partition key (None: no partition), last write wins as in Airflow's accessors
 _ExtrasByPartition = dict[str | None, dict[str, Any]]
+
+
+# --- the SQL dialect ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Sql:
+    """What differs between PostgreSQL and SQLite in the statements below.
+
+    Row inputs are JSON arrays of objects, serialized by :meth:`json` and expanded by
+    :meth:`rows`; JSON columns are ``jsonb`` on PostgreSQL and ``text`` on SQLite (Django's
+    ``JSONField``), and ``json_extract`` returns an object member as JSON text, so both store
+    what the ORM reads back. Datetimes go through Django's own adaptation.
+    """
+
+    postgresql: bool
+
+    @classmethod
+    def current(cls) -> _Sql:
+        return cls(postgresql=connection.vendor == "postgresql")
+
+    def rows(self, **columns: str) -> str:
+        """A ``FROM`` item named ``r``: the statement's JSON parameter as typed rows.
+
+        ``columns`` maps each object member to its PostgreSQL type (SQLite is dynamically
+        typed); a member an object lacks is ``NULL``.
+        """
+        if self.postgresql:
+            spec = ", ".join(f"{name} {type_}" for name, type_ in columns.items())
+            return f"jsonb_to_recordset(%s::jsonb) AS r({spec})"
+        picks = ", ".join(f"json_extract(value, '$.{name}') AS {name}" for name in columns)
+        return f"(SELECT {picks} FROM json_each(%s)) AS r"
+
+    @staticmethod
+    def execute(cursor: CursorWrapper, statement: str, params: Sequence[Any]) -> None:
+        """Run ``statement`` written on one line (as logs and ``pg_stat_activity`` show it)."""
+        cursor.execute(" ".join(statement.split()), params)
+
+    @staticmethod
+    def raw(model: type[_M], statement: str, params: Sequence[Any]) -> list[_M]:
+        """``model`` instances from ``statement`` (on one line), converted as the ORM does."""
+        return list(model._default_manager.raw(" ".join(statement.split()), params))
+
+    @staticmethod
+    def json(rows: Iterable[Mapping[str, Any]]) -> str:
+        return json.dumps(list(rows), separators=(",", ":"))
+
+    @staticmethod
+    def datetime(value: datetime) -> Any:
+        return connection.ops.adapt_datetimefield_value(value)
+
+
+# --- the entry point ------------------------------------------------------------------------
 
 
 def asset_changes_register(
@@ -140,21 +245,48 @@ def asset_changes_register(
     Implements SPEC §4: one event per declared active asset (per declared ref, per distinct
     partition key), one event per group of alias events sharing asset, dest_asset_extra, extra
     and partition key; alias targets and aliases created when missing; consumers queued.
-    Declared assets or refs that match no active asset are skipped with a warning.
+    Declared assets or refs that match no active asset are skipped with a warning. Runs the
+    eight statements of the module docstring, or none when the task declares no outlet.
 
     Transaction and locks: the execution API calls this inside its ``transaction.atomic()``
     with the task instance row already locked (``select_for_update``), so one success is
     registered at most once. This function joins the caller's transaction (no savepoint);
-    called outside any transaction it opens its own. Any database error propagates and rolls
-    the whole transaction back. Signals are sent only after the outermost transaction commits.
+    called outside any transaction it opens its own. On PostgreSQL it may wait for other
+    producers' uncommitted rows and for a scheduler holding a queue row. Any database error
+    propagates and rolls the whole transaction back. Signals are sent only after the outermost
+    transaction commits.
     """
     declared = _outlets_split(task_outlets)
-    asset_events = [e for e in outlet_events if isinstance(e, AssetOutletEvent)]
-    alias_events = [e for e in outlet_events if isinstance(e, AliasOutletEvent)]
+    if not declared:
+        return RegistrationResult()
+    groups, target_extras = _alias_events_group(
+        declared=declared, events=[e for e in outlet_events if isinstance(e, AliasOutletEvent)]
+    )
+    alias_names = sorted({name for group in groups for name in group.alias_names})
+    sql = _Sql.current()
 
-    with transaction.atomic(savepoint=False):
-        planned, skipped = _declared_asset_events_plan(declared=declared, events=asset_events)
-        planned += _alias_events_plan(declared=declared, events=alias_events)
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        _alias_targets_insert(cursor, sql, extras=target_extras, now=timezone.now())  # 1
+        _aliases_insert(cursor, sql, names=alias_names)  # 2
+        active, targets = _assets_select(sql, declared=declared, targets=target_extras)  # 3
+        aliases = _aliases_select(sql, names=alias_names)  # 4
+        if len(targets) != len(target_extras) or len(aliases) != len(alias_names):
+            raise AssetRegistrationError("alias targets or aliases could not be read back")
+
+        planned, skipped = _declared_asset_events_plan(
+            declared=declared,
+            active=active,
+            events=[e for e in outlet_events if isinstance(e, AssetOutletEvent)],
+        )
+        planned += [
+            _PlannedEvent(
+                asset=targets[group.key],
+                extra=group.extra,
+                partition_key=group.partition_key,
+                aliases=tuple(aliases[name] for name in group.alias_names),
+            )
+            for group in groups
+        ]
         if skipped:
             logger.warning(
                 "Task %s (%s): no event for declared outlets that are unknown or inactive: %s",
@@ -162,27 +294,26 @@ def asset_changes_register(
                 task_instance.pk,
                 ", ".join(_describe(profile) for profile in skipped),
             )
-        if not planned:
-            return RegistrationResult(skipped=tuple(skipped))
 
+        _alias_asset_links_insert(cursor, sql, planned=planned)  # 5
         now = timezone.now()  # after any wait on concurrent inserts above
-        events = _events_create(planned=planned, task_instance=task_instance, now=now)
-        queued = _consumers_queue(planned=planned, now=now)
-
-        changed_assets = list({p.asset.pk: p.asset for p in planned}.values())
-        transaction.on_commit(
-            partial(_notify, assets=changed_assets, planned=planned, events=events), robust=True
+        emitted = _events_insert(  # 6
+            cursor, sql, planned=planned, task_instance=task_instance, now=now
         )
+        _alias_event_links_insert(cursor, sql, emitted=emitted)  # 7
+        queued = asset_event_consumers_queue(events=emitted, now=now)  # 8
+        if emitted:
+            transaction.on_commit(partial(asset_changes_notify, events=emitted), robust=True)
 
     return RegistrationResult(
-        events=tuple(events),
-        changed_asset_ids=tuple(asset.pk for asset in changed_assets),
+        events=tuple(e.event for e in emitted),
+        changed_asset_ids=tuple(asset.pk for asset in _changed_assets(emitted)),
         queued=tuple(queued),
         skipped=tuple(skipped),
     )
 
 
-# --- declared outlets -----------------------------------------------------------------------
+# --- planning (no SQL) ----------------------------------------------------------------------
 
 
 def _outlets_split(task_outlets: Sequence[OutletProfile]) -> _DeclaredOutlets:
@@ -215,42 +346,60 @@ def _describe(profile: OutletProfile) -> str:
     return f"Asset(name={profile.name!r}, uri={profile.uri!r})"
 
 
-def _active_assets_select(declared: _DeclaredOutlets) -> list[Asset]:
-    """Step 1: the active assets matching any declared key, name or uri (one query).
+def _canonical_json(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
-    Matches on ``asset_active``'s unique name/uri columns; exact (name, uri) keys are checked
-    by the caller. At most one active asset per name and per uri, so the result is small.
+
+def _alias_events_group(
+    *, declared: _DeclaredOutlets, events: Sequence[AliasOutletEvent]
+) -> tuple[list[_AliasGroup], dict[AssetKey, dict[str, Any]]]:
+    """The alias events of declared aliases as groups, and each target's first dest extra.
+
+    Groups on (asset key, canonical dest_asset_extra, canonical extra, partition key), in
+    order of first appearance; each group lists its aliases in order of appearance.
     """
-    names = [key.name for key in declared.asset_keys] + list(declared.name_refs)
-    uris = [key.uri for key in declared.asset_keys] + list(declared.uri_refs)
-    condition = Q()
-    if names:
-        condition |= Q(active__name__in=sorted(set(names)))
-    if uris:
-        condition |= Q(active__uri__in=sorted(set(uris)))
-    if not condition:
-        return []
-    return list(Asset.objects.filter(condition))
+    groups: dict[tuple[AssetKey, str, str, str | None], dict[str, None]] = {}
+    extras: dict[tuple[AssetKey, str, str, str | None], dict[str, Any]] = {}
+    target_extras: dict[AssetKey, dict[str, Any]] = {}  # first dest_asset_extra seen
+    for event in events:
+        if event.source_alias_name not in declared.alias_names:
+            continue
+        group = (
+            event.dest_asset_key,
+            _canonical_json(event.dest_asset_extra),
+            _canonical_json(event.extra),
+            event.partition_key,
+        )
+        groups.setdefault(group, {})[event.source_alias_name] = None
+        extras.setdefault(group, event.extra)
+        target_extras.setdefault(event.dest_asset_key, event.dest_asset_extra)
+    planned = [
+        _AliasGroup(
+            key=group[0], extra=extras[group], partition_key=group[3], alias_names=tuple(names)
+        )
+        for group, names in groups.items()
+    ]
+    return planned, target_extras
 
 
 def _declared_asset_events_plan(
-    *, declared: _DeclaredOutlets, events: Sequence[AssetOutletEvent]
+    *, declared: _DeclaredOutlets, active: Sequence[Asset], events: Sequence[AssetOutletEvent]
 ) -> tuple[list[_PlannedEvent], list[OutletProfile]]:
-    """Steps 3-4: one event per declared active asset or ref (per partition key)."""
-    if not (declared.asset_keys or declared.name_refs or declared.uri_refs):
-        return [], []
-    active = _active_assets_select(declared)
+    """One event per declared active asset or ref (per partition key), and the skipped ones.
+
+    ``active`` are the active assets matching a declared name or uri (statement 3).
+    """
     active_by_key = {AssetKey(name=a.name, uri=a.uri): a for a in active}
     active_by_name = {a.name: a for a in active}
     active_by_uri = {a.uri: a for a in active}
 
-    extras_by_key: defaultdict[AssetKey, _ExtrasByPartition] = defaultdict(dict)
-    extras_by_name: defaultdict[str, _ExtrasByPartition] = defaultdict(dict)
-    extras_by_uri: defaultdict[str, _ExtrasByPartition] = defaultdict(dict)
+    extras_by_key: dict[AssetKey, _ExtrasByPartition] = {}
+    extras_by_name: dict[str, _ExtrasByPartition] = {}
+    extras_by_uri: dict[str, _ExtrasByPartition] = {}
     for event in events:
-        extras_by_key[event.key][event.partition_key] = event.extra
-        extras_by_name[event.key.name][event.partition_key] = event.extra
-        extras_by_uri[event.key.uri][event.partition_key] = event.extra
+        extras_by_key.setdefault(event.key, {})[event.partition_key] = event.extra
+        extras_by_name.setdefault(event.key.name, {})[event.partition_key] = event.extra
+        extras_by_uri.setdefault(event.key.uri, {})[event.partition_key] = event.extra
 
     planned: list[_PlannedEvent] = []
     skipped: list[OutletProfile] = []
@@ -283,231 +432,290 @@ def _declared_asset_events_plan(
     return planned, skipped
 
 
-# --- alias events ---------------------------------------------------------------------------
+# --- the statements -------------------------------------------------------------------------
 
 
-def _canonical_json(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+def _alias_targets_insert(
+    cursor: CursorWrapper, sql: _Sql, *, extras: Mapping[AssetKey, dict[str, Any]], now: datetime
+) -> None:
+    """Statement 1: create the missing alias targets, not active, with dest_asset_extra.
+
+    ``NOT EXISTS`` skips the targets that exist (no conflict check, no sequence value spent);
+    ``ON CONFLICT DO NOTHING`` covers the ones another transaction is inserting right now.
+    """
+    sql.execute(
+        cursor,
+        f"""
+        INSERT INTO {ASSET} (name, uri, "group", extra, created_at, updated_at)
+        SELECT r.name, r.uri, '', r.extra, %s, %s
+        FROM {sql.rows(name="text", uri="text", extra="jsonb")}
+        WHERE NOT EXISTS (SELECT 1 FROM {ASSET} a WHERE a.name = r.name AND a.uri = r.uri)
+        ORDER BY r.name, r.uri
+        ON CONFLICT (name, uri) DO NOTHING
+        """,
+        [
+            sql.datetime(now),
+            sql.datetime(now),
+            sql.json({"name": k.name, "uri": k.uri, "extra": e} for k, e in extras.items()),
+        ],
+    )
 
 
-def _alias_events_plan(
-    *, declared: _DeclaredOutlets, events: Sequence[AliasOutletEvent]
-) -> list[_PlannedEvent]:
-    """Step 5: one event per group of alias events; targets, aliases and links ensured."""
-    # (asset key, dest_asset_extra JSON, extra JSON, partition key) -> alias names, in order
-    groups: dict[tuple[AssetKey, str, str, str | None], dict[str, None]] = {}
-    target_extras: dict[AssetKey, dict[str, Any]] = {}  # first dest_asset_extra seen
-    for event in events:
-        if event.source_alias_name not in declared.alias_names:
-            continue
-        group = (
-            event.dest_asset_key,
-            _canonical_json(event.dest_asset_extra),
-            _canonical_json(event.extra),
-            event.partition_key,
+def _aliases_insert(cursor: CursorWrapper, sql: _Sql, *, names: Sequence[str]) -> None:
+    """Statement 2: create the missing aliases that alias events were emitted through."""
+    sql.execute(
+        cursor,
+        f"""
+        INSERT INTO {ALIAS} (name, "group")
+        SELECT r.name, ''
+        FROM {sql.rows(name="text")}
+        WHERE NOT EXISTS (SELECT 1 FROM {ALIAS} a WHERE a.name = r.name)
+        ORDER BY r.name
+        ON CONFLICT (name) DO NOTHING
+        """,
+        [sql.json({"name": name} for name in names)],
+    )
+
+
+def _assets_select(
+    sql: _Sql,
+    *,
+    declared: _DeclaredOutlets,
+    targets: Iterable[AssetKey],
+) -> tuple[list[Asset], dict[AssetKey, Asset]]:
+    """Statement 3: the active assets matching a declared name or uri, and the alias targets.
+
+    Declared keys match on ``asset_active``'s unique name and uri columns (exact keys are
+    checked by :func:`_declared_asset_events_plan`), so at most one active asset per declared
+    name and uri comes back. Targets match on ``asset``'s unique (name, uri), active or not.
+    Each lookup is an index probe per input row.
+    """
+    wanted = [{"kind": "declared", "name": k.name, "uri": k.uri} for k in declared.asset_keys]
+    wanted += [{"kind": "declared", "name": name} for name in declared.name_refs]
+    wanted += [{"kind": "declared", "uri": uri} for uri in declared.uri_refs]
+    wanted += [{"kind": "target", "name": k.name, "uri": k.uri} for k in targets]
+    found = sql.raw(
+        Asset,
+        f"""
+        WITH wanted AS (SELECT * FROM {sql.rows(kind="text", name="text", uri="text")})
+        SELECT a.*, act.asset_id IS NOT NULL AS is_active
+        FROM {ASSET} a LEFT JOIN {ASSET_ACTIVE} act ON act.asset_id = a.id
+        WHERE a.id IN (
+            SELECT aa.asset_id FROM {ASSET_ACTIVE} aa
+            JOIN wanted w ON w.kind = 'declared' AND aa.name = w.name
+            UNION ALL
+            SELECT aa.asset_id FROM {ASSET_ACTIVE} aa
+            JOIN wanted w ON w.kind = 'declared' AND aa.uri = w.uri
+            UNION ALL
+            SELECT t.id FROM {ASSET} t
+            JOIN wanted w ON w.kind = 'target' AND t.name = w.name AND t.uri = w.uri
         )
-        groups.setdefault(group, {})[event.source_alias_name] = None
-        target_extras.setdefault(event.dest_asset_key, event.dest_asset_extra)
-    if not groups:
-        return []
-
-    assets = _assets_ensure(target_extras)
-    aliases = _aliases_ensure({name for names in groups.values() for name in names})
-    links = {
-        (aliases[name].pk, assets[key].pk)
-        for (key, _, _, _), names in groups.items()
-        for name in names
+        """,
+        [sql.json(wanted)],
+    )
+    wanted_targets = set(targets)
+    return [a for a in found if a.is_active], {
+        key: a for a in found if (key := AssetKey(name=a.name, uri=a.uri)) in wanted_targets
     }
-    AssetAliasAsset.objects.bulk_create(
-        [
-            AssetAliasAsset(alias_id=alias_id, asset_id=asset_id)
-            for alias_id, asset_id in sorted(links)
-        ],
-        ignore_conflicts=True,
+
+
+def _aliases_select(sql: _Sql, *, names: Sequence[str]) -> dict[str, AssetAlias]:
+    """Statement 4: the aliases alias events were emitted through, by name."""
+    rows = sql.raw(
+        AssetAlias,
+        f"""
+        SELECT al.* FROM {ALIAS} al
+        WHERE al.name IN (SELECT r.name FROM {sql.rows(name="text")})
+        """,
+        [sql.json({"name": name} for name in names)],
     )
-    return [
-        _PlannedEvent(
-            asset=assets[key],
-            extra=json.loads(extra_json),
-            partition_key=partition_key,
-            aliases=tuple(aliases[name] for name in names),
+    return {alias.name: alias for alias in rows}
+
+
+def _alias_asset_links_insert(
+    cursor: CursorWrapper, sql: _Sql, *, planned: Sequence[_PlannedEvent]
+) -> None:
+    """Statement 5: link each alias to each asset emitted through it, once."""
+    links = sorted({(alias.pk, p.asset.pk) for p in planned for alias in p.aliases})
+    sql.execute(
+        cursor,
+        f"""
+        INSERT INTO {ALIAS_ASSET} (alias_id, asset_id)
+        SELECT r.alias_id, r.asset_id
+        FROM {sql.rows(alias_id="bigint", asset_id="bigint")}
+        WHERE NOT EXISTS (
+            SELECT 1 FROM {ALIAS_ASSET} l WHERE l.alias_id = r.alias_id AND l.asset_id = r.asset_id
         )
-        for (key, _, extra_json, partition_key), names in groups.items()
-    ]
+        ORDER BY r.alias_id, r.asset_id
+        ON CONFLICT (alias_id, asset_id) DO NOTHING
+        """,
+        [sql.json({"alias_id": alias_id, "asset_id": asset_id} for alias_id, asset_id in links)],
+    )
 
 
-def _assets_by_key(keys: Iterable[AssetKey]) -> dict[AssetKey, Asset]:
-    """Assets with exactly these (name, uri) keys, active or not (one query).
+def _events_insert(
+    cursor: CursorWrapper,
+    sql: _Sql,
+    *,
+    planned: Sequence[_PlannedEvent],
+    task_instance: TaskInstance,
+    now: datetime,
+) -> list[EmittedEvent]:
+    """Statement 6: insert every event, in plan order, and return them saved.
 
-    Looks up ``name IN (…)`` (the leading column of the (name, uri) unique index) and drops
-    the rare rows whose uri is not wanted here. Adding ``AND uri IN (…)`` would make SQLite
-    probe the index for every (name, uri) combination: quadratic in the number of keys.
+    The rows are inserted in the order of ``r.n``, so the ids the sequence (PostgreSQL) or
+    ``AUTOINCREMENT`` (SQLite) hands out increase in plan order: sorting the returned ids
+    maps them back to the plan whatever order ``RETURNING`` uses. The returned ``asset_id``
+    checks that mapping.
     """
-    wanted = set(keys)
-    rows = Asset.objects.filter(name__in=sorted({k.name for k in wanted}))
-    return {key: a for a in rows if (key := AssetKey(name=a.name, uri=a.uri)) in wanted}
-
-
-def _assets_ensure(extras: Mapping[AssetKey, dict[str, Any]]) -> dict[AssetKey, Asset]:
-    """Steps 2-4: the target assets, creating missing ones (not active) with ``extras``."""
-    assets = _assets_by_key(extras)
-    missing = sorted((k for k in extras if k not in assets), key=lambda k: (k.name, k.uri))
-    if missing:
-        Asset.objects.bulk_create(
-            [Asset(name=k.name, uri=k.uri, extra=extras[k]) for k in missing],
-            ignore_conflicts=True,
-        )
-        assets |= _assets_by_key(missing)
-        logger.info("Created %d asset(s) emitted through aliases", len(missing))
-    if len(assets) != len(extras):
-        raise AssetRegistrationError("alias target assets could not be read back")
-    return assets
-
-
-def _aliases_ensure(names: set[str]) -> dict[str, AssetAlias]:
-    """Steps 5-7: the aliases with these names, creating missing ones."""
-    aliases = {a.name: a for a in AssetAlias.objects.filter(name__in=sorted(names))}
-    missing = sorted(names - aliases.keys())
-    if missing:
-        AssetAlias.objects.bulk_create(
-            [AssetAlias(name=name) for name in missing], ignore_conflicts=True
-        )
-        aliases |= {a.name: a for a in AssetAlias.objects.filter(name__in=missing)}
-    if len(aliases) != len(names):
-        raise AssetRegistrationError("asset aliases could not be read back")
-    return aliases
-
-
-# --- events and consumers -------------------------------------------------------------------
-
-
-def _events_create(
-    *, planned: list[_PlannedEvent], task_instance: TaskInstance, now: datetime
-) -> list[AssetEvent]:
-    """Steps 9-10: insert every event in one statement, then their alias links."""
-    events = [
-        AssetEvent(
-            asset=p.asset,
-            extra=p.extra,
-            partition_key=p.partition_key,
-            source_dag_id=task_instance.dag_id,
-            source_task_id=task_instance.task_id,
-            source_run_id=task_instance.run_id,
-            source_map_index=task_instance.map_index,
-            timestamp=now,
-        )
-        for p in planned
-    ]
-    # PostgreSQL and SQLite >= 3.35 set the new ids on ``events``, in order.
-    AssetEvent.objects.bulk_create(events)
-    AssetAliasAssetEvent.objects.bulk_create(
+    source = {
+        "source_dag_id": task_instance.dag_id,
+        "source_task_id": task_instance.task_id,
+        "source_run_id": task_instance.run_id,
+        "source_map_index": task_instance.map_index,
+    }
+    sql.execute(
+        cursor,
+        f"""
+        INSERT INTO {EVENT} (asset_id, extra, partition_key,
+                             source_dag_id, source_task_id, source_run_id, source_map_index,
+                             "timestamp")
+        SELECT r.asset_id, r.extra, r.partition_key, %s, %s, %s, %s, %s
+        FROM {sql.rows(n="integer", asset_id="bigint", extra="jsonb", partition_key="text")}
+        ORDER BY r.n
+        RETURNING id, asset_id
+        """,
         [
-            AssetAliasAssetEvent(alias=alias, event=event)
-            for p, event in zip(planned, events, strict=True)
-            for alias in p.aliases
-        ]
-    )
-    return events
-
-
-def _consumers_select(
-    *, asset_ids: set[int], alias_ids: set[int], names: set[str], uris: set[str]
-) -> list[tuple[str, str, str]]:
-    """Step 11: ``(kind, key, dag_id)`` of every live DAG scheduled on one of these.
-
-    ``kind`` is ``asset``/``alias`` (key: the id as text), ``name`` or ``uri``. One
-    ``UNION ALL`` query over the four schedule reference tables; paused and stale DAGs are
-    left out.
-    """
-    live = Q(dag__is_paused=False, dag__is_stale=False)
-
-    def tag(kind: str) -> Value:
-        return Value(kind, output_field=CharField())
-
-    parts: list[QuerySet[Any, Any]] = []
-    if asset_ids:
-        parts.append(
-            DagScheduleAssetReference.objects.filter(
-                live, asset_id__in=sorted(asset_ids)
-            ).values_list(tag("asset"), Cast("asset_id", CharField()), "dag_id")
-        )
-    if alias_ids:
-        parts.append(
-            DagScheduleAssetAliasReference.objects.filter(
-                live, alias_id__in=sorted(alias_ids)
-            ).values_list(tag("alias"), Cast("alias_id", CharField()), "dag_id")
-        )
-    if names:
-        parts.append(
-            DagScheduleAssetNameReference.objects.filter(live, name__in=sorted(names)).values_list(
-                tag("name"), "name", "dag_id"
-            )
-        )
-    if uris:
-        parts.append(
-            DagScheduleAssetUriReference.objects.filter(live, uri__in=sorted(uris)).values_list(
-                tag("uri"), "uri", "dag_id"
-            )
-        )
-    if not parts:
-        return []
-    first, *rest = parts
-    return list(first.union(*rest, all=True) if rest else first)
-
-
-def _consumers_queue(*, planned: list[_PlannedEvent], now: datetime) -> list[tuple[int, str]]:
-    """Steps 11-12: queue every live consumer DAG of the new events, once per (asset, DAG)."""
-    # An event with a partition key does not queue non-partitioned consumers, and no DAG is
-    # partitioned yet (the model has no such flag), so partitioned events queue nothing.
-    queueing = [p for p in planned if p.partition_key is None]
-    if not queueing:
-        return []
-    consumers: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
-    for kind, key, dag_id in _consumers_select(
-        asset_ids={p.asset.pk for p in queueing},
-        alias_ids={alias.pk for p in queueing for alias in p.aliases},
-        names={p.asset.name for p in queueing},
-        uris={p.asset.uri for p in queueing},
-    ):
-        consumers[kind, key].add(dag_id)
-    if not consumers:
-        return []
-
-    pairs: set[tuple[int, str]] = set()
-    for p in queueing:
-        dag_ids = (
-            consumers.get(("asset", str(p.asset.pk)), set())
-            | consumers.get(("name", p.asset.name), set())
-            | consumers.get(("uri", p.asset.uri), set())
-        )
-        for alias in p.aliases:
-            dag_ids |= consumers.get(("alias", str(alias.pk)), set())
-        pairs.update((p.asset.pk, dag_id) for dag_id in dag_ids)
-    queued = sorted(pairs)
-    AssetDagRunQueue.objects.bulk_create(
-        [
-            AssetDagRunQueue(asset_id=asset_id, target_dag_id=dag_id, created_at=now)
-            for asset_id, dag_id in queued
+            *source.values(),
+            sql.datetime(now),
+            sql.json(
+                {"n": n, "asset_id": p.asset.pk, "extra": p.extra, "partition_key": p.partition_key}
+                for n, p in enumerate(planned)
+            ),
         ],
-        ignore_conflicts=True,
     )
-    return queued
+    returned = sorted(cursor.fetchall())
+    if [asset_id for _, asset_id in returned] != [p.asset.pk for p in planned]:
+        raise AssetRegistrationError("inserted events could not be matched to the plan")
+    emitted = []
+    for (pk, _), p in zip(returned, planned, strict=True):
+        event = AssetEvent(
+            pk=pk, asset=p.asset, extra=p.extra, partition_key=p.partition_key, timestamp=now
+        )
+        for field, value in source.items():
+            setattr(event, field, value)
+        event._state.adding = False
+        event._state.db = connection.alias
+        emitted.append(EmittedEvent(event=event, source_aliases=p.aliases))
+    return emitted
 
 
-# --- notifications --------------------------------------------------------------------------
+def _alias_event_links_insert(
+    cursor: CursorWrapper, sql: _Sql, *, emitted: Sequence[EmittedEvent]
+) -> None:
+    """Statement 7: link each new event to the aliases it was emitted through."""
+    links = sorted((e.event.pk, alias.pk) for e in emitted for alias in e.source_aliases)
+    sql.execute(
+        cursor,
+        f"""
+        INSERT INTO {ALIAS_EVENT} (event_id, alias_id)
+        SELECT r.event_id, r.alias_id
+        FROM {sql.rows(event_id="bigint", alias_id="bigint")}
+        ORDER BY r.event_id, r.alias_id
+        """,
+        [sql.json({"event_id": event_id, "alias_id": alias_id} for event_id, alias_id in links)],
+    )
 
 
-def _notify(*, assets: list[Asset], planned: list[_PlannedEvent], events: list[AssetEvent]) -> None:
-    """Step 8, run by ``on_commit``: send the signals; log, never raise, receiver errors."""
-    for asset in assets:
+# --- shared with the manual event of ``asset_events`` ----------------------------------------
+
+
+def asset_event_consumers_queue(
+    *, events: Sequence[EmittedEvent], now: datetime
+) -> list[tuple[int, str]]:
+    """Queue every live consumer DAG of ``events``, once per (asset, DAG): one statement.
+
+    A DAG consumes an event when it is neither paused nor stale and schedules on the event's
+    asset, on one of its source aliases, or on a name/uri reference to the asset. An event
+    with a partition key does not queue non-partitioned consumers, and no DAG is partitioned
+    yet (the model has no such flag), so partitioned events queue nothing.
+
+    The queue rows are upserted in (asset, DAG) order; an existing row keeps its
+    ``created_at`` (the oldest wait). Returns the queued ``(asset_id, dag_id)`` pairs, sorted,
+    whether inserted now or already waiting.
+
+    Call it inside the transaction that inserted ``events``. On PostgreSQL the upsert locks
+    each queue row until that transaction ends, and waits for a scheduler that has locked one
+    (``FOR UPDATE``); if the scheduler deleted it, a fresh row is inserted. See the module
+    docstring.
+    """
+    sql = _Sql.current()
+    emitted = sorted(
+        {
+            (e.event.asset.pk, alias_id, e.event.asset.name, e.event.asset.uri)
+            for e in events
+            if e.event.partition_key is None
+            for alias_id in ([a.pk for a in e.source_aliases] or [None])
+        },
+        key=lambda row: (row[0], row[1] or 0),
+    )
+    rows = sql.rows(asset_id="bigint", alias_id="bigint", name="text", uri="text")
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            WITH emitted AS (SELECT * FROM {rows}),
+            consumer AS (
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {SCHEDULE_ON_ASSET} s ON s.asset_id = e.asset_id
+                UNION
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {SCHEDULE_ON_ALIAS} s ON s.alias_id = e.alias_id
+                UNION
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {SCHEDULE_ON_NAME} s ON s.name = e.name
+                UNION
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {SCHEDULE_ON_URI} s ON s.uri = e.uri
+            )
+            INSERT INTO {QUEUE} AS q (asset_id, target_dag_id, created_at)
+            SELECT c.asset_id, c.dag_id, %s
+            FROM consumer c JOIN {DAG} d ON d.dag_id = c.dag_id
+            WHERE NOT d.is_paused AND NOT d.is_stale
+            ORDER BY c.asset_id, c.dag_id
+            ON CONFLICT (asset_id, target_dag_id) DO UPDATE SET created_at = q.created_at
+            RETURNING asset_id, target_dag_id
+            """,
+            [
+                sql.json(
+                    {"asset_id": asset_id, "alias_id": alias_id, "name": name, "uri": uri}
+                    for asset_id, alias_id, name, uri in emitted
+                ),
+                sql.datetime(now),
+            ],
+        )
+        return sorted(cursor.fetchall())
+
+
+def asset_changes_notify(*, events: Sequence[EmittedEvent]) -> None:
+    """Send the signals for ``events``; log, never raise, receiver errors.
+
+    ``asset_changed`` once per asset that got an event, then ``asset_event_emitted`` once per
+    event. Meant for ``transaction.on_commit``: receivers must only see committed rows.
+    """
+    for asset in _changed_assets(events):
         _log_failures(asset_changed.send_robust(sender=Asset, asset=asset), "asset_changed")
-    for p, event in zip(planned, events, strict=True):
+    for e in events:
         responses = asset_event_emitted.send_robust(
             sender=AssetEvent,
-            event=event,
-            source_alias_names=tuple(alias.name for alias in p.aliases),
+            event=e.event,
+            source_alias_names=tuple(alias.name for alias in e.source_aliases),
         )
         _log_failures(responses, "asset_event_emitted")
+
+
+def _changed_assets(events: Sequence[EmittedEvent]) -> list[Asset]:
+    return list({e.event.asset.pk: e.event.asset for e in events}.values())
 
 
 def _log_failures(responses: list[tuple[Any, Any]], signal_name: str) -> None:

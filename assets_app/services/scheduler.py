@@ -6,19 +6,15 @@ Airflow's ``dags_needing_dagruns``). Each of those is then handled by
 :func:`dag_asset_triggered_run_create` in its **own transaction**, which re-checks everything
 under locks:
 
-1. PostgreSQL only: ``LOCK TABLE asset_event IN SHARE MODE`` (see
-   :func:`_wait_for_in_flight_producers`): waits for transactions still inserting events and
-   holds new ones off until this DAG's transaction ends, so every event whose producer found
-   the DAG already queued is visible to the scan below.
-2. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A DAG another
+1. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A DAG another
    scheduler is working on is skipped this pass. ``NO KEY`` so that producers' foreign-key
    checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale DAGs are left
    alone (their queue rows wait).
-3. Lock the DAG's queue rows (``FOR UPDATE SKIP LOCKED``: a row a producer is still upserting
+2. Lock the DAG's queue rows (``FOR UPDATE SKIP LOCKED``: a row a producer is still upserting
    stays for the next pass) and evaluate ``Dag.asset_expression``
    (:mod:`assets_app.conditions`) with "the asset has a locked queue row" as the leaf test.
    Not met → nothing changes; the rows wait.
-4. Met → pick the events to consume **by id**: events on the assets the condition names
+3. Met → pick the events to consume **by id**: events on the assets the condition names
    directly or by ref, and events emitted *through* one of its aliases (as Airflow does: an
    alias consumer does not consume direct events on the alias's assets), not partitioned,
    ``timestamp <= now``, that **no earlier run of this DAG consumed**. So an event is never
@@ -27,7 +23,7 @@ under locks:
    timestamp window would. The scan starts ``EVENT_LOOKBACK`` before the previous
    asset-triggered run was created; a DAG's first run has no lower bound (like Airflow, it
    consumes the history).
-5. Create the ``DagRun`` (``asset_triggered``, state ``queued``, ``logical_date`` and data
+4. Create the ``DagRun`` (``asset_triggered``, state ``queued``, ``logical_date`` and data
    interval null, ``run_after`` = newest queue row's ``created_at``, run id
    ``asset_triggered__<run_after ISO>_<8 random chars>`` — as Airflow 3), its
    ``dagrun_asset_event`` rows, one ``queued`` task instance per declared task
@@ -36,7 +32,29 @@ under locks:
    event the previous run took), the rows are deleted and no run is created: never two runs
    for one set of events.
 
-On SQLite ``select_for_update`` and the table lock are no-ops; the ``IMMEDIATE`` transactions
+Why no event is left behind without locking producers out: producers queue consumers with an
+upsert (``INSERT … ON CONFLICT (asset_id, target_dag_id) DO UPDATE``, see
+:func:`assets_app.services.registration.asset_event_consumers_queue`) in the transaction that
+inserts their events, which locks the queue row until they commit. So, for a queue row of
+this DAG:
+
+* a producer upserted it first (not committed yet): step 2 skips it and the row survives
+  this transaction, so the producer's event is consumed by this run if it commits before
+  step 3's scan, else by the next pass;
+* we locked it first: the producer's upsert **waits** for us. Its event is not committed, so
+  step 3 cannot see it and this run does not consume it. When we commit having deleted the
+  row, the upsert finds no conflict any more and inserts a fresh row (with the producer's
+  ``created_at``), which the next pass picks up; if we kept the row (condition not met) the
+  upsert updates it;
+* a producer that committed before step 2 is fully visible to step 3.
+
+Events are consumed by id (step 3), so an event visible to two passes is consumed once. The
+scheduler itself never waits for a producer (``SKIP LOCKED``, ``NO KEY``), so the two cannot
+deadlock. With ``ON CONFLICT DO NOTHING`` instead, a producer meeting our locked row would
+have done nothing without waiting, and its event would have had no queue row once we deleted
+ours.
+
+On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions
 (settings) make each DAG's transaction exclusive, which gives the same guarantees.
 """
 
@@ -50,7 +68,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
@@ -87,9 +105,6 @@ logger = logging.getLogger(__name__)
 #: only if its producer's transaction stayed open longer than this (requests time out long
 #: before).
 EVENT_LOOKBACK = timedelta(minutes=10)
-#: How long one DAG's transaction waits for in-flight event writers before giving up (retried
-#: next pass).
-LOCK_TIMEOUT = timedelta(seconds=5)
 
 _RUN_ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -226,33 +241,13 @@ def _references_union(parts: Iterable[ConditionReferences]) -> ConditionReferenc
     )
 
 
-def _wait_for_in_flight_producers() -> None:
-    """PostgreSQL: wait until no transaction is inserting asset events, and hold them off.
-
-    ``SHARE`` conflicts with the ``ROW EXCLUSIVE`` lock every event insert holds until its
-    transaction ends (and not with itself, so schedulers do not block each other). Without it,
-    a producer whose queue-row insert was a no-op (``ON CONFLICT DO NOTHING`` on the row we are
-    about to delete) but which commits its event only after our event scan would leave that
-    event with no queue row: it would not be consumed until another event arrives. Taken
-    first, before any row lock, so it cannot deadlock with a producer waiting on our rows.
-    Bounded by ``lock_timeout``: a long writer (e.g. a big prune) makes this DAG fail for this
-    pass instead of stalling the scheduler.
-    """
-    if connection.vendor != "postgresql":
-        return  # SQLite: IMMEDIATE transactions already exclude every other writer
-    with connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL lock_timeout = '{int(LOCK_TIMEOUT.total_seconds() * 1000)}ms'")
-        cursor.execute(f"LOCK TABLE {AssetEvent._meta.db_table} IN SHARE MODE")
-
-
 def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
     """Create one asset-triggered run of ``dag_id`` if its condition is met (one transaction).
 
-    Takes its own locks (on PostgreSQL: ``asset_event`` in ``SHARE`` mode, then the DAG row,
-    then its queue rows); the caller must hold none and must not be inside a transaction.
+    Takes its own locks (the DAG row, then its queue rows, both without waiting); the caller
+    must hold none and must not be inside a transaction.
     """
     with transaction.atomic(durable=True):
-        _wait_for_in_flight_producers()
         dag = (
             Dag.objects.select_for_update(skip_locked=True, no_key=True)
             .filter(dag_id=dag_id)
