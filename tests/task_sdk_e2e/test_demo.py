@@ -5,7 +5,13 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from assets_app.models import AssetAliasAssetEvent, AssetDagRunQueue, AssetEvent, TaskInstance
+from assets_app.models import (
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    DagRun,
+    TaskInstance,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -21,10 +27,15 @@ def test_demo_records_the_seed_scenario(transactional_db):
     assert direct.source_dag_id == "asset_s3_bucket_producer"
     assert not AssetAliasAssetEvent.objects.filter(event=direct).exists()
     assert AssetAliasAssetEvent.objects.get(event=through_alias).alias.name == "example-alias"
-    assert set(AssetDagRunQueue.objects.values_list("target_dag_id", flat=True)) == {
-        "asset_s3_bucket_consumer",
-        "asset_alias_example_alias_consumer",
-    }
+    # both consumers were queued, then the demo's scheduler pass turned them into runs
+    assert not AssetDagRunQueue.objects.exists()
+    runs = {run.dag_id: run for run in DagRun.objects.filter(run_type="asset_triggered")}
+    assert set(runs) == {"asset_s3_bucket_consumer", "asset_alias_example_alias_consumer"}
+    consumed = {dag_id: set(run.consumed_events.all()) for dag_id, run in runs.items()}
+    assert consumed["asset_s3_bucket_consumer"] == {direct, through_alias}
+    assert consumed["asset_alias_example_alias_consumer"] == {through_alias}
+    assert TaskInstance.objects.filter(dag_run__in=runs.values(), state="queued").count() == 2
     assert "example-alias → s3://bucket/my-task" in text
     assert "source aliases: example-alias" in text
     assert "asset_s3_bucket_consumer waits on s3://bucket/my-task" in text
+    assert "created asset_alias_example_alias_consumer asset_triggered__" in text

@@ -34,6 +34,7 @@ from assets_app.models import (
 )
 from assets_app.processes import current_database_url, free_port
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
+from assets_app.services.scheduler import scheduler_pass
 from task_sdk.client import Client
 from task_sdk.supervisor import Supervisor
 
@@ -111,7 +112,8 @@ class Command(BaseCommand):
     help = (
         "Run the seed scenario: declare the example DAGs, serve the app on a free port, run "
         "the two producer tasks through task_sdk, and print the recorded assets, alias "
-        "mappings, events and queued consumers."
+        "mappings, events and queued consumers, then run one scheduler pass that turns the "
+        "queued consumers into asset-triggered DAG runs."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -129,6 +131,7 @@ class Command(BaseCommand):
             self.stdout.write(f"server listening on {url}")
             task_instances = [self._run_producer(url, run_id, *producer) for producer in PRODUCERS]
         self._report(run_id, task_instances)
+        self._schedule()
 
     def _run_producer(self, url: str, run_id: str, dag_id: str, task_id: str, func: str) -> Any:
         ti = task_instance_create(dag_id=dag_id, task_id=task_id, run_id=run_id).task_instance
@@ -180,3 +183,17 @@ class Command(BaseCommand):
             write(f"  {row.target_dag_id} waits on {row.asset.uri}")
         if not queue:
             write("  none")
+
+    def _schedule(self) -> None:
+        """One scheduler pass: the queued consumers become asset-triggered runs."""
+        write = self.stdout.write
+        write("\nScheduler pass (manage.py scheduler --once):")
+        created = scheduler_pass().created
+        for run in created:
+            write(
+                f"  created {run.dag_id} {run.run_id}: consumed event(s) "
+                f"{', '.join(f'#{pk}' for pk in run.event_ids)}, "
+                f"queued task(s) {', '.join(run.task_ids) or 'none'}"
+            )
+        if not created:
+            write("  no consumer was ready")
