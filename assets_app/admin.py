@@ -282,7 +282,11 @@ class AssetAdmin(admin.ModelAdmin):
         ]
         if not rows:
             return EMPTY
-        return format_html("<ul>{}</ul>", format_html_join("", "<li>{}: {}</li>", rows))
+        # inline margin: the admin's "form .aligned ul" rule would indent it a second 160px
+        return format_html(
+            '<ul style="margin:0; padding:0">{}</ul>',
+            format_html_join("", "<li>{}: {}</li>", rows),
+        )
 
     @admin.display(description=f"latest {LATEST_EVENTS_SHOWN} events")
     def latest_events(self, obj: Asset) -> SafeString | str:
@@ -293,7 +297,8 @@ class AssetAdmin(admin.ModelAdmin):
             return EMPTY
         rows = format_html_join(
             "",
-            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            '<tr><td><a href="{}">{}</a></td><td style="white-space:nowrap">{}</td>'
+            "<td>{}</td><td>{}</td></tr>",
             (
                 (
                     _change_url("assetevent", event.pk),
