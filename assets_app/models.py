@@ -304,7 +304,7 @@ class AssetDagRunQueue(models.Model):
         db_table = "asset_dag_run_queue"
         ordering = ["created_at"]
         verbose_name = "asset DAG-run queue entry"
-        verbose_name_plural = "asset DAG-run queue"
+        verbose_name_plural = "asset DAG-run queue entries"
         constraints = [
             models.UniqueConstraint(fields=["asset", "target_dag"], name="adrq_asset_dag_unique"),
         ]
