@@ -84,6 +84,7 @@ from assets_app.outlets import (
     OutletType,
 )
 from assets_app.signals import asset_changed, asset_event_emitted
+from task_sdk.definitions import DEFAULT_GROUP
 
 logger = logging.getLogger(__name__)
 
@@ -440,6 +441,8 @@ def _alias_targets_insert(
 ) -> None:
     """Statement 1: create the missing alias targets, not active, with dest_asset_extra.
 
+    Their group is Airflow's default (``asset``), as for an ``Asset`` declared without one.
+
     ``NOT EXISTS`` skips the targets that exist (no conflict check, no sequence value spent);
     ``ON CONFLICT DO NOTHING`` covers the ones another transaction is inserting right now.
     """
@@ -447,13 +450,14 @@ def _alias_targets_insert(
         cursor,
         f"""
         INSERT INTO {ASSET} (name, uri, "group", extra, created_at, updated_at)
-        SELECT r.name, r.uri, '', r.extra, %s, %s
+        SELECT r.name, r.uri, %s, r.extra, %s, %s
         FROM {sql.rows(name="text", uri="text", extra="jsonb")}
         WHERE NOT EXISTS (SELECT 1 FROM {ASSET} a WHERE a.name = r.name AND a.uri = r.uri)
         ORDER BY r.name, r.uri
         ON CONFLICT (name, uri) DO NOTHING
         """,
         [
+            DEFAULT_GROUP,
             sql.datetime(now),
             sql.datetime(now),
             sql.json({"name": k.name, "uri": k.uri, "extra": e} for k, e in extras.items()),
@@ -467,13 +471,13 @@ def _aliases_insert(cursor: CursorWrapper, sql: _Sql, *, names: Sequence[str]) -
         cursor,
         f"""
         INSERT INTO {ALIAS} (name, "group")
-        SELECT r.name, ''
+        SELECT r.name, %s
         FROM {sql.rows(name="text")}
         WHERE NOT EXISTS (SELECT 1 FROM {ALIAS} a WHERE a.name = r.name)
         ORDER BY r.name
         ON CONFLICT (name) DO NOTHING
         """,
-        [sql.json({"name": name} for name in names)],
+        [DEFAULT_GROUP, sql.json({"name": name} for name in names)],
     )
 
 

@@ -353,6 +353,8 @@ def test_alias_event_to_a_new_asset(ti):
     assert not AssetActive.objects.exists()
     alias = AssetAlias.objects.get()
     assert alias.name == "my_alias"
+    # Airflow's default group, as for an Asset/AssetAlias declared without one
+    assert (asset.group, alias.group) == ("asset", "asset")
     assert list(AssetAliasAsset.objects.values_list("alias_id", "asset_id")) == [
         (alias.pk, asset.pk)
     ]
