@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.db.models.functions import Upper
 from django.utils import timezone
 
 NAME_LENGTH = 1500  # asset/alias names, uris and groups
@@ -131,6 +132,9 @@ class AssetEvent(models.Model):
             models.Index(fields=["asset", "timestamp"], name="idx_asset_id_timestamp"),
             models.Index(fields=["timestamp"], name="idx_asset_event_timestamp"),
             models.Index(fields=["source_dag_id"], name="idx_asset_event_source_dag"),
+            # the admin's case-insensitive search by exact source DAG id / run id
+            models.Index(Upper("source_dag_id"), name="idx_asset_event_source_dag_up"),
+            models.Index(Upper("source_run_id"), name="idx_asset_event_source_run_up"),
         ]
 
     def __str__(self) -> str:

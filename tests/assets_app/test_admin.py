@@ -263,6 +263,94 @@ def test_event_filters_by_time_and_alias(admin_client, world):
     assert list(response.context["cl"].result_list) == [world["assetevent"]]
 
 
+def _search_world() -> None:
+    """Events whose asset names, uris, DAG ids and run ids overlap in case and substrings."""
+    orders = AssetFactory(name="Orders", uri="s3://Lake/orders")
+    customers = AssetFactory(name="customers", uri="s3://lake/CUSTOMERS")
+    gone = AssetFactory(name="gone-orders", uri="s3://lake/gone")
+    AssetEventFactory(asset=orders, source_dag_id="ETL", source_run_id="manual__1")
+    AssetEventFactory(asset=orders, source_dag_id="load", source_run_id="ORDERS")
+    AssetEventFactory(asset=customers, source_dag_id="etl", source_run_id="run_2")
+    AssetEventFactory(asset=customers, source_dag_id=None, source_task_id=None, source_run_id=None)
+    AssetEventFactory(asset=gone, source_dag_id="lake", source_run_id="x")
+    gone.delete()  # its event stays, with a dangling asset_id
+
+
+@pytest.mark.parametrize("max_asset_ids", [1000, 1], ids=["id-list", "subquery"])
+@pytest.mark.parametrize(
+    "term",
+    [
+        "orders",
+        "ORDERS",
+        "etl",
+        "Etl",
+        "lake",
+        "s3://lake",
+        "manual__1",
+        "manual",
+        "orders etl",
+        '"s3://lake/orders"',
+        "customers run_2",
+        "gone",
+        "nothing",
+        "  ",
+    ],
+)
+def test_event_search_matches_what_search_fields_would(
+    admin_client, monkeypatch, term, max_asset_ids
+):
+    from django.contrib import admin as django_admin
+    from django.contrib.admin import ModelAdmin
+    from django.test import RequestFactory
+
+    from assets_app import admin as registry_admin
+
+    # given
+    _search_world()
+    monkeypatch.setattr(registry_admin, "SEARCH_MAX_ASSET_IDS", max_asset_ids)
+    model_admin = django_admin.site._registry[AssetEvent]
+    request = RequestFactory().get("/")
+    events = AssetEvent.objects.all()
+
+    # when
+    found, duplicates = model_admin.get_search_results(request, events, term)
+    expected, _ = ModelAdmin.get_search_results(model_admin, request, events, term)
+
+    # then the indexed search finds exactly what Django's search over search_fields finds
+    assert duplicates is False
+    assert sorted(found.values_list("pk", flat=True)) == sorted(
+        expected.values_list("pk", flat=True)
+    )
+
+
+def test_event_search_through_the_changelist(admin_client):
+    # given
+    _search_world()
+
+    # when
+    response = admin_client.get(changelist("assetevent"), {"q": "etl"})
+
+    # then
+    assert response.status_code == 200
+    assert {event.source_dag_id for event in response.context["cl"].result_list} == {"ETL", "etl"}
+
+
+def test_event_source_alias_filter_lists_an_event_once(admin_client):
+    # given an event emitted through two aliases, and one through neither
+    first, second = AssetAliasFactory(), AssetAliasFactory()
+    event = AssetEventFactory()
+    AssetEventFactory()
+    AssetAliasAssetEvent.objects.create(alias=first, event=event)
+    AssetAliasAssetEvent.objects.create(alias=second, event=event)
+
+    # when
+    response = admin_client.get(changelist("assetevent"), {"source_alias": first.pk})
+
+    # then
+    assert response.status_code == 200
+    assert list(response.context["cl"].result_list) == [event]
+
+
 def test_task_instance_search_by_id(admin_client, world):
     ti = world["taskinstance"]
     response = admin_client.get(changelist("taskinstance"), {"q": str(ti.pk)})
