@@ -46,7 +46,12 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from assets_app.models import AssetEvent  # noqa: E402
-from assets_app.processes import current_database_url, free_port  # noqa: E402
+from assets_app.processes import (  # noqa: E402
+    ServerStartError,
+    current_database_url,
+    process_stop,
+    server_start,
+)
 from assets_app.services.dag_runs import (  # noqa: E402
     task_instance_create,
     task_instance_token_issue,
@@ -87,31 +92,14 @@ def body(scenario: str, n: int) -> dict:
     }
 
 
-def start_server(workers: int, threads: int) -> tuple[subprocess.Popen, str]:
-    port = free_port()
+def start_server(workers: int, threads: int) -> tuple[subprocess.Popen[bytes], str]:
     env = dict(os.environ, DATABASE_URL=current_database_url(), PYTHONPATH=str(REPO))
     env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
     log = tempfile.NamedTemporaryFile(prefix="bench-http-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "gunicorn", "config.wsgi:application"),
-            *("--bind", f"127.0.0.1:{port}", "--worker-class", "gthread"),
-            *("--workers", str(workers), "--threads", str(threads), "--log-level", "warning"),
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            httpx.get(f"{url}/admin/login/", timeout=1)
-            return process, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise SystemExit(f"server did not start, see {log.name}")
+    try:
+        return server_start(env=env, stdout=log, workers=workers, threads=threads)
+    except ServerStartError as exc:
+        raise SystemExit(f"{exc}, see {log.name}") from exc
 
 
 def run_scenario(url: str, scenario: str, requests: int, clients: int) -> None:
@@ -181,8 +169,7 @@ def main() -> None:
             run_scenario(url, scenario, args.requests, args.clients)
     finally:
         if process is not None:
-            process.terminate()
-            process.wait(timeout=10)
+            process_stop(process)
         connection.close()
         connection.creation.destroy_test_db(old_name, verbosity=0, keepdb=False)
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from assets_app.processes import current_database_url, free_port
+from assets_app.processes import (
+    ServerStartError,
+    current_database_url,
+    process_stop,
+    server_start,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,54 +54,19 @@ class ServerProcess:
 def start_server(
     tmp_path: Path, *, workers: int = 2, threads: int = 8, env: dict[str, str] | None = None
 ) -> ServerProcess:
-    port = free_port()
-    log_path = tmp_path / f"server-{port}.log"
-    log_file = log_path.open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "config.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--threads",
-            str(threads),
-            "--worker-class",
-            "gthread",
-            "--timeout",
-            "120",
-            "--log-level",
-            "warning",
-        ],
-        cwd=REPO,
-        env=server_env(**(env or {})),
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited early:\n{log_path.read_text(errors='replace')}")
+    log_path = tmp_path / f"server-{time.monotonic_ns()}.log"
+    with log_path.open("wb") as log_file:
         try:
-            httpx.get(f"{url}/admin/login/", timeout=1)
-            return ServerProcess(url=url, process=process, log_path=log_path)
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"server did not answer:\n{log_path.read_text(errors='replace')}")
+            process, url = server_start(
+                env=server_env(**(env or {})), stdout=log_file, workers=workers, threads=threads
+            )
+        except ServerStartError as exc:
+            raise RuntimeError(f"{exc}:\n{log_path.read_text(errors='replace')}") from exc
+    return ServerProcess(url=url, process=process, log_path=log_path)
 
 
 def stop_server(server: ServerProcess) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+    process_stop(server.process)
 
 
 def serve(tmp_path: Path, **kwargs) -> Iterator[ServerProcess]:

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -32,7 +28,12 @@ from assets_app.models import (
     AssetEvent,
     TaskInstance,
 )
-from assets_app.processes import current_database_url, free_port
+from assets_app.processes import (
+    ServerStartError,
+    current_database_url,
+    process_stop,
+    server_start,
+)
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
 from assets_app.services.scheduler import scheduler_pass
 from task_sdk.client import Client
@@ -55,57 +56,21 @@ PRODUCERS = [
 @contextmanager
 def _serve() -> Iterator[str]:
     """The app served by gunicorn in a child process; yields its URL."""
-    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": settings.SETTINGS_MODULE,
         "DATABASE_URL": current_database_url(),
     }
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "config.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "1",
-                "--threads",
-                "4",
-                "--worker-class",
-                "gthread",
-                "--log-level",
-                "warning",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    raise CommandError(
-                        "the server did not start:\n" + log.read().decode(errors="replace")
-                    )
-                try:
-                    httpx.get(f"{url}/admin/login/", timeout=1)
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.1)
+            process, url = server_start(env=env, stdout=log, workers=1, threads=4)
+        except ServerStartError as exc:
+            log.seek(0)
+            raise CommandError(f"{exc}:\n{log.read().decode(errors='replace')}") from exc
+        try:
             yield url
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process_stop(process)
 
 
 class Command(BaseCommand):
