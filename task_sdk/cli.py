@@ -14,13 +14,16 @@ import os
 import signal
 import sys
 
+import httpx
+
 from task_sdk.client import Client
 from task_sdk.supervisor import DEFAULT_HEARTBEAT_INTERVAL, Supervisor
 
 
-def _env_default(name: str, cast: type = str) -> object:
-    value = os.environ.get(name)
-    return cast(value) if value not in (None, "") else None
+def _env_default(name: str) -> str | None:
+    # a string default goes through the option's ``type`` like a command-line value, so a bad
+    # environment value is a usage error naming the option
+    return os.environ.get(name) or None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,13 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--try-number",
         type=int,
-        default=_env_default("TASK_SDK_TRY_NUMBER", int),
+        default=_env_default("TASK_SDK_TRY_NUMBER"),
         help="try number, used when the server does not say whether to retry",
     )
     run.add_argument(
         "--heartbeat-interval",
         type=float,
-        default=_env_default("TASK_SDK_HEARTBEAT_INTERVAL", float) or DEFAULT_HEARTBEAT_INTERVAL,
+        default=_env_default("TASK_SDK_HEARTBEAT_INTERVAL") or DEFAULT_HEARTBEAT_INTERVAL,
         help=f"seconds between heartbeats (default {DEFAULT_HEARTBEAT_INTERVAL:g})",
     )
     run.add_argument("--log-level", default=os.environ.get("TASK_SDK_LOG_LEVEL", "INFO"))
@@ -78,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     # on SIGTERM, stop the task process too (Supervisor.run kills it on the way out)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    with Client(args.server, args.token) as client:
+    try:
+        client = Client(args.server, args.token)
+    except httpx.InvalidURL as exc:
+        parser.error(f"argument --server: {exc}")
+    with client:
         supervisor = Supervisor(
             client,
             args.ti_id,

@@ -81,6 +81,8 @@ def hostname() -> str:
 
 
 def _is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+        return False  # a bad URL or request, not a connection problem: retrying cannot help
     if isinstance(exc, httpx.TransportError):
         return True
     return isinstance(exc, ServerResponseError) and exc.status_code >= 500

@@ -9,6 +9,8 @@ A heartbeat answered with 404/409/410 means the server no longer wants this task
 killed and no state is reported. A child that exits without reporting a state (killed,
 segfault, ``os._exit``) is reported ``failed`` (``up_for_retry`` when tries remain). A final
 state call that fails is resent once after the child exited, as the Airflow supervisor does.
+A child still alive ``exit_timeout`` seconds after its channel closed (e.g. a non-daemon
+thread keeps it running after it reported) is killed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ task_logger = logging.getLogger("task_sdk.task")
 STOP_STATUSES = frozenset({404, 409, 410})
 #: Seconds between heartbeats unless told otherwise.
 DEFAULT_HEARTBEAT_INTERVAL = 5.0
+#: Seconds the task process may live on after closing its channel before it is killed.
+DEFAULT_EXIT_TIMEOUT = 20.0
 
 
 class ExecutionClient(Protocol):
@@ -115,6 +119,7 @@ class Supervisor:
         try_number: int | None = None,
         task_id: str | None = None,
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+        exit_timeout: float = DEFAULT_EXIT_TIMEOUT,
         python: str = sys.executable,
     ) -> None:
         self.client = client
@@ -123,6 +128,7 @@ class Supervisor:
         self.try_number = try_number
         self.task_id = task_id
         self.heartbeat_interval = heartbeat_interval
+        self.exit_timeout = exit_timeout
         self.python = python
         self.log_lines: list[str] = []
         self._log_lock = threading.Lock()
@@ -172,6 +178,16 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+    @staticmethod
+    def _send(channel: Channel, message: dict[str, Any]) -> bool:
+        """Send ``message`` to the child; False when the child is gone (its end is closed)."""
+        try:
+            channel.send(message)
+        except OSError as exc:  # BrokenPipeError, ConnectionResetError
+            logger.warning("the task process is gone, %s not delivered: %s", message["type"], exc)
+            return False
+        return True
 
     # -- requests from the child -----------------------------------------------------------
 
@@ -248,7 +264,9 @@ class Supervisor:
             if readable:
                 open_channel = channel.feed()
                 for message in channel.pending():
-                    channel.send(self._handle(message))
+                    if not self._send(channel, self._handle(message)):
+                        open_channel = False
+                        break
             elif process.poll() is not None:
                 # the child is gone; read whatever it left in the socket, then stop
                 readable, _, _ = select.select([channel], [], [], 0)
@@ -263,13 +281,28 @@ class Supervisor:
             ):
                 self._heartbeat(process)
                 next_heartbeat = time.monotonic() + self.heartbeat_interval
-        process.wait()
+        self._wait_exit(process)
+
+    def _wait_exit(self, process: subprocess.Popen) -> None:
+        try:
+            process.wait(timeout=self.exit_timeout)
+        except subprocess.TimeoutExpired:
+            logger.warning(
+                "the task process is still running %gs after closing its channel; killing it",
+                self.exit_timeout,
+            )
+            self._kill(process)
 
     def run(self) -> TaskResult:
         parent_sock, child_sock = socket.socketpair()
         channel = Channel(parent_sock)
-        process = self._spawn(child_sock)
-        child_sock.close()
+        try:
+            process = self._spawn(child_sock)
+        except BaseException:
+            channel.close()
+            raise
+        finally:
+            child_sock.close()
         try:
             try:
                 self.ti_context = self.client.start(self.ti_id, pid=process.pid)
@@ -283,17 +316,18 @@ class Supervisor:
                 ):
                     reason = f"task instance {self.ti_id} is already running"
                 return self._result(None, process, reason)
-            channel.send(
-                {
-                    "type": "StartupDetails",
-                    "ti_id": self.ti_id,
-                    "task": self.task,
-                    "task_id": self.task_id,
-                    "try_number": self.try_number,
-                    "ti_context": self.ti_context,
-                }
-            )
-            self._loop(process, channel)
+            startup = {
+                "type": "StartupDetails",
+                "ti_id": self.ti_id,
+                "task": self.task,
+                "task_id": self.task_id,
+                "try_number": self.try_number,
+                "ti_context": self.ti_context,
+            }
+            if self._send(channel, startup):
+                self._loop(process, channel)
+            else:
+                self._wait_exit(process)
         except BaseException:
             self._kill(process, grace=1.0)
             raise

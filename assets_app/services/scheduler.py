@@ -17,7 +17,9 @@ under locks:
 3. Met → pick the events to consume **by id**: events on the assets the condition names
    directly or by ref, and events emitted *through* one of its aliases (as Airflow does: an
    alias consumer does not consume direct events on the alias's assets), not partitioned,
-   ``timestamp <= now``, that **no earlier run of this DAG consumed**. So an event is never
+   that **no earlier run of this DAG consumed** (with no upper time bound: an event stamped by
+   a producer whose clock runs ahead of ours is committed, and its queue row is deleted here,
+   so it must be consumed now). So an event is never
    consumed twice by one DAG, and an event that committed after an earlier run's scan (its
    timestamp older than that run) is consumed by the next run instead of being skipped as a
    timestamp window would. The scan starts ``EVENT_LOOKBACK`` before the previous
@@ -284,9 +286,7 @@ def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
             return DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY)
 
         now = timezone.now()
-        event_ids = _unconsumed_event_ids(
-            dag_id=dag_id, condition=condition, resolution=resolution, now=now
-        )
+        event_ids = _unconsumed_event_ids(dag_id=dag_id, condition=condition, resolution=resolution)
         if not event_ids:
             AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
             return DagOutcome(dag_id=dag_id, outcome=Outcome.NOTHING_TO_CONSUME)
@@ -379,7 +379,7 @@ def _condition_resolve(references: ConditionReferences) -> Resolution:
 
 
 def _unconsumed_event_ids(
-    *, dag_id: str, condition: Condition, resolution: Resolution, now: datetime
+    *, dag_id: str, condition: Condition, resolution: Resolution
 ) -> list[int]:
     """Ids of the events the new run consumes, oldest first (one query, plus one for the bound).
 
@@ -407,7 +407,6 @@ def _unconsumed_event_ids(
     events = AssetEvent.objects.filter(
         wanted,
         asset_id__in=direct_ids | alias_target_ids,
-        timestamp__lte=now,
         partition_key__isnull=True,
     ).exclude(
         Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_run__dag_id=dag_id))

@@ -119,3 +119,10 @@ def asks_for_everything(**kwargs):
 @task(outlets=[Asset.ref(name="missing")])
 def resolves_missing_ref(outlet_events):
     outlet_events[Asset.ref(name="missing")].extra["x"] = 1
+
+
+def lingers_after_success():
+    # a non-daemon thread keeps the task process alive after it reported success
+    import threading
+
+    threading.Thread(target=time.sleep, args=(60,)).start()

@@ -195,3 +195,12 @@ def test_connection_refused_is_retried_then_raised():
     client = Client(f"http://127.0.0.1:{port}", "t", retries=3, sleep=lambda s: None)
     with client, pytest.raises(httpx.ConnectError):
         client.heartbeat(TI_ID, pid=1)
+
+
+def test_a_server_url_without_http_scheme_is_not_retried():
+    # not a connection error: retrying cannot help, it only delays the error
+    waits = []
+    client = Client("localhost:8000", "t", sleep=waits.append)
+    with client, pytest.raises(httpx.UnsupportedProtocol):
+        client.heartbeat(TI_ID, pid=1)
+    assert waits == []

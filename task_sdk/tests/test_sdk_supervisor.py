@@ -336,3 +336,94 @@ def test_cli_sigterm_stops_the_task_process():
     assert "terminated" in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(child_pid, 0)
+
+
+def _wait_dead(pid, timeout=10):
+    """Wait until ``pid`` is a zombie, without reaping it (the supervisor's Popen does)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rpartition(")")[2].split()[0] == "Z":
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} still alive")
+
+
+class KillsChildOnStart(FakeClient):
+    """The task process dies before it gets its StartupDetails (broken interpreter, OOM)."""
+
+    def start(self, ti_id, *, pid):
+        os.kill(pid, 9)
+        _wait_dead(pid)
+        return super().start(ti_id, pid=pid)
+
+
+class KillsChildDuringRequest(FakeClient):
+    """The task process dies while the supervisor answers one of its requests."""
+
+    def asset_by_name(self, name):
+        os.kill(self.calls[0][1], 9)
+        _wait_dead(self.calls[0][1])
+        return super().asset_by_name(name)
+
+
+@pytest.mark.parametrize(
+    "client_class",
+    [
+        pytest.param(KillsChildOnStart, id="before-startup-details"),
+        pytest.param(KillsChildDuringRequest, id="during-a-request"),
+    ],
+)
+def test_child_gone_before_a_message_reaches_it_is_reported_failed(client_class):
+    # writing to the dead child's channel must not crash the supervisor (BrokenPipeError),
+    # which would leave the task instance running on the server
+    result, client = supervise("wire_name_ref", client_class())
+    assert client.calls[-1] == ("finish", "failed")
+    assert result.state == "failed"
+    assert "killed by SIGKILL" in result.reason
+
+
+def test_task_process_lingering_after_its_report_is_killed():
+    # a non-daemon thread keeps the child alive after it reported; the supervisor must not
+    # wait for it forever
+    import time
+
+    started = time.monotonic()
+    result, client = supervise("lingers_after_success", exit_timeout=0.5)
+    assert time.monotonic() - started < 30
+    assert result.succeeded
+    assert client.names() == ["start", "succeed"]
+    assert result.exit_code is not None and result.exit_code < 0
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        pytest.param(
+            ["--server", "http://[::1"], {}, "error: argument --server: ", id="bad-server-url"
+        ),
+        pytest.param(
+            [],
+            {"TASK_SDK_TRY_NUMBER": "abc"},
+            "error: argument --try-number: invalid int value: 'abc'",
+            id="bad-env-number",
+        ),
+    ],
+)
+def test_cli_bad_input_is_a_one_line_usage_error(args, env, message):
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TASK_SDK_")}
+    base["PYTHONPATH"] = str(Path(__import__("task_sdk").__file__).parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "task_sdk", "run", "--ti-id", TI_ID, "--token", "t"]
+        + (args or ["--server", "http://127.0.0.1:9"])
+        + [task_ref("chatty")],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert message in done.stderr.strip().splitlines()[-1]

@@ -428,6 +428,24 @@ def test_event_committed_late_is_consumed_by_the_next_run_not_lost():
     assert second.event_ids == (late.pk,)
 
 
+def test_event_stamped_ahead_of_the_schedulers_clock_is_consumed_not_dropped():
+    # given: the producer's host clock runs slightly ahead of the scheduler's; its event and
+    # queue row are committed
+    a = AssetFactory()
+    dag = consumer("skewed", asset_node(a))
+    event = emit(a, timestamp=timezone.now() + timedelta(seconds=1))
+    queue(dag, a)
+
+    # when
+    result = scheduler_pass()
+
+    # then: the run consumes it (deleting the queue row without consuming the event would leave
+    # it unconsumed until some later event on the asset)
+    (created,) = result.created
+    assert created.event_ids == (event.pk,)
+    assert not AssetDagRunQueue.objects.exists()
+
+
 def test_other_dags_consumption_does_not_hide_events():
     # given: two consumers of a; the first already ran on the event
     a = AssetFactory()
@@ -655,6 +673,8 @@ def test_command_max_passes():
     [
         pytest.param(["--interval", "-1"], id="negative-interval"),
         pytest.param(["--max-passes", "0"], id="zero-passes"),
+        pytest.param(["--once", "--max-dags", "0"], id="zero-dags"),
+        pytest.param(["--once", "--max-dags", "-1"], id="negative-dags"),
     ],
 )
 def test_command_rejects_bad_arguments(args):

@@ -48,6 +48,8 @@ class Command(BaseCommand):
             raise CommandError("--interval must be >= 0")
         if max_passes is not None and max_passes < 1:
             raise CommandError("--max-passes must be >= 1")
+        if options["max_dags"] is not None and options["max_dags"] < 1:
+            raise CommandError("--max-dags must be >= 1")
 
         stop = threading.Event()
         previous = self._install_stop_handler(stop)
