@@ -62,11 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    sys.stderr.write("error: terminated (SIGTERM); the task process was stopped\n")
-    sys.exit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -79,8 +74,6 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # on SIGTERM, stop the task process too (Supervisor.run kills it on the way out)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         client = Client(args.server, args.token)
     except httpx.InvalidURL as exc:
@@ -93,7 +86,16 @@ def main(argv: list[str] | None = None) -> int:
             try_number=args.try_number,
             heartbeat_interval=args.heartbeat_interval,
         )
+        # SIGTERM stops the task process; run() then reports the task instance failed (or
+        # up_for_retry) instead of leaving it running, and we exit 128 + SIGTERM.
+        signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.terminate())
         result = supervisor.run()
+    if supervisor.terminated:
+        sys.stderr.write(
+            f"error: terminated (SIGTERM); the task process was stopped and the task instance "
+            f"ended {result.state or 'without a reported state'}\n"
+        )
+        return 128 + signal.SIGTERM
     if result.succeeded:
         sys.stdout.write(f"task instance {result.ti_id} succeeded\n")
         return 0

@@ -138,6 +138,8 @@ class Supervisor:
         self._final_error: str | None = None
         self._stop_reason: str | None = None
         self._pumps: list[threading.Thread] = []
+        self._process: subprocess.Popen | None = None
+        self.terminated: bool = False  # terminate() was called (e.g. the CLI got SIGTERM)
 
     # -- child process ---------------------------------------------------------------------
 
@@ -167,6 +169,18 @@ class Supervisor:
         for pump in self._pumps:
             pump.start()
         return process
+
+    def terminate(self) -> None:
+        """Stop the task from outside (signal-handler safe): SIGTERM the task process.
+
+        ``run()`` then goes on as for any task process that dies without reporting: it
+        reports ``failed`` (``up_for_retry`` while tries remain) unless the task had already
+        reported its state, so the task instance is not left ``running``.
+        """
+        self.terminated = True
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
 
     @staticmethod
     def _kill(process: subprocess.Popen, grace: float = 5.0) -> None:
@@ -303,6 +317,9 @@ class Supervisor:
             raise
         finally:
             child_sock.close()
+        self._process = process
+        if self.terminated:  # terminate() came before the task process existed
+            process.terminate()
         try:
             try:
                 self.ti_context = self.client.start(self.ti_id, pid=process.pid)

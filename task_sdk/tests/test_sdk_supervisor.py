@@ -334,8 +334,12 @@ def test_cli_sigterm_stops_the_task_process():
         _, stderr = cli.communicate(timeout=30)
     assert cli.returncode == 128 + signal.SIGTERM
     assert "terminated" in stderr
+    assert "ended failed" in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(child_pid, 0)
+    # the task instance is not left running: the supervisor reported it failed
+    states = [json.loads(b)["state"] for p, b in received if p.endswith("/state")]
+    assert states == ["failed"]
 
 
 def _wait_dead(pid, timeout=10):
