@@ -82,7 +82,7 @@ def consumed_asset_events(*, dag_run: DagRun) -> list[dict[str, Any]]:
     return items
 
 
-def run_context(*, task_instance: TaskInstance) -> dict[str, Any]:
+def run_context(*, task_instance: TaskInstance, should_retry: bool) -> dict[str, Any]:
     """The ``/run`` response: the DAG run (twelve keys) and the TI's retry bookkeeping."""
     dag_run = task_instance.dag_run
     return {
@@ -107,7 +107,7 @@ def run_context(*, task_instance: TaskInstance) -> dict[str, Any]:
         "upstream_map_indexes": None,
         "next_method": task_instance.next_method,
         "next_kwargs": task_instance.next_kwargs,
-        "should_retry": task_instance.try_number <= task_instance.max_tries,
+        "should_retry": should_retry,
     }
 
 

@@ -9,16 +9,23 @@ wire formats of a success payload — Airflow 3's and the seed's — into the ty
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from assets_app.models import NAME_LENGTH, PARTITION_KEY_LENGTH, TaskInstanceState
+from assets_app.models import (
+    ID_LENGTH,
+    NAME_LENGTH,
+    PARTITION_KEY_LENGTH,
+    TaskInstanceState,
+    XCom,
+)
 from assets_app.outlets import (
     AliasOutletEvent,
     AssetKey,
@@ -27,6 +34,7 @@ from assets_app.outlets import (
     OutletType,
 )
 from assets_app.services.task_instances import (
+    KEEP,
     DeferredPayload,
     ReschedulePayload,
     RetryPayload,
@@ -60,18 +68,36 @@ class AwareDateTimeField(serializers.DateTimeField):
             self.fail("invalid")
         if parsed.tzinfo is None or parsed.utcoffset() is None:
             self.fail("naive")
-        return parsed.astimezone(UTC)
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:  # e.g. 9999-12-31T23:59:59-05:00 is past year 9999 in UTC
+            self.fail("invalid")
 
 
-class JSONObjectField(serializers.JSONField):
-    """A JSON object (``dict``); any other JSON value is rejected."""
+#: A JSON value holding U+0000 cannot be stored (PostgreSQL's ``jsonb`` and text reject it).
+NUL_MESSAGE = "Input should not contain NUL characters (\\u0000)"
 
-    default_error_messages = {"not_a_dict": "Input should be a JSON object"}
 
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        if not isinstance(data, dict):
-            self.fail("not_a_dict")
-        return data
+def nul_character_path(value: Any) -> list[str | int] | None:
+    """Where in a JSON value a string (or object key) holds U+0000, or ``None``."""
+    stack: list[tuple[list[str | int], Any]] = [([], value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return path
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if "\x00" in key:
+                    return [*path, key]
+                stack.append(([*path, key], child))
+        elif isinstance(node, list):
+            stack.extend(([*path, index], child) for index, child in enumerate(node))
+    return None
+
+
+#: The largest value of the integer columns the API writes (``pid``, ``map_index``): 32-bit.
+INTEGER_MAX = 2**31 - 1
 
 
 def name_field(**kwargs: Any) -> serializers.CharField:
@@ -207,6 +233,8 @@ def _string(
         errors.add(loc, "String should have at least 1 character", "string_too_short")
     elif len(value) > max_length:
         errors.add(loc, f"String should have at most {max_length} characters", "string_too_long")
+    elif "\x00" in value:
+        errors.add(loc, NUL_MESSAGE, "null_characters_not_allowed")
     elif not_blank and not value.strip():
         errors.add(loc, "String should not be only whitespace", "string_blank")
     return value
@@ -218,6 +246,9 @@ def _object(errors: _Errors, loc: tuple[Any, ...], item: Mapping[str, Any], key:
     value = item[key]
     if not isinstance(value, dict):
         errors.add((*loc, key), "Input should be a JSON object", "dict_type")
+        return {}
+    if nul_character_path(value) is not None:
+        errors.add((*loc, key), NUL_MESSAGE, "null_characters_not_allowed")
         return {}
     return value
 
@@ -374,21 +405,55 @@ class OutletEventsField(serializers.Field):
 OUTLET_TYPES = [t.value for t in OutletType]
 
 
-class AssetProfileSerializer(StrictSerializer):
-    """A declared outlet. ``asset_type`` (seed format) is an alias of ``type``."""
-
-    name = name_field(required=False, allow_null=True)
-    uri = name_field(required=False, allow_null=True)
-    type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
-    asset_type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
-
-
 _REQUIRED_BY_TYPE = {
     OutletType.ASSET: ("name", "uri"),
     OutletType.NAME_REF: ("name",),
     OutletType.URI_REF: ("uri",),
     OutletType.ALIAS: ("name",),
 }
+
+
+class AssetProfileSerializer(StrictSerializer):
+    """A declared outlet, validated into an :class:`OutletProfile`.
+
+    ``asset_type`` (seed format) is an alias of ``type``; a profile with neither takes the
+    payload's top-level ``asset_type`` (seed format). Checked per profile, so that a 422 names
+    a profile's missing fields together with every other bad field of the payload.
+    """
+
+    name = name_field(required=False, allow_null=True)
+    uri = name_field(required=False, allow_null=True)
+    type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
+    asset_type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> OutletProfile:  # type: ignore[override]
+        own, alias = attrs.get("type"), attrs.get("asset_type")
+        if own and alias and own != alias:
+            raise serializers.ValidationError(
+                {"asset_type": [ErrorDetail("Contradicts type", "value_error")]}
+            )
+        kind = own or alias or self._payload_asset_type()
+        if kind is None:
+            raise serializers.ValidationError({"type": [ErrorDetail("Field required", "missing")]})
+        kind = OutletType(kind)
+        missing = {
+            field_name: [ErrorDetail(f"Required for {kind.value}", "missing")]
+            for field_name in _REQUIRED_BY_TYPE[kind]
+            if not attrs.get(field_name)
+        }
+        if missing:
+            raise serializers.ValidationError(missing)
+        return OutletProfile(
+            type=kind,
+            name=attrs.get("name") if kind != OutletType.URI_REF else None,
+            uri=attrs.get("uri") if kind not in (OutletType.NAME_REF, OutletType.ALIAS) else None,
+        )
+
+    def _payload_asset_type(self) -> str | None:
+        """The top-level ``asset_type`` of the payload holding this profile, when valid."""
+        payload = getattr(self.root, "initial_data", None)
+        top_type = payload.get("asset_type") if isinstance(payload, Mapping) else None
+        return top_type if top_type in OUTLET_TYPES else None
 
 
 class BasePayloadSerializer(StrictSerializer):
@@ -405,7 +470,9 @@ class TISuccessStatePayloadSerializer(BasePayloadSerializer):
 
     state = serializers.ChoiceField(choices=[TaskInstanceState.SUCCESS.value])
     end_date = AwareDateTimeField()
-    task_outlets = AssetProfileSerializer(many=True, required=False, allow_null=True)
+    task_outlets = serializers.ListField(
+        child=AssetProfileSerializer(), required=False, allow_null=True
+    )
     outlet_events = OutletEventsField(required=False, allow_null=True)
     rendered_map_index = serializers.CharField(
         max_length=250, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
@@ -413,39 +480,11 @@ class TISuccessStatePayloadSerializer(BasePayloadSerializer):
     asset_type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        top_type = attrs.get("asset_type")
-        errors = _Errors()
-        profiles: list[OutletProfile] = []
-        for index, raw in enumerate(attrs.get("task_outlets") or []):
-            own, alias = raw.get("type"), raw.get("asset_type")
-            if own and alias and own != alias:
-                errors.add(("task_outlets", index, "asset_type"), "Contradicts type", "value_error")
-                continue
-            kind = own or alias or top_type
-            if kind is None:
-                errors.add(("task_outlets", index, "type"), "Field required", "missing")
-                continue
-            kind = OutletType(kind)
-            missing = [f for f in _REQUIRED_BY_TYPE[kind] if not raw.get(f)]
-            for field_name in missing:
-                errors.add(
-                    ("task_outlets", index, field_name), f"Required for {kind.value}", "missing"
-                )
-            if missing:
-                continue
-            profiles.append(
-                OutletProfile(
-                    type=kind,
-                    name=raw.get("name") if kind != OutletType.URI_REF else None,
-                    uri=raw.get("uri")
-                    if kind not in (OutletType.NAME_REF, OutletType.ALIAS)
-                    else None,
-                )
-            )
-        if errors:
-            raise serializers.ValidationError(errors.tree)
+        profiles: list[OutletProfile] = list(attrs.get("task_outlets") or [])
         events = attrs.get("outlet_events") or []
-        if top_type is not None:  # seed format: aliases named in alias events are declared
+        if (
+            attrs.get("asset_type") is not None
+        ):  # seed format: aliases named in alias events are declared
             declared = {p.name for p in profiles if p.type == OutletType.ALIAS}
             for event in events:
                 if isinstance(event, AliasOutletEvent) and event.source_alias_name not in declared:
@@ -463,7 +502,7 @@ class TISuccessStatePayloadSerializer(BasePayloadSerializer):
             end_date=data["end_date"],
             task_outlets=tuple(data["profiles"]),
             outlet_events=tuple(data["outlet_events"]),
-            rendered_map_index=data.get("rendered_map_index"),
+            rendered_map_index=data.get("rendered_map_index", KEEP),
         )
 
 
@@ -481,7 +520,7 @@ class TITerminalStatePayloadSerializer(BasePayloadSerializer):
         return TerminalPayload(
             state=TaskInstanceState(data["state"]),
             end_date=data["end_date"],
-            rendered_map_index=data.get("rendered_map_index"),
+            rendered_map_index=data.get("rendered_map_index", KEEP),
         )
 
 
@@ -502,7 +541,7 @@ class TIRetryStatePayloadSerializer(BasePayloadSerializer):
         data = self.validated_data
         return RetryPayload(
             end_date=data["end_date"],
-            rendered_map_index=data.get("rendered_map_index"),
+            rendered_map_index=data.get("rendered_map_index", KEEP),
             retry_delay_seconds=data.get("retry_delay_seconds"),
             retry_reason=data.get("retry_reason"),
         )
@@ -521,11 +560,16 @@ class TIRescheduleStatePayloadSerializer(BasePayloadSerializer):
 
 
 class JSONObjectOrStringField(serializers.JSONField):
-    default_error_messages = {"invalid_kind": "Input should be a JSON object, a string or null"}
+    default_error_messages = {
+        "invalid_kind": "Input should be a JSON object, a string or null",
+        "null_characters_not_allowed": NUL_MESSAGE,
+    }
 
     def to_internal_value(self, data: Any) -> Any:
         if data is not None and not isinstance(data, dict | str):
             self.fail("invalid_kind")
+        if nul_character_path(data) is not None:
+            self.fail("null_characters_not_allowed")
         return data
 
 
@@ -543,6 +587,14 @@ class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
         max_length=250, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
     )
 
+    def validate_trigger_timeout(self, value: timedelta | None) -> timedelta | None:
+        try:
+            if value is not None:
+                timezone.now() + value  # the service stores now + timeout
+        except OverflowError as exc:
+            raise serializers.ValidationError("Timeout is out of range", "value_error") from exc
+        return value
+
     def payload(self) -> DeferredPayload:
         data = self.validated_data
         return DeferredPayload(
@@ -551,7 +603,7 @@ class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
             trigger_kwargs=data.get("trigger_kwargs"),
             trigger_timeout=data.get("trigger_timeout"),
             next_kwargs=data.get("next_kwargs"),
-            rendered_map_index=data.get("rendered_map_index"),
+            rendered_map_index=data.get("rendered_map_index", KEEP),
             queue=data.get("queue"),
         )
 
@@ -573,7 +625,7 @@ class TIEnterRunningPayloadSerializer(StrictSerializer):
     state = serializers.ChoiceField(choices=[TaskInstanceState.RUNNING.value])
     hostname = serializers.CharField(max_length=1000)
     unixname = serializers.CharField(max_length=1000)
-    pid = serializers.IntegerField()
+    pid = serializers.IntegerField(min_value=0, max_value=INTEGER_MAX)
     start_date = AwareDateTimeField()
 
     def run_start(self) -> RunStart:
@@ -620,8 +672,19 @@ class AssetEventsByAliasQuerySerializer(AssetEventsQuerySerializer):
     name = name_field()
 
 
+class XComPathSerializer(serializers.Serializer):
+    """The path parameters of the XCom routes, within the ``xcom`` columns."""
+
+    dag_id = serializers.CharField(max_length=ID_LENGTH)
+    run_id = serializers.CharField(max_length=ID_LENGTH)
+    task_id = serializers.CharField(max_length=ID_LENGTH)
+    key = serializers.CharField(max_length=XCom._meta.get_field("key").max_length)
+
+
 class XComQuerySerializer(serializers.Serializer):
-    map_index = serializers.IntegerField(required=False, default=-1)
+    map_index = serializers.IntegerField(
+        required=False, default=-1, min_value=-1, max_value=INTEGER_MAX
+    )
     include_prior_dates = serializers.BooleanField(required=False, default=False)
     dag_result = serializers.BooleanField(required=False, default=False)
     mapped_length = serializers.IntegerField(required=False, allow_null=True, min_value=0)

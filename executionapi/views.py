@@ -91,6 +91,16 @@ def _validated(serializer_class: type, data: Any, *, location: str = "body", **k
     return serializer
 
 
+def _storable_json(value: Any) -> Any:
+    """A JSON body to store as is: 422 if it holds U+0000, which the database cannot store."""
+    path = s.nul_character_path(value)
+    if path is not None:
+        raise RequestValidationError(
+            [{"loc": ["body", *path], "msg": s.NUL_MESSAGE, "type": "null_characters_not_allowed"}]
+        )
+    return value
+
+
 class ExecutionAPIView(APIView):
     """Base: bearer-JWT auth, JSON only, SPEC error shapes, token refresh, version logging."""
 
@@ -194,7 +204,9 @@ class TaskInstanceRunView(ExecutionAPIView):
     def patch(self, request: Request, task_instance_id: uuid.UUID) -> Response:
         run = _validated(s.TIEnterRunningPayloadSerializer, request.data).run_start()
         result = ti_services.task_instance_run_start(task_instance_id=task_instance_id, run=run)
-        context = selectors.run_context(task_instance=result.task_instance)
+        context = selectors.run_context(
+            task_instance=result.task_instance, should_retry=result.should_retry
+        )
         return Response(s.TIRunContextSerializer(context).data)
 
 
@@ -228,7 +240,7 @@ class TaskInstanceRenderedFieldsView(ExecutionAPIView):
                 [{"loc": ["body"], "msg": "Input should be a JSON object", "type": "dict_type"}]
             )
         ti_services.task_instance_rendered_fields_set(
-            task_instance_id=task_instance_id, rendered_fields=dict(request.data)
+            task_instance_id=task_instance_id, rendered_fields=_storable_json(dict(request.data))
         )
         return Response(
             {"message": "Rendered task instance fields successfully set"},
@@ -375,6 +387,8 @@ XCOM_PARAMETERS = [
 
 class XComView(ExecutionAPIView):
     def _query(self, request: Request) -> dict[str, Any]:
+        """The query parameters, once the path parameters are known to fit their columns."""
+        _validated(s.XComPathSerializer, self.kwargs, location="path")
         return _validated(
             s.XComQuerySerializer, request.query_params, location="query"
         ).validated_data
@@ -412,7 +426,7 @@ class XComView(ExecutionAPIView):
             run_id=run_id,
             task_id=task_id,
             key=key,
-            value=request.data,
+            value=_storable_json(request.data),
             map_index=query["map_index"],
         )
         return Response({"message": "XCom successfully set"}, status=status.HTTP_201_CREATED)

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any
 
 from django.db import transaction
@@ -43,12 +43,21 @@ STARTABLE_STATES = frozenset({TaskInstanceState.QUEUED, TaskInstanceState.RESTAR
 # --- typed payloads ---------------------------------------------------------------------
 
 
+class _Keep(Enum):
+    KEEP = "keep"
+
+
+#: The value of an optional payload field the request did not send: the stored value stays
+#: (Airflow writes only the fields a state payload sets). An explicit ``null`` clears it.
+KEEP = _Keep.KEEP
+
+
 @dataclass(frozen=True)
 class SuccessPayload:
     end_date: datetime
     task_outlets: Sequence[OutletProfile] = ()
     outlet_events: Sequence[AssetOutletEvent | AliasOutletEvent] = ()
-    rendered_map_index: str | None = None
+    rendered_map_index: str | _Keep | None = KEEP
     state: TaskInstanceState = TaskInstanceState.SUCCESS
 
 
@@ -58,13 +67,13 @@ class TerminalPayload:
 
     state: TaskInstanceState
     end_date: datetime
-    rendered_map_index: str | None = None
+    rendered_map_index: str | _Keep | None = KEEP
 
 
 @dataclass(frozen=True)
 class RetryPayload:
     end_date: datetime
-    rendered_map_index: str | None = None
+    rendered_map_index: str | _Keep | None = KEEP
     retry_delay_seconds: float | None = None
     retry_reason: str | None = None
     state: TaskInstanceState = TaskInstanceState.UP_FOR_RETRY
@@ -84,7 +93,7 @@ class DeferredPayload:
     trigger_kwargs: dict[str, Any] | str | None = None
     trigger_timeout: timedelta | None = None
     next_kwargs: dict[str, Any] | None = None
-    rendered_map_index: str | None = None
+    rendered_map_index: str | _Keep | None = KEEP
     queue: str | None = None
     state: TaskInstanceState = TaskInstanceState.DEFERRED
 
@@ -109,6 +118,15 @@ class RunStart:
 class RunStartResult:
     task_instance: TaskInstance
     started: bool  # False for an identical repeat of /run by the process already running it
+    previous_state: str | None  # the state the TI was in when /run arrived
+
+    @property
+    def should_retry(self) -> bool:
+        """Whether a failure of this try becomes ``up_for_retry`` (Airflow's rule)."""
+        if self.previous_state == TaskInstanceState.RESTARTING:
+            return True  # cleared while running: always eligible for a retry
+        ti = self.task_instance
+        return ti.max_tries != 0 and ti.try_number <= ti.max_tries
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -131,6 +149,16 @@ def _duration(task_instance: TaskInstance, end_date: datetime) -> float | None:
     if task_instance.start_date is None:
         return None
     return (end_date - task_instance.start_date).total_seconds()
+
+
+def _apply_rendered_map_index(
+    task_instance: TaskInstance, payload: SuccessPayload | TerminalPayload | DeferredPayload
+) -> list[str]:
+    """Store the payload's rendered_map_index unless the request left it out."""
+    if payload.rendered_map_index is KEEP:
+        return []
+    task_instance.rendered_map_index = payload.rendered_map_index
+    return ["rendered_map_index"]
 
 
 # --- services -----------------------------------------------------------------------------
@@ -180,10 +208,16 @@ def _apply_success(task_instance: TaskInstance, payload: SuccessPayload) -> list
     task_instance.state = TaskInstanceState.SUCCESS
     task_instance.end_date = payload.end_date
     task_instance.duration = _duration(task_instance, payload.end_date)
-    task_instance.rendered_map_index = payload.rendered_map_index
     task_instance.next_method = None
     task_instance.next_kwargs = None
-    return ["state", "end_date", "duration", "rendered_map_index", "next_method", "next_kwargs"]
+    return [
+        "state",
+        "end_date",
+        "duration",
+        "next_method",
+        "next_kwargs",
+        *_apply_rendered_map_index(task_instance, payload),
+    ]
 
 
 def _apply_terminal(
@@ -192,8 +226,7 @@ def _apply_terminal(
     task_instance.state = payload.state
     task_instance.end_date = payload.end_date
     task_instance.duration = _duration(task_instance, payload.end_date)
-    task_instance.rendered_map_index = payload.rendered_map_index
-    return ["state", "end_date", "duration", "rendered_map_index"]
+    return ["state", "end_date", "duration", *_apply_rendered_map_index(task_instance, payload)]
 
 
 def _apply_retry(task_instance: TaskInstance, payload: RetryPayload) -> list[str]:
@@ -225,7 +258,6 @@ def _apply_deferred(task_instance: TaskInstance, payload: DeferredPayload) -> li
     )
     task_instance.next_method = payload.next_method
     task_instance.next_kwargs = payload.next_kwargs
-    task_instance.rendered_map_index = payload.rendered_map_index
     return [
         "state",
         "trigger_classpath",
@@ -233,7 +265,7 @@ def _apply_deferred(task_instance: TaskInstance, payload: DeferredPayload) -> li
         "trigger_timeout",
         "next_method",
         "next_kwargs",
-        "rendered_map_index",
+        *_apply_rendered_map_index(task_instance, payload),
     ]
 
 
@@ -259,12 +291,15 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
             task_instance.unixname,
             task_instance.pid,
         ) == (run.hostname, run.unixname, run.pid):
-            return RunStartResult(task_instance=task_instance, started=False)
+            return RunStartResult(
+                task_instance=task_instance, started=False, previous_state=task_instance.state
+            )
         if task_instance.state not in STARTABLE_STATES:
             raise TaskInstanceInvalidStateError(
                 "TI was not in a state where it could be marked as running",
                 previous_state=task_instance.state,
             )
+        previous_state = task_instance.state
         task_instance.state = TaskInstanceState.RUNNING
         task_instance.hostname = run.hostname
         task_instance.unixname = run.unixname
@@ -287,7 +322,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
             ]
         )
     logger.info("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
-    return RunStartResult(task_instance=task_instance, started=True)
+    return RunStartResult(task_instance=task_instance, started=True, previous_state=previous_state)
 
 
 def task_instance_heartbeat(

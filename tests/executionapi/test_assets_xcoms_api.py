@@ -201,6 +201,36 @@ def test_xcom_for_unknown_run_is_404(client):
     assert response.status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("path", "loc"),
+    [
+        pytest.param("{dag}/{run}/{task}/" + "k" * 513, ["path", "key"], id="key-too-long"),
+        pytest.param("{dag}/{run}/" + "t" * 251 + "/k", ["path", "task_id"], id="task-too-long"),
+        pytest.param("{dag}/{run}/{task}/k?map_index=2147483648", ["query", "map_index"], id="map"),
+        pytest.param("{dag}/{run}/{task}/k?map_index=-2", ["query", "map_index"], id="map-neg"),
+    ],
+)
+def test_xcom_set_with_values_beyond_the_columns_is_422(make_ti, path, loc):
+    ti = make_ti()
+    url = "/execution/xcoms/" + path.format(dag=ti.dag_id, run=ti.run_id, task=ti.task_id)
+
+    response = client_for(ti).post(url, 1, format="json")
+
+    assert response.status_code == 422, response.content
+    assert loc in [error["loc"] for error in response.json()["detail"]]
+    assert not XCom.objects.exists()
+
+
+def test_xcom_value_with_a_nul_character_is_422(make_ti):
+    ti = make_ti()
+    url = f"/execution/xcoms/{ti.dag_id}/{ti.run_id}/{ti.task_id}/k"
+
+    response = client_for(ti).post(url, {"v": "\x00"}, format="json")
+
+    assert response.status_code == 422, response.content
+    assert not XCom.objects.exists()
+
+
 # --- schema, docs, catch-all ------------------------------------------------------------------
 
 

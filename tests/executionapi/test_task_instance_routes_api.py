@@ -90,12 +90,32 @@ def test_run_unknown_ti_is_404(runner):
         pytest.param({**RUN_BODY, "state": "queued"}, id="state"),
         pytest.param({**RUN_BODY, "extra": 1}, id="unknown-key"),
         pytest.param({"state": "running"}, id="missing"),
+        pytest.param({**RUN_BODY, "pid": 2**31}, id="pid-beyond-the-column"),
+        pytest.param({**RUN_BODY, "pid": -1}, id="pid-negative"),
     ],
 )
 def test_run_invalid_body_is_422(make_ti, body):
     ti = make_ti(state="queued")
 
     assert _run(ti, body).status_code == 422
+
+
+def test_run_from_restarting_should_retry_even_without_retries_left(make_ti):
+    # a TI cleared while running (restarting) is always eligible for a retry, as in Airflow
+    ti = make_ti(state="restarting", max_tries=0)
+
+    response = _run(ti)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["should_retry"] is True
+
+
+def test_run_from_queued_without_retries_should_not_retry(make_ti):
+    ti = make_ti(state="queued", max_tries=0, try_number=0)
+
+    response = _run(ti)
+
+    assert response.json()["should_retry"] is False
 
 
 def test_run_context_lists_consumed_asset_events(make_ti):
@@ -205,6 +225,18 @@ def test_rtif_must_be_an_object(make_ti):
     response = client_for(ti).put(f"/execution/task-instances/{ti.pk}/rtif", [1], format="json")
 
     assert response.status_code == 422
+
+
+def test_rtif_with_a_nul_character_is_422_not_a_database_error(make_ti):
+    # PostgreSQL's jsonb cannot store U+0000
+    ti = make_ti()
+
+    response = client_for(ti).put(
+        f"/execution/task-instances/{ti.pk}/rtif", {"cmd": "a\x00b"}, format="json"
+    )
+
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"][0]["loc"] == ["body", "cmd"]
 
 
 def test_validate_inlets_and_outlets_lists_inactive_declared_assets(declare, make_ti):

@@ -421,6 +421,31 @@ ALIAS_EVENT = {
 
 
 @pytest.mark.parametrize(
+    "body", [_success(), wire_sample("failed_state")], ids=["success", "failed"]
+)
+def test_omitted_rendered_map_index_keeps_the_stored_one(make_ti, body):
+    # given a TI whose rendered_map_index was stored earlier (e.g. before a deferral)
+    ti = make_ti(rendered_map_index="region=eu")
+    body = {key: value for key, value in body.items() if key != "rendered_map_index"}
+
+    response = client_for(ti).patch(state_url(ti), body, format="json")
+
+    assert response.status_code == 204, response.content
+    ti.refresh_from_db()
+    assert ti.rendered_map_index == "region=eu"
+
+
+def test_explicit_null_rendered_map_index_clears_the_stored_one(make_ti):
+    ti = make_ti(rendered_map_index="region=eu")
+
+    response = client_for(ti).patch(state_url(ti), _success(rendered_map_index=None), format="json")
+
+    assert response.status_code == 204, response.content
+    ti.refresh_from_db()
+    assert ti.rendered_map_index is None
+
+
+@pytest.mark.parametrize(
     ("body", "loc"),
     [
         pytest.param({"state": "running"}, ["body", "state"], id="state-running"),
@@ -498,6 +523,32 @@ ALIAS_EVENT = {
             id="dest-key-missing-uri",
         ),
         pytest.param([1, 2], ["body", "state"], id="body-not-object"),
+        pytest.param(_success(task_outlets=[None]), ["body", "task_outlets", 0], id="profile-null"),
+        pytest.param(
+            _success(end_date="9999-12-31T23:59:59-05:00"),
+            ["body", "end_date"],
+            id="datetime-beyond-year-9999-in-utc",
+        ),
+        pytest.param(
+            _success(outlet_events=[{**ALIAS_EVENT, "source_alias_name": "al\x00"}]),
+            ["body", "outlet_events", 0, "source_alias_name"],
+            id="nul-in-alias-name",
+        ),
+        pytest.param(
+            _success(outlet_events=[{**ASSET_EVENT, "extra": {"k": ["v\x00"]}}]),
+            ["body", "outlet_events", 0, "extra"],
+            id="nul-in-extra",
+        ),
+        pytest.param(
+            {
+                "state": "deferred",
+                "classpath": "airflow.triggers.temporal.DateTimeTrigger",
+                "trigger_timeout": "999999999 00:00:00",
+                "next_method": "execute_complete",
+            },
+            ["body", "trigger_timeout"],
+            id="trigger-timeout-out-of-range",
+        ),
     ],
 )
 def test_invalid_payload_is_422(make_ti, body, loc):
@@ -529,6 +580,7 @@ def test_422_names_every_bad_field(make_ti):
     locs = [error["loc"] for error in response.json()["detail"]]
     assert ["body", "end_date"] in locs
     assert ["body", "extra_key"] in locs
+    assert ["body", "task_outlets", 0, "uri"] in locs
     assert ["body", "outlet_events", 0, "extra"] in locs
     assert ["body", "outlet_events", 1, "partition_key"] in locs
 
