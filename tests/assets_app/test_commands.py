@@ -300,6 +300,13 @@ def test_asset_events_filters(events, args, expected):
     assert [json.loads(line)["id"] for line in out.splitlines()] == [events[i].pk for i in expected]
 
 
+@pytest.mark.parametrize("json_lines", [False, True], ids=["table", "json"])
+def test_asset_events_loads_only_what_it_prints(events, django_assert_num_queries, json_lines):
+    # when / then: the events with their asset, then the table's aliases or the items' runs
+    with django_assert_num_queries(2):
+        run("asset_events", *(["--json"] if json_lines else []))
+
+
 def test_asset_events_of_a_deleted_asset_still_list(events):
     # given
     first = events[0]

@@ -58,11 +58,13 @@ class Command(BaseCommand):
             alias=options["alias"],
             dag_id=options["dag"],
             ascending=False,
-        ).prefetch_related("source_aliases")[:limit]
+        )
         if options["json"]:
-            for event in events:
+            for event in events[:limit]:
                 self.stdout.write(json.dumps(asset_event_item(event)))
             return
+        # the table shows the source aliases, not the created DAG runs the query prefetches
+        events = events.prefetch_related(None).prefetch_related("source_aliases")[:limit]
         rows = [
             (
                 str(event.pk),
