@@ -111,12 +111,13 @@ class ConditionReferences:
     uri_refs: frozenset[str] = frozenset()
 
 
-def condition_references(condition: Condition) -> ConditionReferences:
+def condition_references(*conditions: Condition) -> ConditionReferences:
+    """Everything the given conditions mention, together (one bulk lookup for many DAGs)."""
     asset_keys: set[tuple[str, str]] = set()
     alias_names: set[str] = set()
     name_refs: set[str] = set()
     uri_refs: set[str] = set()
-    stack: list[Condition] = [condition]
+    stack: list[Condition] = list(conditions)
     while stack:
         node = stack.pop()
         if isinstance(node, AllOf | AnyOf):

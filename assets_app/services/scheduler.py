@@ -66,7 +66,6 @@ import enum
 import logging
 import secrets
 import string
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -214,33 +213,13 @@ def _ready_dag_ids(*, result: SchedulerPassResult) -> list[str]:
         except InvalidAssetExpression as exc:
             logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
             result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.INVALID))
-    resolution = _condition_resolve(
-        _references_union(condition_references(c) for c in conditions.values())
-    )
+    resolution = _condition_resolve(condition_references(*conditions.values()))
     for dag_id, condition in conditions.items():
         if condition_is_met(condition, resolution=resolution, ready_asset_ids=queued[dag_id]):
             ready.append(dag_id)
         else:
             result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY))
     return sorted(ready, key=lambda dag_id: (first_queued[dag_id], dag_id))
-
-
-def _references_union(parts: Iterable[ConditionReferences]) -> ConditionReferences:
-    asset_keys: set[tuple[str, str]] = set()
-    alias_names: set[str] = set()
-    name_refs: set[str] = set()
-    uri_refs: set[str] = set()
-    for part in parts:
-        asset_keys |= part.asset_keys
-        alias_names |= part.alias_names
-        name_refs |= part.name_refs
-        uri_refs |= part.uri_refs
-    return ConditionReferences(
-        asset_keys=frozenset(asset_keys),
-        alias_names=frozenset(alias_names),
-        name_refs=frozenset(name_refs),
-        uri_refs=frozenset(uri_refs),
-    )
 
 
 def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:

@@ -114,3 +114,19 @@ def test_condition_is_met(expression, ready, expected):
 
 def test_resolution_lists_every_asset_it_knows():
     assert RESOLUTION.all_asset_ids() == {1, 2, 3}
+
+
+def test_references_of_several_conditions_are_their_union():
+    # given: two DAGs' conditions sharing an asset
+    first = condition_parse({"all": [A, {"alias": {"name": "x"}}]})
+    second = condition_parse({"any": [A, B, {"asset_ref": {"uri": "u://v"}}]})
+
+    # when
+    references = condition_references(first, second)
+
+    # then
+    assert references == ConditionReferences(
+        asset_keys=frozenset({("a", "s3://b/a"), ("b", "s3://b/b")}),
+        alias_names=frozenset({"x"}),
+        uri_refs=frozenset({"u://v"}),
+    )
