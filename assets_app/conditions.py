@@ -163,9 +163,14 @@ class Resolution:
             found = self.uri_ref_ids.get(leaf.uri)
         return () if found is None else (found,)
 
-    def all_asset_ids(self) -> set[int]:
+    def direct_asset_ids(self) -> set[int]:
+        """The assets named by an asset leaf or a ref (not through an alias)."""
         ids = set(self.asset_ids.values()) | set(self.name_ref_ids.values())
-        ids |= set(self.uri_ref_ids.values())
+        return ids | set(self.uri_ref_ids.values())
+
+    def all_asset_ids(self) -> set[int]:
+        """The direct assets and every asset an alias resolves to."""
+        ids = self.direct_asset_ids()
         for alias_ids in self.alias_asset_ids.values():
             ids |= set(alias_ids)
         return ids

@@ -66,6 +66,7 @@ import enum
 import logging
 import secrets
 import string
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -265,7 +266,9 @@ def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
             return DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY)
 
         now = timezone.now()
-        event_ids = _unconsumed_event_ids(dag_id=dag_id, condition=condition, resolution=resolution)
+        event_ids = _unconsumed_event_ids(
+            dag_id=dag_id, alias_names=references.alias_names, resolution=resolution
+        )
         if not event_ids:
             AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
             return DagOutcome(dag_id=dag_id, outcome=Outcome.NOTHING_TO_CONSUME)
@@ -358,34 +361,26 @@ def _condition_resolve(references: ConditionReferences) -> Resolution:
 
 
 def _unconsumed_event_ids(
-    *, dag_id: str, condition: Condition, resolution: Resolution
+    *, dag_id: str, alias_names: Collection[str], resolution: Resolution
 ) -> list[int]:
     """Ids of the events the new run consumes, oldest first (one query, plus one for the bound).
 
     Events on assets the condition names directly or by ref, and events emitted through one of
-    its aliases; not partitioned; not consumed by an earlier run of this DAG.
+    its aliases (``alias_names``); not partitioned; not consumed by an earlier run of this DAG.
     """
-    references = condition_references(condition)
-    direct_ids = (
-        set(resolution.asset_ids.values())
-        | set(resolution.name_ref_ids.values())
-        | set(resolution.uri_ref_ids.values())
-    )
-    alias_target_ids: set[int] = set()
-    for ids in resolution.alias_asset_ids.values():
-        alias_target_ids |= set(ids)
-    if not direct_ids and not alias_target_ids:
+    resolved_ids = resolution.all_asset_ids()
+    if not resolved_ids:
         return []
-    wanted = Q(asset_id__in=direct_ids)
-    if alias_target_ids:
+    wanted = Q(asset_id__in=resolution.direct_asset_ids())
+    if any(resolution.alias_asset_ids.values()):
         wanted |= Exists(
             AssetAliasAssetEvent.objects.filter(
-                event_id=OuterRef("pk"), alias__name__in=references.alias_names
+                event_id=OuterRef("pk"), alias__name__in=alias_names
             )
         )
     events = AssetEvent.objects.filter(
         wanted,
-        asset_id__in=direct_ids | alias_target_ids,
+        asset_id__in=resolved_ids,
         partition_key__isnull=True,
     ).exclude(
         Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_run__dag_id=dag_id))

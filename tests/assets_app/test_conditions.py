@@ -116,6 +116,18 @@ def test_resolution_lists_every_asset_it_knows():
     assert RESOLUTION.all_asset_ids() == {1, 2, 3}
 
 
+def test_resolution_tells_direct_assets_from_alias_targets():
+    resolution = Resolution(
+        asset_ids={("a", "s3://b/a"): 1},
+        alias_asset_ids={"al": {1, 4}},
+        name_ref_ids={"b": 2},
+        uri_ref_ids={"s3://b/c": 3},
+    )
+
+    assert resolution.direct_asset_ids() == {1, 2, 3}
+    assert resolution.all_asset_ids() == {1, 2, 3, 4}
+
+
 def test_references_of_several_conditions_are_their_union():
     # given: two DAGs' conditions sharing an asset
     first = condition_parse({"all": [A, {"alias": {"name": "x"}}]})
