@@ -41,7 +41,6 @@ from assets_app.models import (  # noqa: E402
     AssetActive,
     AssetAlias,
     Dag,
-    DagRun,
     DagScheduleAssetAliasReference,
     DagScheduleAssetReference,
     TaskInstance,
@@ -54,6 +53,7 @@ from assets_app.outlets import (  # noqa: E402
     OutletProfile,
     OutletType,
 )
+from assets_app.services.dag_runs import task_instance_create  # noqa: E402
 from assets_app.services.registration import asset_changes_register  # noqa: E402
 
 
@@ -68,21 +68,14 @@ class StatementCounter:
         return execute(sql, params, many, context)
 
 
-def new_task_instance(tag: str) -> TaskInstance:
-    dag, _ = Dag.objects.get_or_create(dag_id="bench_producer")
-    run = DagRun.objects.create(dag=dag, run_id=f"bench__{tag}")
-    return TaskInstance.objects.create(
-        dag_run=run,
-        dag_id=dag.dag_id,
-        run_id=run.run_id,
-        task_id="produce",
-        state=TaskInstanceState.RUNNING,
-    )
-
-
 def timed_call(tag: str, outlets: list[OutletProfile], events: list) -> tuple[float, int, int]:
     """(seconds, statements, events created) of one locked, committed registration."""
-    ti = new_task_instance(tag)
+    ti = task_instance_create(
+        dag_id="bench_producer",
+        task_id="produce",
+        run_id=f"bench__{tag}",
+        state=TaskInstanceState.RUNNING,
+    ).task_instance
     counter = StatementCounter()
     with transaction.atomic():
         locked = TaskInstance.objects.select_for_update().get(pk=ti.pk)
