@@ -119,6 +119,13 @@ def ti() -> TaskInstance:
 
 # --- declared assets and refs ---------------------------------------------------------------
 
+# the three ways of declaring the active asset ("asset_one", "s3://bucket/one")
+ASSET_ONE_DECLARATIONS = [
+    pytest.param(asset_outlet("asset_one", "s3://bucket/one"), id="asset"),
+    pytest.param(name_ref("asset_one"), id="name-ref"),
+    pytest.param(uri_ref("s3://bucket/one"), id="uri-ref"),
+]
+
 
 def test_declared_asset_without_events_gets_one_event_with_empty_extra(ti):
     # given
@@ -145,14 +152,7 @@ def test_declared_asset_without_events_gets_one_event_with_empty_extra(ti):
     assert event.source_aliases.count() == 0
 
 
-@pytest.mark.parametrize(
-    "outlet",
-    [
-        pytest.param(asset_outlet("asset_one", "s3://bucket/one"), id="asset"),
-        pytest.param(name_ref("asset_one"), id="name-ref"),
-        pytest.param(uri_ref("s3://bucket/one"), id="uri-ref"),
-    ],
-)
+@pytest.mark.parametrize("outlet", ASSET_ONE_DECLARATIONS)
 def test_declared_outlet_without_events(ti, outlet):
     active_asset("asset_one", "s3://bucket/one")
 
@@ -161,14 +161,7 @@ def test_declared_outlet_without_events(ti, outlet):
     assert event_rows() == [("asset_one", {}, None)]
 
 
-@pytest.mark.parametrize(
-    "outlet",
-    [
-        pytest.param(asset_outlet("asset_one", "s3://bucket/one"), id="asset"),
-        pytest.param(name_ref("asset_one"), id="name-ref"),
-        pytest.param(uri_ref("s3://bucket/one"), id="uri-ref"),
-    ],
-)
+@pytest.mark.parametrize("outlet", ASSET_ONE_DECLARATIONS)
 def test_declared_outlet_takes_its_events_extra_and_ignores_undeclared_assets(ti, outlet):
     # given: an event for the declared asset and one for an undeclared (but active) asset
     active_asset("asset_one", "s3://bucket/one")
