@@ -199,8 +199,6 @@ class Client:
         }
         return self._json("PATCH", f"/task-instances/{ti_id}/run", body).json()
 
-    run = start
-
     def heartbeat(self, ti_id: str, *, pid: int, host: str | None = None) -> None:
         """``PUT /task-instances/{id}/heartbeat``."""
         body = {"hostname": host or hostname(), "pid": pid}

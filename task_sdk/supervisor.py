@@ -66,10 +66,6 @@ class ExecutionClient(Protocol):
     def set_rtif(self, ti_id: str, fields: dict[str, Any]) -> None: ...
 
 
-class TaskStartError(Exception):
-    """The server refused to start the task instance (``/run`` failed)."""
-
-
 @dataclass
 class TaskResult:
     """Outcome of one supervised run."""
@@ -135,7 +131,6 @@ class Supervisor:
         self.ti_context: dict[str, Any] = {}
         self.final_state: str | None = None  # state the server accepted
         self._unsent_final: dict[str, Any] | None = None  # final message whose call failed
-        self._final_error: str | None = None
         self._stop_reason: str | None = None
         self._pumps: list[threading.Thread] = []
         self._process: subprocess.Popen | None = None
@@ -250,7 +245,6 @@ class Supervisor:
         except (ServerResponseError, httpx.HTTPError) as exc:
             logger.warning("reporting %s failed, will resend once: %s", message["type"], exc)
             self._unsent_final = message
-            self._final_error = str(exc)
             return {"type": "ErrorResponse", "error": type(exc).__name__, "detail": str(exc)}
         return {"type": "OK"}
 
