@@ -59,7 +59,7 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
-from task_sdk.definitions import DEFAULT_GROUP, normalize_uri
+from task_sdk.definitions import DEFAULT_GROUP, AssetNameRef, AssetUriRef, normalize_uri
 from task_sdk.definitions import Asset as SdkAsset
 from task_sdk.definitions import AssetAlias as SdkAssetAlias
 
@@ -100,17 +100,8 @@ class AliasDecl:
     group: str | None = None
 
 
-@dataclass(frozen=True)
-class NameRefDecl:
-    name: str
-
-
-@dataclass(frozen=True)
-class UriRefDecl:
-    uri: str
-
-
-Leaf = AssetDecl | AliasDecl | NameRefDecl | UriRefDecl
+#: References are the task SDK's own (``Asset.ref``); a uri reference is stored normalized.
+Leaf = AssetDecl | AliasDecl | AssetNameRef | AssetUriRef
 
 
 @dataclass(frozen=True)
@@ -234,16 +225,15 @@ def _parse_alias(value: Any, where: str) -> AliasDecl:
     return AliasDecl(name=alias.name, group=alias.group if "group" in spec else None)
 
 
-def _parse_ref(value: Any, where: str) -> NameRefDecl | UriRefDecl:
+def _parse_ref(value: Any, where: str) -> AssetNameRef | AssetUriRef:
     spec = _check_keys(value, where, allowed={"name", "uri"}, required=set())
     if len(spec) != 1:
         raise ManifestError(f"{where}: an asset_ref takes exactly one of name or uri")
     try:
-        if "name" in spec:
-            ref = SdkAsset.ref(name=spec["name"])
-            return NameRefDecl(name=ref.name)
-        ref = SdkAsset.ref(uri=spec["uri"])
-        return UriRefDecl(uri=normalize_uri(ref.uri))
+        ref = SdkAsset.ref(**spec)
+        if isinstance(ref, AssetUriRef):
+            return AssetUriRef(normalize_uri(ref.uri))
+        return ref
     except (TypeError, ValueError) as exc:
         raise ManifestError(f"{where}: {exc}") from exc
 
@@ -265,7 +255,7 @@ def _leaf_expression(leaf: Leaf) -> dict[str, Any]:
         return {"asset": {"name": leaf.name, "uri": leaf.uri}}
     if isinstance(leaf, AliasDecl):
         return {"alias": {"name": leaf.name}}
-    if isinstance(leaf, NameRefDecl):
+    if isinstance(leaf, AssetNameRef):
         return {"asset_ref": {"name": leaf.name}}
     return {"asset_ref": {"uri": leaf.uri}}
 
@@ -604,7 +594,7 @@ def dags_declare(*, manifest: Manifest, fileloc: str) -> DeclareResult:
                 schedule_assets.add((decl.dag_id, asset_ids[leaf.key]))
             elif isinstance(leaf, AliasDecl):
                 schedule_aliases.add((decl.dag_id, alias_ids[leaf.name]))
-            elif isinstance(leaf, NameRefDecl):
+            elif isinstance(leaf, AssetNameRef):
                 name_refs.add((decl.dag_id, leaf.name))
             else:
                 uri_refs.add((decl.dag_id, leaf.uri))
