@@ -80,6 +80,7 @@ from assets_app.outlets import (
     AliasOutletEvent,
     AssetKey,
     AssetOutletEvent,
+    OutletEvent,
     OutletProfile,
     OutletType,
 )
@@ -239,7 +240,7 @@ def asset_changes_register(
     *,
     task_instance: TaskInstance,
     task_outlets: Sequence[OutletProfile],
-    outlet_events: Sequence[AssetOutletEvent | AliasOutletEvent],
+    outlet_events: Sequence[OutletEvent],
 ) -> RegistrationResult:
     """Record the asset events of ``task_instance``'s success and queue consumer DAGs.
 
