@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -346,45 +346,46 @@ def manifest_parse(document: Any, *, source: str = "manifest") -> Manifest:
 # --- writing ---------------------------------------------------------------------------------
 
 
+def _declared_leaves(manifest: Manifest) -> Iterator[Leaf]:
+    """Every leaf in manifest order: each DAG's schedule, then its tasks' outlets and inlets."""
+    for dag in manifest.dags:
+        yield from dag.schedule_leaves
+        for task in dag.tasks:
+            yield from task.outlets
+            yield from task.inlets
+
+
 def _merge_assets(manifest: Manifest) -> dict[tuple[str, str], AssetDecl]:
     """Every declared asset by key; group/extra from whichever declaration gives them."""
     merged: dict[tuple[str, str], AssetDecl] = {}
-    for dag in manifest.dags:
-        leaves = list(dag.schedule_leaves)
-        for task in dag.tasks:
-            leaves += [*task.outlets, *task.inlets]
-        for leaf in leaves:
-            if not isinstance(leaf, AssetDecl):
-                continue
-            seen = merged.get(leaf.key)
-            if seen is None:
-                merged[leaf.key] = leaf
-                continue
-            for attr in ("group", "extra"):
-                mine, theirs = getattr(leaf, attr), getattr(seen, attr)
-                if mine is not None and theirs is not None and mine != theirs:
-                    raise ManifestError(
-                        f"asset (name={leaf.name!r}, uri={leaf.uri!r}) is declared with two "
-                        f"different {attr} values: {theirs!r} and {mine!r}"
-                    )
-            merged[leaf.key] = AssetDecl(
-                name=leaf.name,
-                uri=leaf.uri,
-                group=leaf.group if leaf.group is not None else seen.group,
-                extra=leaf.extra if leaf.extra is not None else seen.extra,
-            )
+    for leaf in _declared_leaves(manifest):
+        if not isinstance(leaf, AssetDecl):
+            continue
+        seen = merged.get(leaf.key)
+        if seen is None:
+            merged[leaf.key] = leaf
+            continue
+        for attr in ("group", "extra"):
+            mine, theirs = getattr(leaf, attr), getattr(seen, attr)
+            if mine is not None and theirs is not None and mine != theirs:
+                raise ManifestError(
+                    f"asset (name={leaf.name!r}, uri={leaf.uri!r}) is declared with two "
+                    f"different {attr} values: {theirs!r} and {mine!r}"
+                )
+        merged[leaf.key] = AssetDecl(
+            name=leaf.name,
+            uri=leaf.uri,
+            group=leaf.group if leaf.group is not None else seen.group,
+            extra=leaf.extra if leaf.extra is not None else seen.extra,
+        )
     return merged
 
 
 def _merge_aliases(manifest: Manifest) -> dict[str, AliasDecl]:
     merged: dict[str, AliasDecl] = {}
-    for dag in manifest.dags:
-        leaves = list(dag.schedule_leaves)
-        for task in dag.tasks:
-            leaves += [*task.outlets, *task.inlets]
-        for leaf in leaves:
-            if isinstance(leaf, AliasDecl) and (leaf.name not in merged or leaf.group is not None):
-                merged[leaf.name] = leaf
+    for leaf in _declared_leaves(manifest):
+        if isinstance(leaf, AliasDecl) and (leaf.name not in merged or leaf.group is not None):
+            merged[leaf.name] = leaf
     return merged
 
 
