@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +32,52 @@ def wire_sample(name: str) -> Any:
 
 def state_url(ti: TaskInstance | str) -> str:
     return f"/execution/task-instances/{getattr(ti, 'pk', ti)}/state"
+
+
+def airflow_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A real Airflow worker's environment: a fresh AIRFLOW_HOME, no Django settings, fast
+    heartbeats and retries."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "DJANGO"))}
+    env.pop("DATABASE_URL", None)
+    env.update(
+        AIRFLOW_HOME=str(tmp_path / "airflow_home"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        # heartbeat every second (default 5) so that a 1.5 s task heartbeats at least once and
+        # the supervisor notices its child's exit sooner
+        AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL="1",
+        AIRFLOW__WORKERS__EXECUTION_API_RETRIES="2",
+        AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX="1",
+        PYTHONPATH="",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def airflow_sdk(tmp_path_factory) -> None:
+    """The real ``apache-airflow-task-sdk``, importable in a worker's environment.
+
+    Skips only when the package is not installed; installed but not importable (as in CI,
+    which installs the ``airflow`` extra) is a failure, not a silent skip.
+    """
+    try:
+        importlib.metadata.version("apache-airflow-task-sdk")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("apache-airflow-task-sdk is not installed (pip install -e '.[airflow]')")
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import airflow.sdk.api.client, airflow.sdk.execution_time.supervisor",
+        ],
+        env=airflow_env(tmp_path_factory.mktemp("probe")),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.fail(f"airflow.sdk is installed but cannot be imported: {probe.stderr.decode()}")
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The real ``apache-airflow-task-sdk`` 1.3.x HTTP client against a live server process.
 
 The client runs in a subprocess so that Airflow's configuration and logging stay out of the
-test process. Skipped (not failed) when ``airflow.sdk`` cannot be imported.
+test process. Skipped when ``apache-airflow-task-sdk`` is not installed.
 """
 
 from __future__ import annotations
@@ -15,41 +15,15 @@ import pytest
 
 from assets_app.models import Asset, AssetAliasAsset, AssetAliasAssetEvent, AssetEvent, XCom
 from executionapi.tokens import token_issue
+from tests.executionapi.conftest import airflow_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SCRIPT = Path(__file__).with_name("real_client_script.py")
 
 
-def _airflow_env(tmp_path: Path) -> dict[str, str]:
-    import os
-
-    env = dict(os.environ)
-    env.update(
-        AIRFLOW_HOME=str(tmp_path / "airflow_home"),
-        AIRFLOW__WORKERS__EXECUTION_API_RETRIES="2",
-        AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX="1",
-        PYTHONPATH="",
-    )
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    return env
-
-
-@pytest.fixture(scope="module")
-def airflow_sdk_available(tmp_path_factory) -> None:
-    probe = subprocess.run(
-        [sys.executable, "-c", "import airflow.sdk.api.client"],
-        env=_airflow_env(tmp_path_factory.mktemp("probe")),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"airflow.sdk cannot be imported: {probe.stderr.decode()[-300:]}")
-
-
 def test_real_airflow_client_runs_a_task_to_success(
-    airflow_sdk_available, server, declare, make_ti, tmp_path
+    airflow_sdk, server, declare, make_ti, tmp_path
 ):
     # given declared outlets and a queued task instance
     declare(
@@ -75,7 +49,7 @@ dags:
             ti.run_id,
             ti.task_id,
         ],
-        env=_airflow_env(tmp_path),
+        env=airflow_env(tmp_path),
         capture_output=True,
         timeout=180,
         check=False,

@@ -8,14 +8,13 @@ final ``/state`` with the task's outlets and outlet events. No Airflow metadata 
 involved: the worker only knows the task instance, its token and the server URL.
 
 The workers run in subprocesses so that Airflow's configuration and logging stay out of the
-test process. Skipped (not failed) when ``airflow.sdk`` cannot be imported.
+test process. Skipped when ``apache-airflow-task-sdk`` is not installed.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import time
@@ -37,6 +36,7 @@ from assets_app.models import (
     XCom,
 )
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
+from tests.executionapi.conftest import airflow_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -87,38 +87,6 @@ MANIFEST = {
 }
 
 
-def airflow_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """A worker's environment: a fresh AIRFLOW_HOME, no Django settings, fast heartbeats."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "DJANGO"))}
-    env.pop("DATABASE_URL", None)
-    env.update(
-        AIRFLOW_HOME=str(tmp_path / "airflow_home"),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        # heartbeat every second (default 5) so that a 1.5 s task heartbeats at least once and
-        # the supervisor notices its child's exit sooner
-        AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL="1",
-        AIRFLOW__WORKERS__EXECUTION_API_RETRIES="2",
-        AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX="1",
-        PYTHONPATH="",
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
-    return env
-
-
-@pytest.fixture(scope="module")
-def airflow_worker_available(tmp_path_factory) -> None:
-    probe = subprocess.run(
-        [sys.executable, "-c", "import airflow.sdk.execution_time.supervisor"],
-        env=airflow_env(tmp_path_factory.mktemp("probe")),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"airflow.sdk cannot be imported: {probe.stderr.decode()[-300:]}")
-
-
 def declare(tmp_path: Path) -> None:
     manifest = tmp_path / "worker_dags.yaml"
     manifest.write_text(yaml.safe_dump(MANIFEST, sort_keys=False))
@@ -149,7 +117,7 @@ def failure_report(result: subprocess.CompletedProcess, server, log_dir: Path | 
 
 
 def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
-    airflow_worker_available, server, tmp_path
+    airflow_sdk, server, tmp_path
 ):
     # given the DAG file's DAG and its consumers declared, and one queued instance per task
     declare(tmp_path)
@@ -265,7 +233,7 @@ def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
 
 
 def test_airflow_execute_workload_command_runs_a_task_without_a_metadata_db(
-    airflow_worker_available, server, tmp_path
+    airflow_sdk, server, tmp_path
 ):
     # given a task instance made the way an operator makes one (the README recipe)
     declare(tmp_path)
