@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "assets_app",
     "executionapi",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc files served by the app, no CDN
 ]
 
 MIDDLEWARE = [
@@ -95,6 +96,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # one handler for the execution API's error shapes
+    "EXCEPTION_HANDLER": "executionapi.exceptions.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -102,6 +105,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Wire-compatible with Apache Airflow 3's task execution API.",
     "VERSION": "2026-06-30",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"OutletTypeEnum": "executionapi.serializers.OUTLET_TYPES"},
+    "COMPONENT_SPLIT_PATCH": False,  # PATCH bodies here are whole payloads, not partial updates
 }
 
 
@@ -140,15 +148,3 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
 }
-
-# Execution API: one exception handler for its error shapes; browsable docs (Swagger UI)
-# served from the drf-spectacular-sidecar package, no CDN.
-INSTALLED_APPS += ["drf_spectacular_sidecar"]
-REST_FRAMEWORK["EXCEPTION_HANDLER"] = "executionapi.exceptions.exception_handler"
-SPECTACULAR_SETTINGS.update(
-    SWAGGER_UI_DIST="SIDECAR",
-    SWAGGER_UI_FAVICON_HREF="SIDECAR",
-    REDOC_DIST="SIDECAR",
-    ENUM_NAME_OVERRIDES={"OutletTypeEnum": "executionapi.serializers.OUTLET_TYPES"},
-    COMPONENT_SPLIT_PATCH=False,  # PATCH bodies here are whole payloads, not partial updates
-)
