@@ -15,25 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assets_app.processes import (
+    REPO,
     ServerStartError,
     current_database_url,
     process_stop,
     server_start,
 )
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def test_database_url() -> str:
-    """DATABASE_URL of the database the tests are using right now."""
-    return current_database_url()
+__all__ = ["REPO", "ServerProcess", "serve", "server_env", "start_server", "stop_server"]
 
 
 def server_env(**extra: str) -> dict[str, str]:
+    """The environment of a child process using the database the tests are using right now."""
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=test_database_url(),
+        DATABASE_URL=current_database_url(),
         PYTHONPATH=str(REPO),
         PYTHONUNBUFFERED="1",
     )
