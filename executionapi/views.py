@@ -117,7 +117,6 @@ class ExecutionAPIView(APIView):
         logger.debug(
             "%s %s (Airflow-API-Version %s)", request.method, request.path, version or "latest"
         )
-        request.api_version = version  # type: ignore[attr-defined]
         super().initial(request, *args, **kwargs)
 
     def finalize_response(

@@ -29,14 +29,6 @@ from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 
 logger = logging.getLogger(__name__)
 
-TERMINAL_NON_SUCCESS_STATES = frozenset(
-    {
-        TaskInstanceState.FAILED,
-        TaskInstanceState.SKIPPED,
-        TaskInstanceState.REMOVED,
-        TaskInstanceState.UPSTREAM_FAILED,
-    }
-)
 STARTABLE_STATES = frozenset({TaskInstanceState.QUEUED, TaskInstanceState.RESTARTING})
 
 
@@ -117,7 +109,6 @@ class RunStart:
 @dataclass
 class RunStartResult:
     task_instance: TaskInstance
-    started: bool  # False for an identical repeat of /run by the process already running it
     previous_state: str | None  # the state the TI was in when /run arrived
 
     @property
@@ -291,9 +282,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
             task_instance.unixname,
             task_instance.pid,
         ) == (run.hostname, run.unixname, run.pid):
-            return RunStartResult(
-                task_instance=task_instance, started=False, previous_state=task_instance.state
-            )
+            return RunStartResult(task_instance=task_instance, previous_state=task_instance.state)
         if task_instance.state not in STARTABLE_STATES:
             raise TaskInstanceInvalidStateError(
                 "TI was not in a state where it could be marked as running",
@@ -322,7 +311,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
             ]
         )
     logger.info("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
-    return RunStartResult(task_instance=task_instance, started=True, previous_state=previous_state)
+    return RunStartResult(task_instance=task_instance, previous_state=previous_state)
 
 
 def task_instance_heartbeat(
