@@ -23,6 +23,7 @@ from assets_app.models import (
     ID_LENGTH,
     NAME_LENGTH,
     PARTITION_KEY_LENGTH,
+    TaskInstance,
     TaskInstanceState,
     XCom,
 )
@@ -103,6 +104,14 @@ INTEGER_MAX = 2**31 - 1
 def name_field(**kwargs: Any) -> serializers.CharField:
     return serializers.CharField(
         min_length=1, max_length=NAME_LENGTH, trim_whitespace=False, **kwargs
+    )
+
+
+def rendered_map_index_field() -> serializers.CharField:
+    """Optional; omitted keeps the stored value (``KEEP``), ``null`` clears it."""
+    length = TaskInstance._meta.get_field("rendered_map_index").max_length
+    return serializers.CharField(
+        max_length=length, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
     )
 
 
@@ -474,9 +483,7 @@ class TISuccessStatePayloadSerializer(BasePayloadSerializer):
         child=AssetProfileSerializer(), required=False, allow_null=True
     )
     outlet_events = OutletEventsField(required=False, allow_null=True)
-    rendered_map_index = serializers.CharField(
-        max_length=250, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
-    )
+    rendered_map_index = rendered_map_index_field()
     asset_type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -511,9 +518,7 @@ class TITerminalStatePayloadSerializer(BasePayloadSerializer):
 
     state = serializers.ChoiceField(choices=["failed", "skipped", "removed", "upstream_failed"])
     end_date = AwareDateTimeField()
-    rendered_map_index = serializers.CharField(
-        max_length=250, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
-    )
+    rendered_map_index = rendered_map_index_field()
 
     def payload(self) -> TerminalPayload:
         data = self.validated_data
@@ -529,9 +534,7 @@ class TIRetryStatePayloadSerializer(BasePayloadSerializer):
 
     state = serializers.ChoiceField(choices=[TaskInstanceState.UP_FOR_RETRY.value])
     end_date = AwareDateTimeField()
-    rendered_map_index = serializers.CharField(
-        max_length=250, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
-    )
+    rendered_map_index = rendered_map_index_field()
     retry_delay_seconds = serializers.FloatField(required=False, allow_null=True)
     retry_reason = serializers.CharField(
         required=False, allow_null=True, allow_blank=True, trim_whitespace=False
@@ -583,9 +586,7 @@ class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
     queue = serializers.CharField(required=False, allow_null=True, allow_blank=True)
     next_method = serializers.CharField(max_length=1000)
     next_kwargs = JSONObjectOrStringField(required=False, allow_null=True)
-    rendered_map_index = serializers.CharField(
-        max_length=250, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
-    )
+    rendered_map_index = rendered_map_index_field()
 
     def validate_trigger_timeout(self, value: timedelta | None) -> timedelta | None:
         try:
