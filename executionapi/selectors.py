@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.db.models import Prefetch
 
-from assets_app.exceptions import AssetNotFoundError
+from assets_app.exceptions import AssetNotFoundError, TaskInstanceNotFoundError
 from assets_app.models import (
     Asset,
     AssetActive,
@@ -32,9 +33,16 @@ def active_asset_get(*, name: str | None = None, uri: str | None = None) -> Asse
     return active.asset
 
 
-def task_instance_inactive_assets(*, task_instance: TaskInstance) -> list[dict[str, Any]]:
-    """Declared ``Asset`` inlets/outlets of the TI's task whose asset is not active."""
-    references = {"dag_id": task_instance.dag_id, "task_id": task_instance.task_id}
+def task_instance_inactive_assets(*, task_instance_id: uuid.UUID | str) -> list[dict[str, Any]]:
+    """Declared ``Asset`` inlets/outlets of the TI's task whose asset is not active.
+
+    Raises ``TaskInstanceNotFoundError`` for an unknown task instance.
+    """
+    references = (
+        TaskInstance.objects.filter(pk=task_instance_id).values("dag_id", "task_id").first()
+    )
+    if references is None:
+        raise TaskInstanceNotFoundError(task_instance_id=str(task_instance_id))
     asset_ids = (
         TaskOutletAssetReference.objects.filter(**references)
         .values("asset_id")

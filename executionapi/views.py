@@ -26,8 +26,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from assets_app.exceptions import TaskInstanceNotFoundError
-from assets_app.models import TaskInstance
 from assets_app.services import task_instances as ti_services
 from assets_app.services import xcoms as xcom_services
 from executionapi import selectors
@@ -255,10 +253,7 @@ class TaskInstanceValidateInletsOutletsView(ExecutionAPIView):
         tags=["Task Instances"],
     )
     def get(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        task_instance = TaskInstance.objects.filter(pk=task_instance_id).first()
-        if task_instance is None:
-            raise TaskInstanceNotFoundError(task_instance_id=str(task_instance_id))
-        inactive = selectors.task_instance_inactive_assets(task_instance=task_instance)
+        inactive = selectors.task_instance_inactive_assets(task_instance_id=task_instance_id)
         return Response({"inactive_assets": inactive})
 
 

@@ -265,3 +265,12 @@ dags:
         "inactive_assets": [{"name": "out", "uri": "s3://b/out", "type": "Asset"}]
     }
     assert not AssetEvent.objects.exists()
+
+
+def test_validate_inlets_and_outlets_unknown_ti_is_404(runner):
+    ti_id = "0195e0b8-0000-7000-8000-00000000cafe"
+
+    response = runner(ti_id).get(f"/execution/task-instances/{ti_id}/validate-inlets-and-outlets")
+
+    assert response.status_code == 404
+    assert response.json()["detail"]["reason"] == "not_found"
