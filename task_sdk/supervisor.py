@@ -131,6 +131,7 @@ class Supervisor:
         self.ti_context: dict[str, Any] = {}
         self.final_state: str | None = None  # state the server accepted
         self._unsent_final: dict[str, Any] | None = None  # final message whose call failed
+        # why no state is reported: /run was refused, or a heartbeat said the server stopped it
         self._stop_reason: str | None = None
         self._pumps: list[threading.Thread] = []
         self._process: subprocess.Popen | None = None
@@ -319,26 +320,26 @@ class Supervisor:
                 self.ti_context = self.client.start(self.ti_id, pid=process.pid)
             except (ServerResponseError, httpx.HTTPError) as exc:
                 self._kill(process, grace=1.0)
-                reason = f"could not start task instance {self.ti_id}: {exc}"
+                self._stop_reason = f"could not start task instance {self.ti_id}: {exc}"
                 if isinstance(exc, ServerResponseError) and (
                     exc.reason == "invalid_state"
                     and isinstance(exc.detail, dict)
                     and exc.detail.get("previous_state") == "running"
                 ):
-                    reason = f"task instance {self.ti_id} is already running"
-                return self._result(None, process, reason)
-            startup = {
-                "type": "StartupDetails",
-                "ti_id": self.ti_id,
-                "task": self.task,
-                "task_id": self.task_id,
-                "try_number": self.try_number,
-                "ti_context": self.ti_context,
-            }
-            if self._send(channel, startup):
-                self._loop(process, channel)
+                    self._stop_reason = f"task instance {self.ti_id} is already running"
             else:
-                self._wait_exit(process)
+                startup = {
+                    "type": "StartupDetails",
+                    "ti_id": self.ti_id,
+                    "task": self.task,
+                    "task_id": self.task_id,
+                    "try_number": self.try_number,
+                    "ti_context": self.ti_context,
+                }
+                if self._send(channel, startup):
+                    self._loop(process, channel)
+                else:
+                    self._wait_exit(process)
         except BaseException:
             self._kill(process, grace=1.0)
             raise
@@ -381,8 +382,6 @@ class Supervisor:
     def _result(
         self, state: str | None, process: subprocess.Popen, reason: str | None
     ) -> TaskResult:
-        for pump in self._pumps:
-            pump.join(timeout=5)
         with self._log_lock:
             log = list(self.log_lines)
         return TaskResult(self.ti_id, state, process.returncode, reason, log)
