@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import pytest
 from django.db import connection
 
@@ -21,3 +24,29 @@ def server(transactional_db, tmp_path):
     from tests.live_server import serve
 
     yield from serve(tmp_path)
+
+
+@pytest.fixture
+def await_lock_wait() -> Callable[..., int]:
+    """PostgreSQL: wait until a connection to the test database is blocked on a lock.
+
+    ``await_lock_wait(query_like="INSERT INTO %")`` polls ``pg_stat_activity`` for up to
+    ``timeout`` seconds and returns how many statements matching ``query_like`` wait on a lock
+    (0 if none did): proof that a thread is blocked, not merely slow to get there.
+    """
+
+    def wait(*, query_like: str = "%", timeout: float = 10.0) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock' AND query LIKE %s",
+                    [query_like],
+                )
+                waiting = cursor.fetchone()[0]
+            if waiting or time.monotonic() >= deadline:
+                return waiting
+            time.sleep(0.05)
+
+    return wait

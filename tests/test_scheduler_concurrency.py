@@ -367,7 +367,7 @@ def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
     assert after.outcome is Outcome.CREATED
 
 
-def test_a_producer_waits_for_the_scheduler_holding_its_queue_row(tmp_path):
+def test_a_producer_waits_for_the_scheduler_holding_its_queue_row(tmp_path, await_lock_wait):
     """The mechanism the schedulers rely on (no table lock): a producer's queue upsert waits
     for a scheduler that locked the row; once the scheduler deleted it and committed, the
     upsert inserts a fresh row, so the producer's event is consumed by the next pass."""
@@ -406,6 +406,7 @@ def test_a_producer_waits_for_the_scheduler_holding_its_queue_row(tmp_path):
 
     # when: the producer's upsert meets the locked row, it waits (it does not skip it) ...
     try:
+        assert await_lock_wait(query_like="WITH emitted AS %") == 1
         assert not producer_done.wait(timeout=1.0)
     finally:
         release.set()
