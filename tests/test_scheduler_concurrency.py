@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.outlets import AliasOutletEvent, AssetKey, OutletProfile, OutletType
+from assets_app.processes import process_stop
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import Outcome, dag_asset_triggered_run_create, scheduler_pass
 from executionapi.tokens import token_issue
@@ -177,17 +177,8 @@ def wait_until_started(started: list[tuple[subprocess.Popen, Path]]) -> None:
 
 def stop_schedulers(started: list[tuple[subprocess.Popen, Path]]) -> list[str]:
     for process, _ in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    logs = []
-    for process, log in started:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        logs.append(log.read_text(errors="replace"))
-    return logs
+        process_stop(process, grace=30)  # one SIGTERM: a second one would kill it mid-exit
+    return [log.read_text(errors="replace") for _, log in started]
 
 
 def drain() -> None:
@@ -242,17 +233,20 @@ def run_with_schedulers(
         for worker in workers:
             worker.join(timeout=180)
         produced_in = time.monotonic() - started
+        runs_while_producing = DagRun.objects.filter(run_type="asset_triggered").count()
         time.sleep(1.0)  # let the schedulers catch up with the last events
     finally:
         logs = stop_schedulers(schedulers)
     assert not any(worker.is_alive() for worker in workers)
     assert errors == []
 
-    # the schedulers stopped cleanly on SIGTERM and shared the work
+    # the schedulers stopped cleanly on SIGTERM and shared the work, while events arrived
     assert all(process.returncode == 0 for process, _ in schedulers), logs
     assert all("scheduler stopped after" in log for log in logs), logs
     by_scheduler = [len(re.findall(r"^created ", log, flags=re.MULTILINE)) for log in logs]
     assert sum(by_scheduler) > 0
+    assert sum(1 for runs in by_scheduler if runs) >= 2, by_scheduler
+    assert runs_while_producing > 0
     print(
         f"\n{len(ti_ids)} successes in {produced_in:.1f}s; "
         f"runs per scheduler process: {by_scheduler}"
