@@ -281,14 +281,16 @@ class Supervisor:
                 readable, _, _ = select.select([channel], [], [], 0)
                 if not readable:
                     break
-            if (
-                open_channel
-                and self._stop_reason is None
-                and self.final_state is None
-                and time.monotonic() >= next_heartbeat
-                and process.poll() is None
-            ):
-                self._heartbeat(process)
+            if time.monotonic() >= next_heartbeat:
+                if (
+                    open_channel
+                    and self._stop_reason is None
+                    and self.final_state is None
+                    and process.poll() is None
+                ):
+                    self._heartbeat(process)
+                # also when no heartbeat is due any more: a deadline left in the past would
+                # make the select() above return at once, spinning until the channel closes
                 next_heartbeat = time.monotonic() + self.heartbeat_interval
         self._wait_exit(process)
 
