@@ -8,6 +8,7 @@ hands back in ``Refreshed-API-Token``.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import json
 import logging
@@ -76,7 +77,9 @@ def now() -> datetime:
     return datetime.now(tz=UTC)
 
 
+@functools.cache
 def hostname() -> str:
+    """This worker's name, looked up once: ``getfqdn()`` may ask DNS, and heartbeats repeat it."""
     return socket.getfqdn() or platform.node()
 
 
