@@ -37,15 +37,18 @@ class Channel:
     def send(self, message: dict[str, Any]) -> None:
         self.sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
-    def pending(self) -> list[dict[str, Any]]:
-        """Messages complete in the buffer (after ``feed``)."""
-        messages = []
+    def _next(self) -> dict[str, Any] | None:
+        """Take the first complete message out of the buffer; None when there is none."""
         while (end := self._buffer.find(b"\n")) >= 0:
             line = bytes(self._buffer[:end])
             del self._buffer[: end + 1]
             if line.strip():
-                messages.append(json.loads(line))
-        return messages
+                return json.loads(line)
+        return None
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Messages complete in the buffer (after ``feed``)."""
+        return list(iter(self._next, None))
 
     def feed(self) -> bool:
         """Read what is available (call when the socket is readable); False at end of stream."""
@@ -60,16 +63,10 @@ class Channel:
 
     def receive(self) -> dict[str, Any]:
         """Block until one whole message arrived."""
-        while True:
-            if messages := self.pending():
-                # The protocol is strictly request/reply, so at most one message is in flight;
-                # keep any extra ones buffered anyway.
-                first, rest = messages[0], messages[1:]
-                for message in reversed(rest):
-                    self._buffer[:0] = json.dumps(message).encode() + b"\n"
-                return first
+        while (message := self._next()) is None:
             if not self.feed():
                 raise ChannelClosedError("the other side closed the message channel")
+        return message
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
         self.send(message)
