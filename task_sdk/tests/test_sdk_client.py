@@ -192,9 +192,11 @@ def test_connection_refused_is_retried_then_raised():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    client = Client(f"http://127.0.0.1:{port}", "t", retries=3, sleep=lambda s: None)
+    waits = []
+    client = Client(f"http://127.0.0.1:{port}", "t", retries=3, sleep=waits.append)
     with client, pytest.raises(httpx.ConnectError):
         client.heartbeat(TI_ID, pid=1)
+    assert len(waits) == 2  # three attempts
 
 
 def test_a_server_url_without_http_scheme_is_not_retried():

@@ -208,6 +208,8 @@ def test_heartbeat_server_error_is_tolerated():
     client = FakeClient(fail={"heartbeat": [_error(503), _error(503)]})
     result, _ = supervise("chatty", client, heartbeat_interval=0.01)
     assert result.succeeded
+    assert client.fail["heartbeat"] == []  # both failing heartbeats happened ...
+    assert sum(call[0] == "heartbeat" for call in client.calls) > 2  # ... and later ones too
 
 
 def test_failed_success_call_is_resent_once_after_exit():
