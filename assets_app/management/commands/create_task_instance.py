@@ -34,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--map-index", type=int, default=-1, help="map index (default -1)")
         parser.add_argument(
             "--state",
-            choices=list(CREATABLE_STATES),
+            choices=[state.value for state in CREATABLE_STATES],
             default=TaskInstanceState.QUEUED,
             help="state of a new task instance (default queued)",
         )
