@@ -27,6 +27,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import smart_split, unescape_string_literal
 
+from assets_app.conditions import condition_parse, condition_summary
+from assets_app.exceptions import InvalidAssetExpression
 from assets_app.models import (
     Asset,
     AssetAlias,
@@ -90,25 +92,6 @@ def _duration(delta: timedelta) -> str:
     if hours:
         return f"{hours}h {minutes:02d}m {seconds:02d}s"
     return f"{minutes}m {seconds:02d}s"
-
-
-def expression_summary(expression: Any) -> str:
-    """A one-line rendering of a DAG's asset condition: ``a & (b | alias:c)``."""
-    if not isinstance(expression, dict) or len(expression) != 1:
-        return EMPTY
-    kind, value = next(iter(expression.items()))
-    if kind in ("all", "any"):
-        parts = [expression_summary(child) for child in value]
-        return (" & " if kind == "all" else " | ").join(
-            f"({part})" if (" & " in part or " | " in part) else part for part in parts
-        )
-    if kind == "asset":
-        return value.get("name") or value.get("uri", "?")
-    if kind == "alias":
-        return f"alias:{value.get('name')}"
-    if kind == "asset_ref":
-        return f"name-ref:{value['name']}" if "name" in value else f"uri-ref:{value.get('uri')}"
-    return EMPTY
 
 
 class ReadOnlyAdminMixin:
@@ -681,7 +664,12 @@ class DagAdmin(admin.ModelAdmin):
 
     @admin.display(description="schedule")
     def schedule(self, obj: Dag) -> str:
-        return expression_summary(obj.asset_expression)
+        if obj.asset_expression is None:
+            return EMPTY
+        try:
+            return condition_summary(condition_parse(obj.asset_expression))
+        except InvalidAssetExpression:
+            return "invalid asset expression"
 
     @admin.display(description="tasks")
     def tasks(self, obj: Dag) -> str:

@@ -1,6 +1,8 @@
 """Asset schedule conditions: parsing ``Dag.asset_expression`` and evaluating it.
 
-Pure Python (no database), so the scheduler's decision logic is unit-testable on its own.
+Pure Python (no database), so the scheduler's decision logic is unit-testable on its own. This
+module owns the stored format in both directions (:func:`condition_parse`,
+:func:`condition_expression`) and its one-line summary (:func:`condition_summary`).
 
 The JSON form, as written by ``declare_dags``::
 
@@ -26,32 +28,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class InvalidAssetExpression(ValueError):  # noqa: N818 - a domain error named after what it is
-    """``Dag.asset_expression`` is not in the documented JSON form."""
-
-    code = "invalid_asset_expression"
-
-
-@dataclass(frozen=True)
-class AssetLeaf:
-    name: str
-    uri: str
-
-
-@dataclass(frozen=True)
-class AliasLeaf:
-    name: str
-
-
-@dataclass(frozen=True)
-class NameRefLeaf:
-    name: str
-
-
-@dataclass(frozen=True)
-class UriRefLeaf:
-    uri: str
+from assets_app.exceptions import InvalidAssetExpression
+from task_sdk.definitions import AssetAliasUniqueKey, AssetNameRef, AssetUniqueKey, AssetUriRef
 
 
 @dataclass(frozen=True)
@@ -64,7 +42,9 @@ class AnyOf:
     children: tuple[Condition, ...]
 
 
-Leaf = AssetLeaf | AliasLeaf | NameRefLeaf | UriRefLeaf
+#: A leaf names an asset by its key, an alias, or a reference by name or uri (the task SDK's
+#: own types, so a key means the same thing on both sides of the wire).
+Leaf = AssetUniqueKey | AssetAliasUniqueKey | AssetNameRef | AssetUriRef
 Condition = Leaf | AllOf | AnyOf
 
 
@@ -89,23 +69,57 @@ def condition_parse(expression: Any) -> Condition:
     if kind == "asset":
         name = _text(body.get("name"), where="asset name")
         uri = _text(body.get("uri", name), where="asset uri")
-        return AssetLeaf(name=name, uri=uri)
+        return AssetUniqueKey(name=name, uri=uri)
     if kind == "alias":
-        return AliasLeaf(name=_text(body.get("name"), where="alias name"))
+        return AssetAliasUniqueKey(name=_text(body.get("name"), where="alias name"))
     if kind == "asset_ref":
-        if "name" in body and "uri" not in body:
-            return NameRefLeaf(name=_text(body["name"], where="asset_ref name"))
-        if "uri" in body and "name" not in body:
-            return UriRefLeaf(uri=_text(body["uri"], where="asset_ref uri"))
+        try:
+            if "name" in body and "uri" not in body:
+                return AssetNameRef(_text(body["name"], where="asset_ref name"))
+            if "uri" in body and "name" not in body:
+                return AssetUriRef(_text(body["uri"], where="asset_ref uri"))
+        except ValueError as exc:  # the reference's own rules (e.g. not just whitespace)
+            raise InvalidAssetExpression(f"asset_ref: {exc}") from exc
         raise InvalidAssetExpression(f"asset_ref needs exactly one of name / uri, got {body!r}")
     raise InvalidAssetExpression(f"unknown condition node {kind!r}")
+
+
+def condition_expression(condition: Condition) -> dict[str, Any]:
+    """The stored JSON form of a condition (the inverse of :func:`condition_parse`)."""
+    if isinstance(condition, AllOf | AnyOf):
+        operator = "all" if isinstance(condition, AllOf) else "any"
+        return {operator: [condition_expression(child) for child in condition.children]}
+    if isinstance(condition, AssetUniqueKey):
+        return {"asset": {"name": condition.name, "uri": condition.uri}}
+    if isinstance(condition, AssetAliasUniqueKey):
+        return {"alias": {"name": condition.name}}
+    if isinstance(condition, AssetNameRef):
+        return {"asset_ref": {"name": condition.name}}
+    return {"asset_ref": {"uri": condition.uri}}
+
+
+def condition_summary(condition: Condition) -> str:
+    """One line for people: ``a & (b | alias:c)``; an asset shows its name."""
+    if isinstance(condition, AllOf | AnyOf):
+        separator = " & " if isinstance(condition, AllOf) else " | "
+        parts = [condition_summary(child) for child in condition.children]
+        return separator.join(
+            f"({part})" if (" & " in part or " | " in part) else part for part in parts
+        )
+    if isinstance(condition, AssetUniqueKey):
+        return condition.name
+    if isinstance(condition, AssetAliasUniqueKey):
+        return f"alias:{condition.name}"
+    if isinstance(condition, AssetNameRef):
+        return f"name-ref:{condition.name}"
+    return f"uri-ref:{condition.uri}"
 
 
 @dataclass(frozen=True)
 class ConditionReferences:
     """Everything a condition mentions, grouped for bulk lookups."""
 
-    asset_keys: frozenset[tuple[str, str]] = frozenset()
+    asset_keys: frozenset[AssetUniqueKey] = frozenset()
     alias_names: frozenset[str] = frozenset()
     name_refs: frozenset[str] = frozenset()
     uri_refs: frozenset[str] = frozenset()
@@ -113,7 +127,7 @@ class ConditionReferences:
 
 def condition_references(*conditions: Condition) -> ConditionReferences:
     """Everything the given conditions mention, together (one bulk lookup for many DAGs)."""
-    asset_keys: set[tuple[str, str]] = set()
+    asset_keys: set[AssetUniqueKey] = set()
     alias_names: set[str] = set()
     name_refs: set[str] = set()
     uri_refs: set[str] = set()
@@ -122,11 +136,11 @@ def condition_references(*conditions: Condition) -> ConditionReferences:
         node = stack.pop()
         if isinstance(node, AllOf | AnyOf):
             stack.extend(node.children)
-        elif isinstance(node, AssetLeaf):
-            asset_keys.add((node.name, node.uri))
-        elif isinstance(node, AliasLeaf):
+        elif isinstance(node, AssetUniqueKey):
+            asset_keys.add(node)
+        elif isinstance(node, AssetAliasUniqueKey):
             alias_names.add(node.name)
-        elif isinstance(node, NameRefLeaf):
+        elif isinstance(node, AssetNameRef):
             name_refs.add(node.name)
         else:
             uri_refs.add(node.uri)
@@ -145,7 +159,7 @@ class Resolution:
     A key missing from a mapping means "resolves to nothing".
     """
 
-    asset_ids: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    asset_ids: Mapping[AssetUniqueKey, int] = field(default_factory=dict)
     alias_asset_ids: Mapping[str, Collection[int]] = field(default_factory=dict)
     name_ref_ids: Mapping[str, int] = field(default_factory=dict)
     uri_ref_ids: Mapping[str, int] = field(default_factory=dict)
@@ -153,11 +167,11 @@ class Resolution:
     def leaf_asset_ids(self, leaf: Leaf) -> Collection[int]:
         """The asset ids a leaf stands for (empty when it resolves to nothing)."""
         found: int | None
-        if isinstance(leaf, AliasLeaf):
+        if isinstance(leaf, AssetAliasUniqueKey):
             return self.alias_asset_ids.get(leaf.name, ())
-        if isinstance(leaf, AssetLeaf):
-            found = self.asset_ids.get((leaf.name, leaf.uri))
-        elif isinstance(leaf, NameRefLeaf):
+        if isinstance(leaf, AssetUniqueKey):
+            found = self.asset_ids.get(leaf)
+        elif isinstance(leaf, AssetNameRef):
             found = self.name_ref_ids.get(leaf.name)
         else:
             found = self.uri_ref_ids.get(leaf.uri)

@@ -1,7 +1,9 @@
-"""Domain errors raised by the services, each with a stable snake_case ``code``.
+"""Domain errors, each with a stable snake_case ``code``: the one hierarchy under ``AssetsError``.
 
-The execution API maps them onto HTTP responses in one place
-(``executionapi.exceptions.exception_handler``); services never raise DRF exceptions.
+Services raise only these (never DRF or Django HTTP exceptions). Interfaces map them in one
+place each: the execution API's ``executionapi.exceptions.exception_handler`` by family
+(``NotFoundError`` → 404, ``ConflictError`` → 409, ``InvalidInputError`` → 400 …), management
+commands by turning any ``AssetsError`` into a ``CommandError`` carrying its message.
 """
 
 from __future__ import annotations
@@ -19,6 +21,47 @@ class AssetsError(Exception):
         self.message = message or self.default_message
         self.context = context
         super().__init__(self.message)
+
+
+# --- bad input: what a client or an operator sent cannot be used ------------------------------
+
+
+class InvalidInputError(AssetsError):
+    code = "invalid_input"
+    default_message = "Invalid input"
+
+
+class ManifestError(InvalidInputError):
+    """The manifest cannot be read or is invalid; the message names the offending place."""
+
+    code = "invalid_manifest"
+
+
+class AssetConflictError(ManifestError):
+    """Two active assets would share a name or a uri; the message names both."""
+
+    code = "active_asset_conflict"
+
+
+class InvalidAssetExpression(InvalidInputError):  # noqa: N818 - named after what it is
+    """A stored ``Dag.asset_expression`` is not in the documented JSON form."""
+
+    code = "invalid_asset_expression"
+
+
+class TaskInstanceInputError(InvalidInputError):
+    """The requested task instance (or its token) cannot be created; the message says why."""
+
+    code = "invalid_task_instance"
+
+
+class AssetAmbiguousError(InvalidInputError):
+    """A name or a uri alone matches several inactive assets and no active one."""
+
+    code = "ambiguous_asset"
+
+
+# --- not found ----------------------------------------------------------------------------------
 
 
 class NotFoundError(AssetsError):
@@ -40,6 +83,9 @@ class AssetNotFoundError(NotFoundError):
 
 class XComNotFoundError(NotFoundError):
     default_message = "XCom not found"
+
+
+# --- conflicts with the stored state ------------------------------------------------------------
 
 
 class ConflictError(AssetsError):
@@ -68,3 +114,33 @@ class TaskInstanceNotRunningError(ConflictError):
 
     code = "not_running"
     default_message = "TI is no longer in the running state and task should terminate"
+
+
+# --- authentication -------------------------------------------------------------------------------
+
+
+class TokenError(AssetsError):
+    """A task token is malformed, badly signed, expired, not yet valid or for another audience."""
+
+    code = "invalid_token"
+    default_message = "Invalid auth token"
+
+
+# --- transient: worth retrying ----------------------------------------------------------------
+
+
+class RetryableError(AssetsError):
+    """The database answered in a way that a retry of the same request can fix."""
+
+    code = "retry"
+    default_message = "Temporary conflict; retry the request"
+
+
+class AssetRegistrationError(RetryableError):
+    """Rows that must exist after an idempotent insert could not be read back.
+
+    Cannot happen under READ COMMITTED (Django's default); raised rather than silently
+    dropping events if the database runs at a stricter isolation level.
+    """
+
+    code = "asset_registration_conflict"

@@ -10,18 +10,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from task_sdk.definitions import AssetUniqueKey
+
 
 class OutletType(StrEnum):
     ASSET = "Asset"
     NAME_REF = "AssetNameRef"
     URI_REF = "AssetUriRef"
     ALIAS = "AssetAlias"
-
-
-@dataclass(frozen=True)
-class AssetKey:
-    name: str
-    uri: str
 
 
 @dataclass(frozen=True)
@@ -38,7 +34,7 @@ class OutletProfile:
 class AssetOutletEvent:
     """What the task wrote for a declared asset (``outlet_events[asset]``)."""
 
-    key: AssetKey
+    key: AssetUniqueKey
     extra: dict[str, Any] = field(default_factory=dict)
     partition_key: str | None = None
 
@@ -48,7 +44,7 @@ class AliasOutletEvent:
     """An event the task emitted through an alias (``outlet_events[alias].add(...)``)."""
 
     source_alias_name: str
-    dest_asset_key: AssetKey
+    dest_asset_key: AssetUniqueKey
     extra: dict[str, Any] = field(default_factory=dict)
     dest_asset_extra: dict[str, Any] = field(default_factory=dict)
     partition_key: str | None = None

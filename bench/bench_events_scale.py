@@ -47,7 +47,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from assets_app.models import AssetAlias, AssetEvent, DagRun  # noqa: E402
-from executionapi.tokens import token_issue  # noqa: E402
+from assets_app.tokens import token_issue  # noqa: E402
 
 ASSETS = 1_000
 DAGS = 50

@@ -46,7 +46,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from assets_app.models import AssetEvent  # noqa: E402
-from assets_app.processes import (  # noqa: E402
+from devtools.processes import (  # noqa: E402
     ServerStartError,
     current_database_url,
     process_stop,

@@ -48,13 +48,13 @@ from assets_app.models import (  # noqa: E402
 )
 from assets_app.outlets import (  # noqa: E402
     AliasOutletEvent,
-    AssetKey,
     AssetOutletEvent,
     OutletProfile,
     OutletType,
 )
 from assets_app.services.dag_runs import task_instance_create  # noqa: E402
 from assets_app.services.registration import asset_changes_register  # noqa: E402
+from task_sdk.definitions import AssetUniqueKey  # noqa: E402
 
 
 class StatementCounter:
@@ -101,7 +101,7 @@ def declared_assets(prefix: str, size: int) -> tuple[list[OutletProfile], list]:
     )
     outlets = [OutletProfile(type=OutletType.ASSET, name=a.name, uri=a.uri) for a in assets]
     events = [
-        AssetOutletEvent(key=AssetKey(name=a.name, uri=a.uri), extra={"n": n, "run": prefix})
+        AssetOutletEvent(key=AssetUniqueKey(name=a.name, uri=a.uri), extra={"n": n, "run": prefix})
         for n, a in enumerate(assets)
     ]
     return outlets, events
@@ -114,7 +114,7 @@ def alias_events(prefix: str, size: int) -> tuple[list[OutletProfile], list]:
     events = [
         AliasOutletEvent(
             source_alias_name=alias.name,
-            dest_asset_key=AssetKey(name=f"{prefix}_{n}", uri=f"s3://bench/{prefix}/{n}"),
+            dest_asset_key=AssetUniqueKey(name=f"{prefix}_{n}", uri=f"s3://bench/{prefix}/{n}"),
             extra={"n": n},
             dest_asset_extra={"created_by": prefix},
         )

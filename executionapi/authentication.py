@@ -10,8 +10,9 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from assets_app.exceptions import TokenError
+from assets_app.tokens import TokenClaims, token_decode
 from executionapi.exceptions import InvalidToken
-from executionapi.tokens import TokenClaims, TokenError, token_decode
 
 logger = logging.getLogger(__name__)
 

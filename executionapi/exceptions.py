@@ -28,7 +28,14 @@ from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.views import set_rollback
 
-from assets_app.exceptions import AssetsError, ConflictError, NotFoundError
+from assets_app.exceptions import (
+    AssetsError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    RetryableError,
+    TokenError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +108,21 @@ def validation_errors(errors: Any, *, location: str = "body") -> list[dict[str, 
     return flat
 
 
+#: The HTTP status of each family of domain errors; an error takes its nearest family's.
+DOMAIN_ERROR_STATUS: dict[type[AssetsError], int] = {
+    NotFoundError: status.HTTP_404_NOT_FOUND,
+    ConflictError: status.HTTP_409_CONFLICT,
+    InvalidInputError: status.HTTP_400_BAD_REQUEST,
+    TokenError: status.HTTP_403_FORBIDDEN,
+    RetryableError: status.HTTP_503_SERVICE_UNAVAILABLE,  # the client retries 5xx
+    AssetsError: status.HTTP_400_BAD_REQUEST,
+}
+
+
+def domain_error_status(exc: AssetsError) -> int:
+    return next(DOMAIN_ERROR_STATUS[k] for k in type(exc).__mro__ if k in DOMAIN_ERROR_STATUS)
+
+
 def _error_body(reason: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"detail": {"reason": reason, "message": message, **extra}}
 
@@ -120,14 +142,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         exc = drf_exceptions.PermissionDenied()
 
     if isinstance(exc, AssetsError):
-        code = (
-            status.HTTP_404_NOT_FOUND
-            if isinstance(exc, NotFoundError)
-            else status.HTTP_409_CONFLICT
-            if isinstance(exc, ConflictError)
-            else status.HTTP_400_BAD_REQUEST
+        return Response(
+            _error_body(exc.code, exc.message, **exc.context), status=domain_error_status(exc)
         )
-        return Response(_error_body(exc.code, exc.message, **exc.context), status=code)
     if isinstance(exc, RequestValidationError):
         return Response({"detail": exc.errors}, status=exc.status_code)
     if isinstance(exc, drf_exceptions.ValidationError):

@@ -29,7 +29,6 @@ from assets_app.models import (
 )
 from assets_app.outlets import (
     AliasOutletEvent,
-    AssetKey,
     AssetOutletEvent,
     OutletProfile,
     OutletType,
@@ -44,6 +43,7 @@ from assets_app.services.task_instances import (
     SuccessPayload,
     TerminalPayload,
 )
+from task_sdk.definitions import AssetUniqueKey
 
 # --- fields -------------------------------------------------------------------------------
 
@@ -270,7 +270,7 @@ def _forbid_extra(
             errors.add((*loc, key), "Extra inputs are not permitted", "extra_forbidden")
 
 
-def _asset_key(errors: _Errors, loc: tuple[Any, ...], value: Any) -> AssetKey | None:
+def _asset_key(errors: _Errors, loc: tuple[Any, ...], value: Any) -> AssetUniqueKey | None:
     if not isinstance(value, dict):
         errors.add(loc, "Input should be a JSON object with name and uri", "dict_type")
         return None
@@ -279,7 +279,7 @@ def _asset_key(errors: _Errors, loc: tuple[Any, ...], value: Any) -> AssetKey | 
     uri = _string(errors, (*loc, "uri"), value.get("uri"))
     if name is None or uri is None:
         return None
-    return AssetKey(name=name, uri=uri)
+    return AssetUniqueKey(name=name, uri=uri)
 
 
 def _partition_key(errors: _Errors, loc: tuple[Any, ...], item: Mapping[str, Any]) -> str | None:

@@ -28,6 +28,7 @@ from rest_framework.views import APIView
 
 from assets_app.services import task_instances as ti_services
 from assets_app.services import xcoms as xcom_services
+from assets_app.tokens import TokenClaims, token_issue
 from executionapi import selectors
 from executionapi import serializers as s
 from executionapi.authentication import TaskRunnerTokenAuthentication
@@ -39,7 +40,6 @@ from executionapi.exceptions import (
     validation_errors,
 )
 from executionapi.permissions import TokenMatchesTaskInstance
-from executionapi.tokens import TokenClaims, token_issue
 
 logger = logging.getLogger(__name__)
 

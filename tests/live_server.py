@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from assets_app.processes import (
+from devtools.processes import (
     REPO,
     ServerStartError,
     current_database_url,

@@ -35,11 +35,12 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.outlets import AliasOutletEvent, AssetKey, OutletProfile, OutletType
-from assets_app.processes import process_stop
+from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
+from devtools.processes import process_stop
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import Outcome, dag_asset_triggered_run_create, scheduler_pass
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
+from task_sdk.definitions import AssetUniqueKey
 from tests.factories import DagRunFactory
 from tests.live_server import REPO, server_env
 
@@ -92,7 +93,7 @@ OUTLETS = {
     ),
     "produce_alias": (
         [OutletProfile(type=OutletType.ALIAS, name=ALIAS)],
-        [AliasOutletEvent(source_alias_name=ALIAS, dest_asset_key=AssetKey(name=X, uri=X))],
+        [AliasOutletEvent(source_alias_name=ALIAS, dest_asset_key=AssetUniqueKey(name=X, uri=X))],
     ),
 }
 STREAM_TASKS = ("produce_a", "produce_b", "produce_alias")

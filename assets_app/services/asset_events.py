@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from assets_app.exceptions import AssetNotFoundError
+from assets_app.exceptions import AssetAmbiguousError, AssetNotFoundError, InvalidInputError
 from assets_app.models import (
     PARTITION_KEY_LENGTH,
     Asset,
@@ -28,10 +28,6 @@ from assets_app.services.registration import (
 logger = logging.getLogger(__name__)
 
 
-class AssetAmbiguousError(ValueError):
-    """A name or uri given alone matches several inactive assets."""
-
-
 def asset_get_for_event(*, name: str | None, uri: str | None) -> Asset:
     """The asset a manual event is for.
 
@@ -39,7 +35,7 @@ def asset_get_for_event(*, name: str | None, uri: str | None) -> Asset:
     asset with it. Raises ``AssetNotFoundError`` or ``AssetAmbiguousError``.
     """
     if not name and not uri:
-        raise ValueError("give the asset's name, uri or both")
+        raise InvalidInputError("give the asset's name, uri or both")
     if name and uri:
         asset = Asset.objects.filter(name=name, uri=uri).first()
         if asset is None:
@@ -70,9 +66,9 @@ def asset_event_create_manual(
     """Record an operator's event on an existing asset (source fields empty) and queue its
     consumer DAGs, as Airflow's "create asset event" does. Signals are sent after commit."""
     if extra is not None and not isinstance(extra, dict):
-        raise ValueError("extra must be a JSON object")
+        raise InvalidInputError("extra must be a JSON object")
     if partition_key is not None and not 0 < len(partition_key) <= PARTITION_KEY_LENGTH:
-        raise ValueError(f"partition key must be 1-{PARTITION_KEY_LENGTH} characters")
+        raise InvalidInputError(f"partition key must be 1-{PARTITION_KEY_LENGTH} characters")
     asset = asset_get_for_event(name=name, uri=uri)
     now = timezone.now()
     event = AssetEvent.objects.create(
@@ -100,7 +96,7 @@ def asset_events_prune(
     the number of events deleted (or, with ``dry_run``, that would be deleted).
     """
     if batch_size <= 0:
-        raise ValueError("batch size must be positive")
+        raise InvalidInputError("batch size must be positive")
     old = AssetEvent.objects.filter(timestamp__lt=older_than)
     if dry_run:
         return old.count()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from assets_app.exceptions import TaskInstanceInputError, TaskInstanceNotFoundError
 from assets_app.models import (
     ID_LENGTH,
     Dag,
@@ -19,20 +20,12 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.services.dags import KEY_PATTERN
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
 
 logger = logging.getLogger(__name__)
 
 #: States a task instance may be created in: waiting for a runner, or already claimed.
 CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
-
-
-class TaskInstanceInputError(ValueError):
-    """The requested task instance cannot be created; the message says why."""
-
-
-class TaskInstanceNotFoundError(LookupError):
-    """No task instance has the given id."""
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from assets_app.exceptions import AssetConflictError, ManifestError
 from assets_app.models import (
     ID_LENGTH,
     Asset,
@@ -67,14 +68,6 @@ logger = logging.getLogger(__name__)
 
 #: Airflow's rule for dag and task ids.
 KEY_PATTERN = re.compile(r"^[\w.-]+$")
-
-
-class ManifestError(ValueError):
-    """The manifest cannot be read or is invalid; the message names the offending place."""
-
-
-class AssetConflictError(ManifestError):
-    """Two active assets would share a name or a uri; the message names both."""
 
 
 # --- parsed manifest -------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from django.db import connection, models, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
+from assets_app.exceptions import AssetRegistrationError
 from assets_app.models import (
     Asset,
     AssetActive,
@@ -78,14 +79,13 @@ from assets_app.models import (
 )
 from assets_app.outlets import (
     AliasOutletEvent,
-    AssetKey,
     AssetOutletEvent,
     OutletEvent,
     OutletProfile,
     OutletType,
 )
 from assets_app.signals import asset_changed, asset_event_emitted
-from task_sdk.definitions import DEFAULT_GROUP
+from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
 logger = logging.getLogger(__name__)
 
@@ -104,16 +104,6 @@ SCHEDULE_ON_ASSET = DagScheduleAssetReference._meta.db_table
 SCHEDULE_ON_ALIAS = DagScheduleAssetAliasReference._meta.db_table
 SCHEDULE_ON_NAME = DagScheduleAssetNameReference._meta.db_table
 SCHEDULE_ON_URI = DagScheduleAssetUriReference._meta.db_table
-
-
-class AssetRegistrationError(Exception):
-    """Rows that must exist after an idempotent insert could not be read back.
-
-    Cannot happen under READ COMMITTED (Django's default); raised rather than silently
-    dropping events if the database runs at a stricter isolation level.
-    """
-
-    code = "asset_registration_conflict"
 
 
 @dataclass(frozen=True)
@@ -152,7 +142,7 @@ class RegistrationResult:
 class _DeclaredOutlets:
     """The task's declared outlets split by type, each de-duplicated in declaration order."""
 
-    asset_keys: tuple[AssetKey, ...]
+    asset_keys: tuple[AssetUniqueKey, ...]
     name_refs: tuple[str, ...]
     uri_refs: tuple[str, ...]
     alias_names: frozenset[str]
@@ -165,7 +155,7 @@ class _DeclaredOutlets:
 class _AliasGroup:
     """Alias events sharing asset, dest_asset_extra, extra and partition key: one event."""
 
-    key: AssetKey
+    key: AssetUniqueKey
     extra: dict[str, Any]
     partition_key: str | None
     alias_names: tuple[str, ...]
@@ -319,13 +309,13 @@ def asset_changes_register(
 
 
 def _outlets_split(task_outlets: Sequence[OutletProfile]) -> _DeclaredOutlets:
-    asset_keys: dict[AssetKey, None] = {}
+    asset_keys: dict[AssetUniqueKey, None] = {}
     name_refs: dict[str, None] = {}
     uri_refs: dict[str, None] = {}
     alias_names: set[str] = set()
     for profile in task_outlets:
         if profile.type == OutletType.ASSET and profile.name and profile.uri:
-            asset_keys[AssetKey(name=profile.name, uri=profile.uri)] = None
+            asset_keys[AssetUniqueKey(name=profile.name, uri=profile.uri)] = None
         elif profile.type == OutletType.NAME_REF and profile.name:
             name_refs[profile.name] = None
         elif profile.type == OutletType.URI_REF and profile.uri:
@@ -354,15 +344,15 @@ def _canonical_json(value: Mapping[str, Any]) -> str:
 
 def _alias_events_group(
     *, declared: _DeclaredOutlets, events: Sequence[AliasOutletEvent]
-) -> tuple[list[_AliasGroup], dict[AssetKey, dict[str, Any]]]:
+) -> tuple[list[_AliasGroup], dict[AssetUniqueKey, dict[str, Any]]]:
     """The alias events of declared aliases as groups, and each target's first dest extra.
 
     Groups on (asset key, canonical dest_asset_extra, canonical extra, partition key), in
     order of first appearance; each group lists its aliases in order of appearance.
     """
-    groups: dict[tuple[AssetKey, str, str, str | None], dict[str, None]] = {}
-    extras: dict[tuple[AssetKey, str, str, str | None], dict[str, Any]] = {}
-    target_extras: dict[AssetKey, dict[str, Any]] = {}  # first dest_asset_extra seen
+    groups: dict[tuple[AssetUniqueKey, str, str, str | None], dict[str, None]] = {}
+    extras: dict[tuple[AssetUniqueKey, str, str, str | None], dict[str, Any]] = {}
+    target_extras: dict[AssetUniqueKey, dict[str, Any]] = {}  # first dest_asset_extra seen
     for event in events:
         if event.source_alias_name not in declared.alias_names:
             continue
@@ -391,11 +381,11 @@ def _declared_asset_events_plan(
 
     ``active`` are the active assets matching a declared name or uri (statement 3).
     """
-    active_by_key = {AssetKey(name=a.name, uri=a.uri): a for a in active}
+    active_by_key = {AssetUniqueKey(name=a.name, uri=a.uri): a for a in active}
     active_by_name = {a.name: a for a in active}
     active_by_uri = {a.uri: a for a in active}
 
-    extras_by_key: dict[AssetKey, _ExtrasByPartition] = {}
+    extras_by_key: dict[AssetUniqueKey, _ExtrasByPartition] = {}
     extras_by_name: dict[str, _ExtrasByPartition] = {}
     extras_by_uri: dict[str, _ExtrasByPartition] = {}
     for event in events:
@@ -438,7 +428,11 @@ def _declared_asset_events_plan(
 
 
 def _alias_targets_insert(
-    cursor: CursorWrapper, sql: _Sql, *, extras: Mapping[AssetKey, dict[str, Any]], now: datetime
+    cursor: CursorWrapper,
+    sql: _Sql,
+    *,
+    extras: Mapping[AssetUniqueKey, dict[str, Any]],
+    now: datetime,
 ) -> None:
     """Statement 1: create the missing alias targets, not active, with dest_asset_extra.
 
@@ -486,8 +480,8 @@ def _assets_select(
     sql: _Sql,
     *,
     declared: _DeclaredOutlets,
-    targets: Iterable[AssetKey],
-) -> tuple[list[Asset], dict[AssetKey, Asset]]:
+    targets: Iterable[AssetUniqueKey],
+) -> tuple[list[Asset], dict[AssetUniqueKey, Asset]]:
     """Statement 3: the active assets matching a declared name or uri, and the alias targets.
 
     Declared keys match on ``asset_active``'s unique name and uri columns (exact keys are
@@ -520,7 +514,7 @@ def _assets_select(
     )
     wanted_targets = set(targets)
     return [a for a in found if a.is_active], {
-        key: a for a in found if (key := AssetKey(name=a.name, uri=a.uri)) in wanted_targets
+        key: a for a in found if (key := AssetUniqueKey(name=a.name, uri=a.uri)) in wanted_targets
     }
 
 

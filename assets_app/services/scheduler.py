@@ -77,12 +77,12 @@ from django.utils import timezone
 from assets_app.conditions import (
     Condition,
     ConditionReferences,
-    InvalidAssetExpression,
     Resolution,
     condition_is_met,
     condition_parse,
     condition_references,
 )
+from assets_app.exceptions import InvalidAssetExpression
 from assets_app.models import (
     Asset,
     AssetActive,
@@ -100,6 +100,7 @@ from assets_app.models import (
     TaskInstanceState,
     TaskOutletAssetReference,
 )
+from task_sdk.definitions import AssetUniqueKey
 
 logger = logging.getLogger(__name__)
 
@@ -327,13 +328,13 @@ def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
 
 def _condition_resolve(references: ConditionReferences) -> Resolution:
     """Look up the asset ids of a condition's assets, aliases and refs (≤ 3 queries)."""
-    asset_ids: dict[tuple[str, str], int] = {}
+    asset_ids: dict[AssetUniqueKey, int] = {}
     if references.asset_keys:
         keys = Q()
-        for name, uri in references.asset_keys:
-            keys |= Q(name=name, uri=uri)
+        for key in references.asset_keys:
+            keys |= Q(name=key.name, uri=key.uri)
         asset_ids = {
-            (name, uri): pk
+            AssetUniqueKey(name=name, uri=uri): pk
             for pk, name, uri in Asset.objects.filter(keys).values_list("pk", "name", "uri")
         }
     alias_asset_ids: dict[str, set[int]] = {}

@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "assets_app",
     "executionapi",
+    "devtools",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc files served by the app, no CDN
 ]
 

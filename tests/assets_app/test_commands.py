@@ -26,7 +26,7 @@ from assets_app.models import (
     DagRunType,
     TaskInstance,
 )
-from executionapi.tokens import token_decode
+from assets_app.tokens import token_decode
 from tests.factories import (
     AssetAliasFactory,
     AssetEventFactory,

@@ -5,25 +5,28 @@ from __future__ import annotations
 import pytest
 
 from assets_app.conditions import (
-    AliasLeaf,
     AllOf,
     AnyOf,
-    AssetLeaf,
     ConditionReferences,
-    InvalidAssetExpression,
-    NameRefLeaf,
     Resolution,
-    UriRefLeaf,
+    condition_expression,
     condition_is_met,
     condition_parse,
     condition_references,
+    condition_summary,
 )
+from assets_app.exceptions import InvalidAssetExpression
+from task_sdk.definitions import AssetAliasUniqueKey, AssetNameRef, AssetUniqueKey, AssetUriRef
 
 A = {"asset": {"name": "a", "uri": "s3://b/a"}}
 B = {"asset": {"name": "b", "uri": "s3://b/b"}}
 C = {"asset": {"name": "c", "uri": "s3://b/c"}}
 RESOLUTION = Resolution(
-    asset_ids={("a", "s3://b/a"): 1, ("b", "s3://b/b"): 2, ("c", "s3://b/c"): 3},
+    asset_ids={
+        AssetUniqueKey("a", "s3://b/a"): 1,
+        AssetUniqueKey("b", "s3://b/b"): 2,
+        AssetUniqueKey("c", "s3://b/c"): 3,
+    },
     alias_asset_ids={"alias-ab": {1, 2}, "alias-empty": set()},
     name_ref_ids={"a": 1},
     uri_ref_ids={"s3://b/b": 2},
@@ -52,13 +55,13 @@ def test_parse_builds_the_tree():
     # then
     assert condition == AllOf(
         (
-            AssetLeaf("a", "s3://b/a"),
-            AnyOf((AliasLeaf("x"), NameRefLeaf("n"))),
-            UriRefLeaf("u://v"),
+            AssetUniqueKey("a", "s3://b/a"),
+            AnyOf((AssetAliasUniqueKey("x"), AssetNameRef("n"))),
+            AssetUriRef("u://v"),
         )
     )
     assert condition_references(condition) == ConditionReferences(
-        asset_keys=frozenset({("a", "s3://b/a")}),
+        asset_keys=frozenset({AssetUniqueKey("a", "s3://b/a")}),
         alias_names=frozenset({"x"}),
         name_refs=frozenset({"n"}),
         uri_refs=frozenset({"u://v"}),
@@ -138,7 +141,30 @@ def test_references_of_several_conditions_are_their_union():
 
     # then
     assert references == ConditionReferences(
-        asset_keys=frozenset({("a", "s3://b/a"), ("b", "s3://b/b")}),
+        asset_keys=frozenset({AssetUniqueKey("a", "s3://b/a"), AssetUniqueKey("b", "s3://b/b")}),
         alias_names=frozenset({"x"}),
         uri_refs=frozenset({"u://v"}),
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "summary"),
+    [
+        pytest.param(A, "a", id="asset"),
+        pytest.param({"alias": {"name": "x"}}, "alias:x", id="alias"),
+        pytest.param({"asset_ref": {"name": "n"}}, "name-ref:n", id="name-ref"),
+        pytest.param({"asset_ref": {"uri": "u://v"}}, "uri-ref:u://v", id="uri-ref"),
+        pytest.param(
+            {"all": [A, {"any": [B, {"alias": {"name": "x"}}]}]}, "a & (b | alias:x)", id="nested"
+        ),
+        pytest.param({"any": [{"all": [A, B]}, C]}, "(a & b) | c", id="any-of-all"),
+    ],
+)
+def test_stored_form_round_trips_and_summarises(expression: dict, summary: str):
+    # when
+    condition = condition_parse(expression)
+
+    # then
+    assert condition_expression(condition) == expression
+    assert condition_parse(condition_expression(condition)) == condition
+    assert condition_summary(condition) == summary

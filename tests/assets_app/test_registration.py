@@ -29,13 +29,13 @@ from assets_app.models import (
 )
 from assets_app.outlets import (
     AliasOutletEvent,
-    AssetKey,
     AssetOutletEvent,
     OutletProfile,
     OutletType,
 )
 from assets_app.services.registration import RegistrationResult, asset_changes_register
 from assets_app.signals import asset_changed, asset_event_emitted
+from task_sdk.definitions import AssetUniqueKey
 from tests.factories import AssetAliasFactory, AssetFactory, DagFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +70,7 @@ def asset_event(
     name: str, uri: str, extra: dict[str, Any] | None = None, partition_key: str | None = None
 ) -> AssetOutletEvent:
     return AssetOutletEvent(
-        key=AssetKey(name=name, uri=uri), extra=extra or {}, partition_key=partition_key
+        key=AssetUniqueKey(name=name, uri=uri), extra=extra or {}, partition_key=partition_key
     )
 
 
@@ -84,7 +84,7 @@ def alias_event(
 ) -> AliasOutletEvent:
     return AliasOutletEvent(
         source_alias_name=alias,
-        dest_asset_key=AssetKey(name=name, uri=uri),
+        dest_asset_key=AssetUniqueKey(name=name, uri=uri),
         extra=extra or {},
         dest_asset_extra=dest_asset_extra or {},
         partition_key=partition_key,

@@ -25,8 +25,9 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.outlets import AliasOutletEvent, AssetKey, OutletProfile, OutletType
+from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
 from assets_app.services.registration import RegistrationResult, asset_changes_register
+from task_sdk.definitions import AssetUniqueKey
 from tests.factories import DagFactory, TaskInstanceFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -46,7 +47,7 @@ def register_locked(
             outlet_events=[
                 AliasOutletEvent(
                     source_alias_name=alias,
-                    dest_asset_key=AssetKey(name=name, uri=uri),
+                    dest_asset_key=AssetUniqueKey(name=name, uri=uri),
                     extra={"ti": str(ti_id)},
                     dest_asset_extra={"created_by": str(ti_id)},
                 )
@@ -170,7 +171,7 @@ class HeldTransaction:
                     outlet_events=[
                         AliasOutletEvent(
                             source_alias_name=alias,
-                            dest_asset_key=AssetKey(name=target[0], uri=target[1]),
+                            dest_asset_key=AssetUniqueKey(name=target[0], uri=target[1]),
                             dest_asset_extra={"by": "first"},
                         )
                     ],

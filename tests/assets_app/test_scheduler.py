@@ -25,14 +25,15 @@ from assets_app.models import (
     TaskInstance,
     TaskOutletAssetReference,
 )
-from assets_app.outlets import AliasOutletEvent, AssetKey, OutletProfile, OutletType
+from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import (
     Outcome,
     dag_asset_triggered_run_create,
     scheduler_pass,
 )
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
+from task_sdk.definitions import AssetUniqueKey
 from tests.factories import (
     AssetAliasFactory,
     AssetEventFactory,
@@ -162,7 +163,7 @@ def test_seed_full_path_declare_register_then_pass():
         outlet_events=[
             AliasOutletEvent(
                 source_alias_name="example-alias",
-                dest_asset_key=AssetKey(name=SEED_URI, uri=SEED_URI),
+                dest_asset_key=AssetUniqueKey(name=SEED_URI, uri=SEED_URI),
             )
         ],
     )

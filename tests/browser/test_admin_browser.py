@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from assets_app.models import AssetDagRunQueue, AssetEvent, Dag, TaskInstance, TaskInstanceState
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from assets_app.models import TaskInstance, TaskInstanceState
 from assets_app.services.dags import dags_declare, manifest_parse
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 WIRE_SAMPLES = Path(__file__).parent / "wire_samples"

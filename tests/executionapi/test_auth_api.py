@@ -9,7 +9,7 @@ import jwt
 import pytest
 from rest_framework.test import APIClient
 
-from executionapi.tokens import ALGORITHM, token_decode, token_issue
+from assets_app.tokens import ALGORITHM, token_decode, token_issue
 from tests.executionapi.conftest import client_for, wire_sample
 
 pytestmark = pytest.mark.django_db

@@ -21,7 +21,7 @@ from assets_app.models import (
     AssetEvent,
     TaskInstance,
 )
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assets_app.models import Asset, AssetAliasAsset, AssetAliasAssetEvent, AssetEvent, XCom
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
 from tests.executionapi.conftest import airflow_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -32,7 +32,7 @@ from assets_app.models import (
 )
 from assets_app.services.dag_runs import task_instance_create
 from assets_app.services.dags import dags_declare, manifest_parse
-from executionapi.tokens import token_issue
+from assets_app.tokens import token_issue
 from tests.live_server import REPO
 
 pytestmark = pytest.mark.slow

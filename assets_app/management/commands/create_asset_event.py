@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assets_app.exceptions import AssetNotFoundError
+from assets_app.exceptions import AssetsError
 from assets_app.services.asset_events import asset_event_create_manual
 
 
@@ -39,6 +39,6 @@ class Command(BaseCommand):
                 extra=extra,
                 partition_key=options["partition_key"],
             )
-        except (AssetNotFoundError, ValueError) as exc:
+        except AssetsError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(self.style.SUCCESS(f"Created asset event {event.pk} on {event.asset}"))

@@ -7,10 +7,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from assets_app.exceptions import AssetsError
 from assets_app.models import TaskInstanceState
 from assets_app.services.dag_runs import (
     CREATABLE_STATES,
-    TaskInstanceInputError,
     task_instance_create,
     task_instance_token_issue,
 )
@@ -61,7 +61,7 @@ class Command(BaseCommand):
             token = task_instance_token_issue(
                 task_instance_id=result.task_instance.pk, ttl_seconds=options["ttl"]
             )
-        except TaskInstanceInputError as exc:
+        except AssetsError as exc:
             raise CommandError(str(exc)) from exc
         ti = result.task_instance
         if not result.created:

@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assets_app.services.dags import ManifestError, dags_declare_from_file
+from assets_app.exceptions import AssetsError
+from assets_app.services.dags import dags_declare_from_file
 
 
 class Command(BaseCommand):
@@ -22,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             result = dags_declare_from_file(path=options["file"])
-        except ManifestError as exc:
+        except AssetsError as exc:
             raise CommandError(str(exc)) from exc
         for warning in result.warnings:
             self.stderr.write(self.style.WARNING(warning))

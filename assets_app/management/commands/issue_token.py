@@ -6,11 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assets_app.services.dag_runs import (
-    TaskInstanceInputError,
-    TaskInstanceNotFoundError,
-    task_instance_token_issue,
-)
+from assets_app.exceptions import AssetsError
+from assets_app.services.dag_runs import task_instance_token_issue
 
 
 class Command(BaseCommand):
@@ -27,6 +24,6 @@ class Command(BaseCommand):
             token = task_instance_token_issue(
                 task_instance_id=options["task_instance_id"], ttl_seconds=options["ttl"]
             )
-        except (TaskInstanceInputError, TaskInstanceNotFoundError) as exc:
+        except AssetsError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(token)

@@ -1,5 +1,8 @@
 """JWT tokens that authenticate a task runner for one task instance (SPEC §3).
 
+A domain concept: services issue them (``create_task_instance``, the worker), the execution
+API checks them.
+
 Claims: ``sub`` (task instance UUID), ``aud``, ``iat``, ``nbf``, ``exp``, ``jti``.
 """
 
@@ -13,13 +16,11 @@ from typing import Any
 import jwt
 from django.conf import settings
 
+from assets_app.exceptions import TokenError
+
 ALGORITHM = "HS512"
 #: A token with less than this share of its lifetime left is refreshed in the response.
 REFRESH_WHEN_REMAINING = 0.2
-
-
-class TokenError(Exception):
-    """The token is malformed, badly signed, expired, not yet valid or for another audience."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from assets_app.models import (
     AssetEvent,
     TaskInstance,
 )
-from assets_app.processes import (
+from devtools.processes import (
     ServerStartError,
     current_database_url,
     process_stop,
