@@ -3,7 +3,8 @@
 Sends ``Authorization: Bearer <token>`` and ``Airflow-API-Version`` on every request, retries
 connection errors and 5xx responses with exponential backoff (4xx are final and raise
 ``ServerResponseError`` carrying the server's ``detail``), and adopts the token a response
-hands back in ``Refreshed-API-Token``.
+hands back in ``Refreshed-API-Token``. Bodies are written with ``allow_nan=False``: a body
+holding ``NaN`` or ``Infinity`` raises ``ValueError`` and is never sent.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import httpx
 import tenacity
 
 from task_sdk import __version__
+from task_sdk.jsonvalues import dumps
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,22 @@ def _describe(detail: Any) -> str:
     if isinstance(detail, list):
         return json.dumps(detail)
     return str(detail)
+
+
+def json_object(response: httpx.Response) -> dict[str, Any]:
+    """The response's body, which must be a JSON object (else ``httpx.DecodingError``)."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        request = response.request
+        raise httpx.DecodingError(
+            f"{request.method} {request.url.path}: expected a JSON object, "
+            f"got {response.text[:200]!r}",
+            request=request,
+        )
+    return body
 
 
 def isoformat(when: datetime) -> str:
@@ -179,11 +197,18 @@ class Client:
         )
         return retrying(self._send_once, method, path, **kwargs)
 
-    def _json(self, method: str, path: str, body: Any) -> httpx.Response:
+    def _json(
+        self, method: str, path: str, body: Any, params: dict[str, Any] | None = None
+    ) -> httpx.Response:
+        try:
+            content = dumps(body)
+        except ValueError as exc:  # NaN or Infinity (allow_nan=False), a circular reference
+            raise ValueError(f"{method} {path}: the request body is not valid JSON: {exc}") from exc
         return self.request(
             method,
             path,
-            content=json.dumps(body, separators=(",", ":")),
+            params=params or {},
+            content=content,
             headers={"Content-Type": "application/json"},
         )
 
@@ -200,7 +225,7 @@ class Client:
             "pid": pid,
             "start_date": isoformat(when or now()),
         }
-        return self._json("PATCH", f"/task-instances/{ti_id}/run", body).json()
+        return json_object(self._json("PATCH", f"/task-instances/{ti_id}/run", body))
 
     def heartbeat(self, ti_id: str, *, pid: int, host: str | None = None) -> None:
         """``PUT /task-instances/{id}/heartbeat``."""
@@ -244,7 +269,8 @@ class Client:
         self._json("PUT", f"/task-instances/{ti_id}/rtif", fields)
 
     def validate_inlets_and_outlets(self, ti_id: str) -> dict[str, Any]:
-        return self.request("GET", f"/task-instances/{ti_id}/validate-inlets-and-outlets").json()
+        path = f"/task-instances/{ti_id}/validate-inlets-and-outlets"
+        return json_object(self.request("GET", path))
 
     # -- xcoms and assets ------------------------------------------------------------------
 
@@ -253,13 +279,7 @@ class Client:
     ) -> None:
         params = {"map_index": map_index} if map_index >= 0 else {}
         path = "/xcoms/" + "/".join(quote(part, safe="") for part in (dag_id, run_id, task_id, key))
-        self.request(
-            "POST",
-            path,
-            params=params,
-            content=json.dumps(value, separators=(",", ":")),
-            headers={"Content-Type": "application/json"},
-        )
+        self._json("POST", path, value, params=params)
 
     def xcom_get(
         self, dag_id: str, run_id: str, task_id: str, key: str, map_index: int = -1
@@ -270,11 +290,51 @@ class Client:
 
     def asset_by_name(self, name: str) -> dict[str, Any]:
         """``GET /assets/by-name``: the active asset called ``name``."""
-        return self.request("GET", "/assets/by-name", params={"name": name}).json()
+        return json_object(self.request("GET", "/assets/by-name", params={"name": name}))
 
     def asset_by_uri(self, uri: str) -> dict[str, Any]:
         """``GET /assets/by-uri``: the active asset with ``uri``."""
-        return self.request("GET", "/assets/by-uri", params={"uri": uri}).json()
+        return json_object(self.request("GET", "/assets/by-uri", params={"uri": uri}))
+
+    def asset_events(
+        self,
+        *,
+        name: str | None = None,
+        uri: str | None = None,
+        alias_name: str | None = None,
+        after: datetime | None = None,
+        before: datetime | None = None,
+        ascending: bool = True,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Events of an asset (``GET /asset-events/by-asset?name=&uri=``) or emitted through an
+        alias (``GET /asset-events/by-asset-alias?name=``), oldest first unless ``ascending`` is
+        false; ``after``/``before`` are inclusive bounds.
+        """
+        params: dict[str, str | int] = {}
+        if alias_name is not None:
+            path = "/asset-events/by-asset-alias"
+            params["name"] = alias_name
+        elif name or uri:
+            path = "/asset-events/by-asset"
+            params.update({k: v for k, v in (("name", name), ("uri", uri)) if v})
+        else:
+            raise ValueError("asset_events() needs name, uri or alias_name")
+        if after is not None:
+            params["after"] = isoformat(after)
+        if before is not None:
+            params["before"] = isoformat(before)
+        params["ascending"] = "true" if ascending else "false"
+        if limit is not None:
+            params["limit"] = limit
+        response = self.request("GET", path, params=params)
+        events = json_object(response).get("asset_events")
+        if not isinstance(events, list):
+            raise httpx.DecodingError(
+                f"GET {path}: expected {{'asset_events': [...]}}, got {response.text[:200]!r}",
+                request=response.request,
+            )
+        return events
 
 
 def success_body(

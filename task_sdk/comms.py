@@ -4,10 +4,11 @@ A dedicated socket pair (not stdout/stderr, which the supervisor captures as the
 carrying one JSON object per line. The task process sends a request and waits for its reply;
 the supervisor only answers.
 
-Task → supervisor: ``GetAssetByName``, ``GetAssetByUri``, ``SetXCom``, ``SetRenderedFields``,
-``SucceedTask`` and ``TaskState`` (``failed`` / ``up_for_retry``).
+Task → supervisor: ``GetAssetByName``, ``GetAssetByUri``, ``GetAssetEventByAsset``,
+``GetAssetEventByAssetAlias``, ``SetXCom``, ``SetRenderedFields``, ``SucceedTask`` and
+``TaskState`` (``failed`` / ``up_for_retry``).
 Supervisor → task: ``StartupDetails`` first, then one reply per request: ``OK``,
-``AssetResult`` or ``ErrorResponse``.
+``AssetResult``, ``AssetEventsResult`` or ``ErrorResponse``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ class Channel:
             line = bytes(self._buffer[:end])
             del self._buffer[: end + 1]
             if line.strip():
-                return json.loads(line)
+                message = json.loads(line)
+                if not isinstance(message, dict):
+                    raise ValueError(f"a message must be a JSON object, got {line[:200]!r}")
+                return message
         return None
 
     def pending(self) -> list[dict[str, Any]]:

@@ -17,6 +17,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from task_sdk.jsonvalues import check_json_value, string_problem
+
 MAX_LENGTH = 1500
 #: Group of an ``Asset`` / ``AssetAlias`` when none is given (as in Airflow).
 DEFAULT_GROUP = "asset"
@@ -33,6 +35,8 @@ def _check_identifier(owner: str, field: str, value: Any, *, allow_empty: bool =
         raise ValueError(f"{owner} {field} cannot be empty")
     if value and value.isspace():
         raise ValueError(f"{owner} {field} cannot be just whitespace")
+    if (problem := string_problem(value)) is not None:
+        raise ValueError(f"{owner} {field} {problem}")
     return value
 
 
@@ -148,6 +152,7 @@ class Asset:
             extra = {}
         if not isinstance(extra, dict):
             raise ValueError("Asset extra must be a dict")
+        check_json_value(extra, where=f"Asset(name={name!r}, uri={uri!r}).extra")
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "uri", uri)
         object.__setattr__(self, "group", group)

@@ -3,6 +3,11 @@
 ``outlet_events[asset].extra["k"] = v``, ``outlet_events[alias].add(Asset(...), extra={...})``
 and ``outlet_events[asset].add_partitions("2025-01-01", ...)``. Only accessors the task touched
 produce events; the server gives every untouched declared asset an event with ``{}`` extra.
+
+Everything is checked when it is serialized (:func:`serialize_outlet_events`), before any
+request: an ``extra`` the server cannot store (``NaN``, a lone surrogate, nesting deeper than
+``MAX_JSON_DEPTH``, ... see ``task_sdk.jsonvalues``) raises ``ValueError`` naming the event and
+the key, and the task fails instead of sending it.
 """
 
 from __future__ import annotations
@@ -21,12 +26,22 @@ from task_sdk.definitions import (
     Outlet,
     asset_profile,
 )
+from task_sdk.jsonvalues import check_json_value, string_problem
 
 #: Same width as the ``partition_key`` column.
 PARTITION_KEY_MAX_LENGTH = 250
 
+#: A resolved reference: the referenced asset's key and extra.
+ResolvedRef = tuple[AssetUniqueKey, dict[str, Any]]
 #: Resolves an asset reference to the referenced asset's key and extra (asks the server).
-RefResolver = Callable[[AssetNameRef | AssetUriRef], tuple[AssetUniqueKey, dict[str, Any]]]
+RefResolver = Callable[[AssetNameRef | AssetUriRef], ResolvedRef]
+
+
+def describe_key(key: AssetUniqueKey | AssetAliasUniqueKey) -> str:
+    """How messages name an asset or alias: ``Asset(name='x', uri='s3://x')``."""
+    if isinstance(key, AssetAliasUniqueKey):
+        return f"AssetAlias(name={key.name!r})"
+    return f"Asset(name={key.name!r}, uri={key.uri!r})"
 
 
 @dataclass(frozen=True)
@@ -72,10 +87,14 @@ class OutletEventAccessor:
                 raise ValueError(
                     f"partition_key must be at most {PARTITION_KEY_MAX_LENGTH} characters"
                 )
+            if (problem := string_problem(key)) is not None:
+                raise ValueError(f"partition_key {key!r} {problem}")
         for key in flat:
             self.partition_keys[key] = None
 
-    def add(self, asset: Asset | AssetNameRef | AssetUriRef, extra: dict | None = None) -> None:
+    def add(
+        self, asset: Asset | AssetNameRef | AssetUriRef, extra: dict[str, Any] | None = None
+    ) -> None:
         """Emit an event through this alias for ``asset`` (created on the server if missing)."""
         if not isinstance(self.key, AssetAliasUniqueKey):
             raise TypeError("add() is only supported on asset alias outlet events")
@@ -116,10 +135,10 @@ class OutletEventAccessors:
 
     def __init__(self, resolver: RefResolver | None = None) -> None:
         self._resolver = resolver
-        self._ref_cache: dict[AssetNameRef | AssetUriRef, tuple[AssetUniqueKey, dict]] = {}
+        self._ref_cache: dict[AssetNameRef | AssetUriRef, ResolvedRef] = {}
         self._accessors: dict[AssetUniqueKey | AssetAliasUniqueKey, OutletEventAccessor] = {}
 
-    def _resolve(self, ref: AssetNameRef | AssetUriRef) -> tuple[AssetUniqueKey, dict]:
+    def _resolve(self, ref: AssetNameRef | AssetUriRef) -> ResolvedRef:
         if ref not in self._ref_cache:
             if self._resolver is None:
                 raise RuntimeError("asset references can only be resolved inside a running task")
@@ -170,14 +189,27 @@ def build_task_outlets(outlets: Iterable[Outlet]) -> list[dict[str, str | None]]
     return [asset_profile(outlet) for outlet in outlets]
 
 
+def _check_extra(extra: object, where: str) -> None:
+    if not isinstance(extra, dict):
+        raise ValueError(f"{where} must be a dict, not {type(extra).__name__}")
+    check_json_value(extra, where=where)
+
+
 def serialize_outlet_events(events: OutletEventAccessors) -> list[dict[str, Any]]:
     """``outlet_events``: everything the task wrote, in Airflow 3's wire format.
 
-    The server filters out events for assets the task did not declare.
+    Raises ``ValueError`` naming the event and the key when an ``extra`` cannot be stored (see
+    the module docstring). The server filters out events for assets the task did not declare.
     """
     result: list[dict[str, Any]] = []
     for accessor in events.accessors():
+        where = f"outlet_events[{describe_key(accessor.key)}]"
+        for event in accessor.asset_alias_events:
+            added = f"{where}.add({describe_key(event.dest_asset_key)})"
+            _check_extra(event.extra, f"{added}.extra")
+            _check_extra(event.dest_asset_extra, f"{added}.dest_asset_extra")
         if isinstance(accessor.key, AssetUniqueKey):
+            _check_extra(accessor.extra, f"{where}.extra")
             base = {"dest_asset_key": accessor.key.as_dict(), "extra": accessor.extra}
             if accessor.partition_keys:
                 result.extend({**base, "partition_key": pk} for pk in accessor.partition_keys)

@@ -1,9 +1,11 @@
 """The task process: ``python -m task_sdk.runner`` (started by the supervisor).
 
 It receives ``StartupDetails`` on the inherited message channel, loads the task function,
-runs it with a context holding ``outlet_events``, and reports the outcome: ``SucceedTask``
-with ``task_outlets`` / ``outlet_events`` in the Airflow 3 wire format, or ``TaskState``
-``failed`` / ``up_for_retry`` when the task raised. Its stdout and stderr are the task's log.
+runs it with a context holding ``outlet_events``, ``inlet_events`` and
+``triggering_asset_events``, and reports the outcome: ``SucceedTask`` with ``task_outlets`` /
+``outlet_events`` in the Airflow 3 wire format, or ``TaskState`` ``failed`` / ``up_for_retry``
+when the task raised, or when what it wrote (outlet events, its return value) cannot be stored
+as JSON: that is checked before anything is sent. Its stdout and stderr are the task's log.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from task_sdk.client import isoformat, now
 from task_sdk.comms import COMMS_FD_ENV, Channel
 from task_sdk.decorators import Task, as_task
 from task_sdk.definitions import AssetNameRef, AssetUniqueKey, AssetUriRef
+from task_sdk.inlets import AssetEventsQuery, InletEventsAccessors, TriggeringAssetEventsAccessor
+from task_sdk.jsonvalues import check_json_value
 from task_sdk.outlets import OutletEventAccessors, build_task_outlets, serialize_outlet_events
 
 logger = logging.getLogger("task_sdk.runner")
@@ -76,7 +80,7 @@ class TaskRunner:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
-    def resolve_ref(self, ref: AssetNameRef | AssetUriRef) -> tuple[AssetUniqueKey, dict]:
+    def resolve_ref(self, ref: AssetNameRef | AssetUriRef) -> tuple[AssetUniqueKey, dict[str, Any]]:
         if isinstance(ref, AssetNameRef):
             reply = self.channel.request({"type": "GetAssetByName", "name": ref.name})
         else:
@@ -84,6 +88,25 @@ class TaskRunner:
         if reply.get("type") != "AssetResult":
             raise LookupError(f"cannot resolve {ref!r}: {reply.get('detail') or reply}")
         return AssetUniqueKey(name=reply["name"], uri=reply["uri"]), reply.get("extra") or {}
+
+    def fetch_asset_events(self, query: AssetEventsQuery) -> list[dict[str, Any]]:
+        """Ask the supervisor for ``/asset-events`` of an asset or alias."""
+        bounds = {
+            "after": isoformat(query.after) if query.after else None,
+            "before": isoformat(query.before) if query.before else None,
+            "ascending": query.ascending,
+            "limit": query.limit,
+        }
+        message: dict[str, Any]
+        if query.alias_name is not None:
+            message = {"type": "GetAssetEventByAssetAlias", "alias_name": query.alias_name}
+        else:
+            message = {"type": "GetAssetEventByAsset", "name": query.name, "uri": query.uri}
+        reply = self.channel.request({**message, **bounds})
+        if reply.get("type") != "AssetEventsResult":
+            raise LookupError(f"cannot read asset events: {reply.get('detail') or reply}")
+        events: list[dict[str, Any]] = reply["asset_events"]
+        return events
 
     def _request_ok(self, message: dict[str, Any]) -> None:
         reply = self.channel.request(message)
@@ -107,6 +130,12 @@ class TaskRunner:
             "inlets": task.inlets,
             "outlets": task.outlets,
             "outlet_events": OutletEventAccessors(resolver=self.resolve_ref),
+            "inlet_events": InletEventsAccessors(
+                task.inlets, fetch=self.fetch_asset_events, resolver=self.resolve_ref
+            ),
+            "triggering_asset_events": TriggeringAssetEventsAccessor.from_run_context(
+                ti_context, resolver=self.resolve_ref
+            ),
         }
         context["context"] = context
         return context
@@ -120,7 +149,11 @@ class TaskRunner:
             task = load_task(startup["task"])
             context = self.build_context(task, startup)
             result = task.execute(context)
+            # checked before anything is sent: a value the server cannot store fails the task
+            task_outlets = build_task_outlets(task.outlets)
+            outlet_events = serialize_outlet_events(context["outlet_events"])
             if result is not None and context["dag_id"] and context["run_id"]:
+                check_json_value(result, where="return value")
                 self._request_ok(
                     {
                         "type": "SetXCom",
@@ -135,8 +168,8 @@ class TaskRunner:
             message = {
                 "type": "SucceedTask",
                 "end_date": isoformat(now()),
-                "task_outlets": build_task_outlets(task.outlets),
-                "outlet_events": serialize_outlet_events(context["outlet_events"]),
+                "task_outlets": task_outlets,
+                "outlet_events": outlet_events,
                 "rendered_map_index": None,
             }
         except BaseException:

@@ -8,9 +8,19 @@ stdout and stderr go to the ``task_sdk.task`` logger, never into the message cha
 A heartbeat answered with 404/409/410 means the server no longer wants this task: the child is
 killed and no state is reported. A child that exits without reporting a state (killed,
 segfault, ``os._exit``) is reported ``failed`` (``up_for_retry`` when tries remain). A final
-state call that fails is resent once after the child exited, as the Airflow supervisor does.
-A child still alive ``exit_timeout`` seconds after its channel closed (e.g. a non-daemon
-thread keeps it running after it reported) is killed.
+state call that fails is resent once after the child exited, as the Airflow supervisor does; a
+success the server refuses outright (a 4xx other than 404/409/410, e.g. 422 for an ``extra``
+over its size limit) is reported as a failure instead, so the task instance is not left
+``running``. A child still alive ``exit_timeout`` seconds after its channel closed (e.g. a
+non-daemon thread keeps it running after it reported) is killed.
+
+The child runs in a session (and process group) of its own, and whatever it started stays in
+that group unless it moves itself out. Killing the task kills the whole group: SIGTERM, then
+SIGKILL ``kill_grace`` seconds later if the task process has not exited by then. When the run
+is over (the task process has exited, by itself or killed), anything left in the group gets
+SIGTERM and, once the task's output is closed or ``kill_grace`` has passed, SIGKILL: a
+grandchild holding the task's stdout open neither outlives the task nor hangs the supervisor.
+The task process is reaped only after that, so its group id cannot have been reused.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from typing import IO, Any, Protocol
 
 import httpx
 
-from task_sdk.client import ServerResponseError, now
+from task_sdk.client import ServerResponseError, isoformat, now
 from task_sdk.comms import COMMS_FD_ENV, Channel
 from task_sdk.runner import tries_remain
 
@@ -44,6 +54,10 @@ STOP_STATUSES = frozenset({404, 409, 410})
 DEFAULT_HEARTBEAT_INTERVAL = 5.0
 #: Seconds the task process may live on after closing its channel before it is killed.
 DEFAULT_EXIT_TIMEOUT = 20.0
+#: Seconds between SIGTERM and SIGKILL when the task's process group is stopped.
+DEFAULT_KILL_GRACE = 5.0
+#: How often a wait for the task process to exit checks on it.
+_POLL_INTERVAL = 0.02
 
 
 class ExecutionClient(Protocol):
@@ -53,15 +67,35 @@ class ExecutionClient(Protocol):
 
     def heartbeat(self, ti_id: str, *, pid: int) -> None: ...
 
-    def succeed(self, ti_id: str, when: Any, task_outlets: Any, outlet_events: Any) -> None: ...
+    def succeed(
+        self,
+        ti_id: str,
+        when: datetime,
+        task_outlets: list[dict[str, Any]],
+        outlet_events: list[dict[str, Any]],
+    ) -> None: ...
 
-    def finish(self, ti_id: str, state: str, when: Any) -> None: ...
+    def finish(self, ti_id: str, state: str, when: datetime) -> None: ...
 
     def asset_by_name(self, name: str) -> dict[str, Any]: ...
 
     def asset_by_uri(self, uri: str) -> dict[str, Any]: ...
 
-    def xcom_set(self, *args: Any, **kwargs: Any) -> None: ...
+    def asset_events(
+        self,
+        *,
+        name: str | None = ...,
+        uri: str | None = ...,
+        alias_name: str | None = ...,
+        after: datetime | None = ...,
+        before: datetime | None = ...,
+        ascending: bool = ...,
+        limit: int | None = ...,
+    ) -> list[dict[str, Any]]: ...
+
+    def xcom_set(
+        self, dag_id: str, run_id: str, task_id: str, key: str, value: Any, map_index: int = ...
+    ) -> None: ...
 
     def set_rtif(self, ti_id: str, fields: dict[str, Any]) -> None: ...
 
@@ -116,6 +150,7 @@ class Supervisor:
         task_id: str | None = None,
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
         exit_timeout: float = DEFAULT_EXIT_TIMEOUT,
+        kill_grace: float = DEFAULT_KILL_GRACE,
         python: str = sys.executable,
     ) -> None:
         self.client = client
@@ -125,6 +160,7 @@ class Supervisor:
         self.task_id = task_id
         self.heartbeat_interval = heartbeat_interval
         self.exit_timeout = exit_timeout
+        self.kill_grace = kill_grace
         self.python = python
         self.log_lines: list[str] = []
         self._log_lock = threading.Lock()
@@ -133,9 +169,12 @@ class Supervisor:
         self._unsent_final: dict[str, Any] | None = None  # final message whose call failed
         # why no state is reported: /run was refused, or a heartbeat said the server stopped it
         self._stop_reason: str | None = None
+        # why a failure was reported for a task that succeeded (the server refused the success)
+        self._failure_reason: str | None = None
         self._pumps: list[threading.Thread] = []
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self.terminated: bool = False  # terminate() was called (e.g. the CLI got SIGTERM)
+        self._kill_deadline: float | None = None  # when terminate() escalates to SIGKILL
 
     # -- child process ---------------------------------------------------------------------
 
@@ -147,7 +186,7 @@ class Supervisor:
             task_logger.info("[%s] %s", name, line)
         stream.close()
 
-    def _spawn(self, child_sock: socket.socket) -> subprocess.Popen:
+    def _spawn(self, child_sock: socket.socket) -> subprocess.Popen[bytes]:
         env = _child_env()
         env[COMMS_FD_ENV] = str(child_sock.fileno())
         process = subprocess.Popen(
@@ -157,7 +196,11 @@ class Supervisor:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
+            # its own session and process group (id = its pid), so it and everything it starts
+            # can be signalled together, and a terminal's signals do not reach it directly
+            start_new_session=True,
         )
+        assert process.stdout is not None and process.stderr is not None  # PIPE above
         self._pumps = [
             threading.Thread(target=self._pump, args=(process.stdout, "stdout"), daemon=True),
             threading.Thread(target=self._pump, args=(process.stderr, "stderr"), daemon=True),
@@ -166,28 +209,91 @@ class Supervisor:
             pump.start()
         return process
 
+    # -- the task's process group ----------------------------------------------------------
+
+    @staticmethod
+    def _exited(process: subprocess.Popen[bytes]) -> bool:
+        """Whether the task process has exited, without reaping it.
+
+        Until it is reaped its pid, which is also its process group's id, cannot be reused, so
+        signalling the group can never reach an unrelated process.
+        """
+        if process.returncode is not None:
+            return True
+        try:
+            flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+            return os.waitid(os.P_PID, process.pid, flags) is not None
+        except ChildProcessError:  # reaped already
+            return True
+
+    def _wait_exited(self, process: subprocess.Popen[bytes], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self._exited(process):
+            self._enforce_terminate(process)
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_INTERVAL)
+        return True
+
+    def _enforce_terminate(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the group once ``kill_grace`` has passed since ``terminate()``."""
+        if self._kill_deadline is not None and time.monotonic() >= self._kill_deadline:
+            self._kill_deadline = None
+            if not self._exited(process):
+                logger.warning("the task ignored SIGTERM for %gs; killing it", self.kill_grace)
+                self._signal_group(process, signal.SIGKILL)
+
+    @staticmethod
+    def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+        """Send ``sig`` to every process in the task's group (signal-handler safe)."""
+        if process.returncode is not None:
+            return  # reaped: the group id may belong to someone else by now
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass  # nobody left in the group
+        except PermissionError as exc:
+            logger.warning("cannot signal the task's process group %s: %s", process.pid, exc)
+
+    def _kill(self, process: subprocess.Popen[bytes], grace: float | None = None) -> None:
+        """Kill the task: SIGTERM its whole group, SIGKILL the group if the task process is still
+        alive ``grace`` seconds later. Returns once the task process has exited (not reaped)."""
+        if self._exited(process):
+            return
+        self._signal_group(process, signal.SIGTERM)
+        if not self._wait_exited(process, self.kill_grace if grace is None else grace):
+            self._signal_group(process, signal.SIGKILL)
+            os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+
+    def _end_group(self, process: subprocess.Popen[bytes], grace: float | None = None) -> None:
+        """After the run: stop what is left of the task's group, then reap the task process.
+
+        SIGTERM, then SIGKILL once the task's stdout and stderr are closed (everything holding
+        them has exited) or ``grace`` seconds have passed.
+        """
+        self._kill(process, grace)
+        self._signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + (self.kill_grace if grace is None else grace)
+        for pump in self._pumps:
+            pump.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._signal_group(process, signal.SIGKILL)
+        process.wait()
+        for pump in self._pumps:  # only a process outside the group can still hold the pipes
+            pump.join(timeout=1.0)
+
     def terminate(self) -> None:
-        """Stop the task from outside (signal-handler safe): SIGTERM the task process.
+        """Stop the task from outside (signal-handler safe): SIGTERM the task's process group,
+        SIGKILL it ``kill_grace`` seconds later if the task process is still alive.
 
         ``run()`` then goes on as for any task process that dies without reporting: it
         reports ``failed`` (``up_for_retry`` while tries remain) unless the task had already
         reported its state, so the task instance is not left ``running``.
         """
         self.terminated = True
+        self._kill_deadline = time.monotonic() + self.kill_grace
         process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
-
-    @staticmethod
-    def _kill(process: subprocess.Popen, grace: float = 5.0) -> None:
-        if process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            self._signal_group(process, signal.SIGTERM)
 
     @staticmethod
     def _send(channel: Channel, message: dict[str, Any]) -> bool:
@@ -208,6 +314,8 @@ class Supervisor:
                 return {"type": "AssetResult", **self.client.asset_by_name(message["name"])}
             if kind == "GetAssetByUri":
                 return {"type": "AssetResult", **self.client.asset_by_uri(message["uri"])}
+            if kind in ("GetAssetEventByAsset", "GetAssetEventByAssetAlias"):
+                return {"type": "AssetEventsResult", "asset_events": self._asset_events(message)}
             if kind == "SetXCom":
                 self.client.xcom_set(
                     message["dag_id"],
@@ -223,9 +331,23 @@ class Supervisor:
                 return {"type": "OK"}
             if kind in ("SucceedTask", "TaskState"):
                 return self._report_final(message)
-        except (ServerResponseError, httpx.HTTPError) as exc:
+        except (ServerResponseError, httpx.HTTPError, ValueError) as exc:
             return {"type": "ErrorResponse", "error": type(exc).__name__, "detail": str(exc)}
         return {"type": "ErrorResponse", "error": "UnknownMessage", "detail": f"{kind!r}"}
+
+    def _asset_events(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        target: dict[str, Any] = (
+            {"alias_name": message["alias_name"]}
+            if message["type"] == "GetAssetEventByAssetAlias"
+            else {"name": message.get("name"), "uri": message.get("uri")}
+        )
+        return self.client.asset_events(
+            **target,
+            after=_parse_when(message["after"]) if message.get("after") else None,
+            before=_parse_when(message["before"]) if message.get("before") else None,
+            ascending=bool(message.get("ascending", True)),
+            limit=message.get("limit"),
+        )
 
     def _send_final(self, message: dict[str, Any]) -> None:
         when = message["end_date"]
@@ -243,15 +365,40 @@ class Supervisor:
             return {"type": "ErrorResponse", "error": "AlreadyFinished", "detail": "state sent"}
         try:
             self._send_final(message)
-        except (ServerResponseError, httpx.HTTPError) as exc:
+        except (ServerResponseError, httpx.HTTPError, ValueError) as exc:
+            refused = isinstance(exc, ValueError) or (
+                isinstance(exc, ServerResponseError)
+                and 400 <= exc.status_code < 500
+                and exc.status_code not in STOP_STATUSES
+            )
+            if refused and message["type"] == "SucceedTask":
+                return self._report_refused_success(exc)
             logger.warning("reporting %s failed, will resend once: %s", message["type"], exc)
             self._unsent_final = message
             return {"type": "ErrorResponse", "error": type(exc).__name__, "detail": str(exc)}
         return {"type": "OK"}
 
+    def _report_refused_success(self, exc: Exception) -> dict[str, Any]:
+        """The success cannot be recorded, and sending it again cannot help: report a failure
+        (``up_for_retry`` while tries remain) so the task instance is not left running."""
+        self._failure_reason = (
+            f"the task's success could not be sent: {exc}"
+            if isinstance(exc, ValueError)
+            else f"the server refused the task's success: {exc}"
+        )
+        state = "up_for_retry" if tries_remain(self.ti_context, self.try_number) else "failed"
+        logger.error("%s; reporting %s", self._failure_reason, state)
+        failure = {"type": "TaskState", "state": state, "end_date": isoformat(now())}
+        try:
+            self._send_final(failure)
+        except (ServerResponseError, httpx.HTTPError) as error:
+            logger.warning("reporting %s failed, will resend once: %s", state, error)
+            self._unsent_final = failure
+        return {"type": "ErrorResponse", "error": type(exc).__name__, "detail": str(exc)}
+
     # -- main loop -------------------------------------------------------------------------
 
-    def _heartbeat(self, process: subprocess.Popen) -> None:
+    def _heartbeat(self, process: subprocess.Popen[bytes]) -> None:
         try:
             self.client.heartbeat(self.ti_id, pid=process.pid)
         except ServerResponseError as exc:
@@ -264,10 +411,11 @@ class Supervisor:
         except httpx.HTTPError as exc:
             logger.warning("heartbeat failed: %s", exc)
 
-    def _loop(self, process: subprocess.Popen, channel: Channel) -> None:
+    def _loop(self, process: subprocess.Popen[bytes], channel: Channel) -> None:
         next_heartbeat = time.monotonic() + self.heartbeat_interval
         open_channel = True
         while open_channel:
+            self._enforce_terminate(process)
             timeout = max(0.0, min(next_heartbeat - time.monotonic(), 0.5))
             readable, _, _ = select.select([channel], [], [], timeout)
             if readable:
@@ -276,7 +424,7 @@ class Supervisor:
                     if not self._send(channel, self._handle(message)):
                         open_channel = False
                         break
-            elif process.poll() is not None:
+            elif self._exited(process):
                 # the child is gone; read whatever it left in the socket, then stop
                 readable, _, _ = select.select([channel], [], [], 0)
                 if not readable:
@@ -286,7 +434,7 @@ class Supervisor:
                     open_channel
                     and self._stop_reason is None
                     and self.final_state is None
-                    and process.poll() is None
+                    and not self._exited(process)
                 ):
                     self._heartbeat(process)
                 # also when no heartbeat is due any more: a deadline left in the past would
@@ -294,10 +442,8 @@ class Supervisor:
                 next_heartbeat = time.monotonic() + self.heartbeat_interval
         self._wait_exit(process)
 
-    def _wait_exit(self, process: subprocess.Popen) -> None:
-        try:
-            process.wait(timeout=self.exit_timeout)
-        except subprocess.TimeoutExpired:
+    def _wait_exit(self, process: subprocess.Popen[bytes]) -> None:
+        if not self._wait_exited(process, self.exit_timeout):
             logger.warning(
                 "the task process is still running %gs after closing its channel; killing it",
                 self.exit_timeout,
@@ -316,7 +462,7 @@ class Supervisor:
             child_sock.close()
         self._process = process
         if self.terminated:  # terminate() came before the task process existed
-            process.terminate()
+            self._signal_group(process, signal.SIGTERM)
         try:
             try:
                 self.ti_context = self.client.start(self.ti_id, pid=process.pid)
@@ -343,16 +489,15 @@ class Supervisor:
                 else:
                     self._wait_exit(process)
         except BaseException:
-            self._kill(process, grace=1.0)
+            self._end_group(process, grace=1.0)
             raise
         finally:
             channel.close()
         return self._finish(process)
 
-    def _finish(self, process: subprocess.Popen) -> TaskResult:
+    def _finish(self, process: subprocess.Popen[bytes]) -> TaskResult:
+        self._end_group(process)
         code = process.returncode
-        for pump in self._pumps:
-            pump.join(timeout=5)
         if self._stop_reason is not None:
             return self._result(self.final_state, process, self._stop_reason)
         if self._unsent_final is not None:
@@ -371,7 +516,7 @@ class Supervisor:
                 return self._result(None, process, f"{reason}; reporting {state} failed: {exc}")
             return self._result(state, process, reason)
         if self.final_state != "success":
-            last = self._last_error_line()
+            last = self._failure_reason or self._last_error_line()
             reason = f"task {self.final_state.replace('_', ' ')}" + (f": {last}" if last else "")
             return self._result(self.final_state, process, reason)
         return self._result("success", process, None)
@@ -382,7 +527,7 @@ class Supervisor:
         return lines[-1].strip() if lines else None
 
     def _result(
-        self, state: str | None, process: subprocess.Popen, reason: str | None
+        self, state: str | None, process: subprocess.Popen[bytes], reason: str | None
     ) -> TaskResult:
         with self._log_lock:
             log = list(self.log_lines)

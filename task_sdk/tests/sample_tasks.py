@@ -126,3 +126,102 @@ def lingers_after_success():
     import threading
 
     threading.Thread(target=time.sleep, args=(60,)).start()
+
+
+# -- values the server cannot store (the case comes from the environment) ----------------------
+
+
+@task(outlets=[ASSET_ONE, MY_ALIAS])
+def writes_unstorable_json(outlet_events):
+    case = os.environ["SDK_TEST_CASE"]
+    extra = outlet_events[ASSET_ONE].extra
+    if case == "nan":
+        extra["r"] = float("nan")
+    elif case == "infinity-nested":
+        extra["r"] = [1, {"x": float("inf")}]
+    elif case == "alias-minus-infinity":
+        outlet_events[MY_ALIAS].add(DYN_ASSET, extra={"r": float("-inf")})
+    elif case == "metadata":
+        yield Metadata(ASSET_ONE, {"r": {"deep": [float("nan")]}})
+    elif case == "surrogate":
+        extra["r"] = "\ud800"
+    elif case == "nul":
+        extra["r"] = "a\x00b"
+    elif case == "int-key":
+        extra[1] = "one"
+    elif case == "too-deep":
+        value = []
+        for _ in range(63):
+            value = [value]
+        extra["r"] = value  # extra is level 1, so the innermost list is level 65
+    elif case == "return-nan":
+        return {"ratio": float("nan")}
+    return None
+
+
+# -- consumers -------------------------------------------------------------------------------
+
+ORDERS = Asset("orders", "s3://bucket/orders")
+
+
+@task(inlets=[ORDERS, MY_ALIAS])
+def consume(*, inlet_events, triggering_asset_events):
+    newest = inlet_events[ORDERS][-1]
+    history = inlet_events[ORDERS]
+    return {
+        "newest": {"id": newest.id, "extra": newest.extra, "at": newest.timestamp.isoformat()},
+        "count": len(history),
+        "extras": [event.extra for event in history],
+        "through_alias": [event.id for event in inlet_events[MY_ALIAS]],
+        "triggering": [
+            {
+                "asset": event.asset.name,
+                "extra": event.extra,
+                "aliases": [alias.name for alias in event.source_aliases],
+                "source": [event.source_dag_id, event.source_run_id, event.source_task_id],
+                "aware": event.timestamp.tzinfo is not None,
+            }
+            for event in triggering_asset_events[ORDERS]
+        ],
+        "triggering_keys": sorted(str(key) for key in triggering_asset_events),
+    }
+
+
+@task(inlets=[ORDERS])
+def reads_an_undeclared_inlet(*, inlet_events):
+    return inlet_events[ASSET_TWO]  # raises KeyError: not a declared inlet
+
+
+# -- process groups --------------------------------------------------------------------------
+
+
+def _start_grandchild(*command):
+    import subprocess
+
+    # inherits the task's stdout and stderr, as a careless task's helper process would
+    child = subprocess.Popen(list(command or ["sleep", "1000"]))
+    print(f"grandchild {child.pid}", flush=True)
+    return child
+
+
+def grandchild_then_sleeps():
+    _start_grandchild()
+    time.sleep(60)
+
+
+def grandchild_ignoring_sigterm_then_sleeps():
+    # the shell and its sleep inherit "SIGTERM ignored"; only SIGKILL ends them
+    _start_grandchild("sh", "-c", "trap '' TERM; sleep 1000; true")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
+
+
+def grandchild_then_lingers():
+    import threading
+
+    _start_grandchild()
+    threading.Thread(target=time.sleep, args=(60,)).start()
+
+
+def grandchild_then_returns():
+    _start_grandchild()

@@ -179,7 +179,17 @@ def test_context_entries_are_passed_by_name():
     result, _ = supervise("asks_for_everything")
     assert result.succeeded
     names = ast.literal_eval(result.log[-1])  # the task printed sorted(kwargs)
-    assert {"context", "outlet_events", "dag_run", "ti_id", "task_id", "outlets"} <= set(names)
+    assert {
+        "context",
+        "outlet_events",
+        "inlet_events",
+        "triggering_asset_events",
+        "dag_run",
+        "ti_id",
+        "task_id",
+        "outlets",
+        "inlets",
+    } <= set(names)
 
 
 def test_return_value_is_pushed_as_xcom():

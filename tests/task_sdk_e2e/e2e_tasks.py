@@ -48,3 +48,27 @@ def killed(outlet_events):
 @task(outlets=[ORDERS])
 def returns_value():
     return {"answer": 42, "run": "manual__2026-01-01T00:00:00+00:00"}
+
+
+@task(outlets=[ORDERS])
+def nan_extra(outlet_events):
+    outlet_events[ORDERS].extra["rows"] = 42
+    outlet_events[ORDERS].extra["ratio"] = float("nan")
+
+
+@task(inlets=[ORDERS, ALIAS])
+def consume(*, inlet_events, triggering_asset_events):
+    """Reads the events the producers recorded and returns what it saw (stored as XCom)."""
+    history = inlet_events[ORDERS]
+    newest = history[-1]
+    triggering = triggering_asset_events[ORDERS]
+    return {
+        "newest": [newest.id, newest.source_run_id, newest.extra],
+        "history": [[e.id, e.source_run_id, e.source_task_id] for e in history],
+        "through_alias": sorted(e.asset.name for e in inlet_events[ALIAS]),
+        "triggering": [
+            [e.source_dag_id, e.source_run_id, e.asset.uri, e.extra] for e in triggering
+        ],
+        "timestamps_aware": all(e.timestamp.tzinfo is not None for e in [*history, *triggering]),
+        "triggering_keys": sorted(key.name for key in triggering_asset_events),
+    }

@@ -32,6 +32,7 @@ from assets_app.models import (
 )
 from assets_app.services.dag_runs import task_instance_create
 from assets_app.services.dags import dags_declare, manifest_parse
+from assets_app.services.scheduler import scheduler_pass
 from assets_app.tokens import token_issue
 from tests.live_server import REPO
 
@@ -58,9 +59,13 @@ dags:
         outlets: [{asset: {name: orders, uri: "s3://e2e/orders"}}]
       - task_id: returns_value
         outlets: [{asset: {name: orders, uri: "s3://e2e/orders"}}]
+      - task_id: nan_extra
+        outlets: [{asset: {name: orders, uri: "s3://e2e/orders"}}]
   - dag_id: e2e_orders_consumer
     schedule: {asset: {name: orders, uri: "s3://e2e/orders"}}
-    tasks: [{task_id: consume}]
+    tasks:
+      - task_id: consume
+        inlets: [{asset: {name: orders, uri: "s3://e2e/orders"}}, {alias: e2e-alias}]
   - dag_id: e2e_alias_consumer
     schedule: {alias: e2e-alias}
     tasks: [{task_id: consume}]
@@ -94,6 +99,11 @@ def declared(transactional_db):
 
 def run_task(server_url: str, task_id: str, *, run_id: str = "manual__e2e") -> Run:
     ti = task_instance_create(dag_id="e2e_producer", task_id=task_id, run_id=run_id).task_instance
+    return run_task_instance(server_url, ti)
+
+
+def run_task_instance(server_url: str, ti: TaskInstance, task: str | None = None) -> Run:
+    """Run ``task`` (default ``e2e_tasks.py:<the task id>``) for ``ti`` through the CLI."""
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -103,7 +113,7 @@ def run_task(server_url: str, task_id: str, *, run_id: str = "manual__e2e") -> R
         "TASK_SDK_HEARTBEAT_INTERVAL": "0.2",
     }
     process = subprocess.run(
-        [sys.executable, "-m", "task_sdk", "run", f"{TASKS}:{task_id}"],
+        [sys.executable, "-m", "task_sdk", "run", task or f"{TASKS}:{ti.task_id}"],
         env=env,
         capture_output=True,
         text=True,
@@ -292,3 +302,50 @@ def test_success_call_hit_by_a_503_is_retried_once_recorded(flaky_proxy, declare
     [event] = run.events  # exactly one set of events
     assert event.extra == {"rows": 42}
     assert AssetEvent.objects.count() == 1
+
+
+def test_unstorable_extra_fails_the_task_before_anything_is_sent(server, declared):
+    run = run_task(server.url, "nan_extra")
+
+    assert run.process.returncode == 1
+    assert run.process.stderr.strip().splitlines()[-1] == (
+        "error: task failed: ValueError: outlet_events[Asset(name='orders', "
+        "uri='s3://e2e/orders')].extra['ratio']: NaN is not valid JSON"
+    )
+    assert "retrying" not in run.process.stderr  # no request was refused and retried
+    assert run.ti.state == "failed"  # not left running
+    assert run.ti.end_date is not None
+    assert not AssetEvent.objects.exists()
+
+
+def test_consumer_reads_the_events_the_producers_recorded(server, declared):
+    # given: two producer runs of the orders asset, one alias producer, and the scheduler's
+    # asset-triggered run of the consumer DAG
+    first = run_task(server.url, "asset_with_extra", run_id="manual__first")
+    second = run_task(server.url, "asset_with_extra", run_id="manual__second")
+    aliased = run_task(server.url, "alias_two_assets", run_id="manual__aliased")
+    assert [r.process.returncode for r in (first, second, aliased)] == [0, 0, 0]
+    [first_event], [second_event] = first.events, second.events
+    [created] = [run for run in scheduler_pass().created if run.dag_id == "e2e_orders_consumer"]
+    consumer = TaskInstance.objects.get(dag_id="e2e_orders_consumer", task_id="consume")
+    assert consumer.run_id == created.run_id
+
+    # when
+    run = run_task_instance(server.url, consumer)
+
+    # then
+    assert run.process.returncode == 0, run.process.stderr
+    assert run.ti.state == "success"
+    seen = XCom.objects.get(run_id=consumer.run_id, task_id="consume", key="return_value").value
+    assert seen["newest"] == [second_event.pk, "manual__second", {"rows": 42}]
+    assert seen["history"] == [
+        [first_event.pk, "manual__first", "asset_with_extra"],
+        [second_event.pk, "manual__second", "asset_with_extra"],
+    ]
+    assert seen["through_alias"] == ["brand_new", "existing"]
+    assert seen["triggering"] == [
+        ["e2e_producer", "manual__first", "s3://e2e/orders", {"rows": 42}],
+        ["e2e_producer", "manual__second", "s3://e2e/orders", {"rows": 42}],
+    ]
+    assert seen["timestamps_aware"] is True
+    assert seen["triggering_keys"] == ["orders"]
