@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInputError, TaskInstanceNotFoundError
 from assets_app.models import (
-    ID_LENGTH,
     Dag,
     DagRun,
     DagRunState,
@@ -19,8 +18,8 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.services.dags import KEY_PATTERN
 from assets_app.tokens import token_issue
+from assets_app.validators import validate_id
 
 logger = logging.getLogger(__name__)
 
@@ -43,12 +42,10 @@ def run_type_from_run_id(run_id: str) -> str:
 
 
 def _check_id(label: str, value: str, *, pattern: bool = True) -> None:
-    if not value or len(value) > ID_LENGTH:
-        raise TaskInstanceInputError(f"{label} must be 1-{ID_LENGTH} characters, got {value!r}")
-    if pattern and not KEY_PATTERN.match(value):
-        raise TaskInstanceInputError(
-            f"{label} {value!r} may only contain letters, digits, underscores, dots and dashes"
-        )
+    try:
+        validate_id(value, pattern=pattern)
+    except ValueError as exc:
+        raise TaskInstanceInputError(f"{label} {exc}") from exc
 
 
 @transaction.atomic

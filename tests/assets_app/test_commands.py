@@ -1,5 +1,6 @@
-"""Operator commands: create_task_instance, issue_token, asset_events, ensure_admin,
-create_asset_event, prune_asset_events (declare_dags is in test_dags.py)."""
+"""Operator commands: declare_dags, create_task_instance, issue_token, asset_events,
+ensure_admin, create_asset_event, prune_asset_events (the services they call are tested in
+their own modules: test_manifest.py, test_dags.py, ...)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from assets_app.models import (
+    Asset,
     AssetActive,
     AssetAliasAssetEvent,
     AssetDagRunQueue,
@@ -75,6 +77,89 @@ def test_every_command_has_help(name):
     own = [action for action in parser._actions if action.dest not in COMMON_OPTIONS]
     assert own
     assert all(action.help for action in own)
+
+
+# --- declare_dags ---------------------------------------------------------------------------
+
+
+def _manifest(tmp_path: Path, document: dict, name: str = "dags.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(document))  # JSON is valid YAML
+    return path
+
+
+def test_declare_dags_reports_what_it_declared():
+    # when
+    first, _ = run("declare_dags", str(EXAMPLE))
+    again, _ = run("declare_dags", str(EXAMPLE))
+
+    # then
+    assert first == (
+        f"Declared 4 DAG(s) from {EXAMPLE}: 1 asset(s) created, 0 updated, 1 alias(es) "
+        "created, 1 asset(s) activated, 0 deactivated\n"
+    )
+    assert "Declared 4 DAG(s)" in again
+    assert "0 asset(s) created" in again
+
+
+def test_declare_dags_names_stale_dags_and_warns_of_moved_ones(tmp_path):
+    # given
+    path = _manifest(tmp_path, {"dags": [{"dag_id": "keep"}, {"dag_id": "gone"}]})
+    run("declare_dags", str(path))
+
+    # when "gone" leaves its file
+    _manifest(tmp_path, {"dags": [{"dag_id": "keep"}]})
+    out, err = run("declare_dags", str(path))
+
+    # then
+    assert out.rstrip().endswith("0 deactivated; marked stale: gone")
+    assert err == ""
+
+    # when another file declares "keep" (moved) and "gone" (stale: no warning)
+    other = _manifest(tmp_path, {"dags": [{"dag_id": "keep"}, {"dag_id": "gone"}]}, "b.yaml")
+    _, err = run("declare_dags", str(other))
+
+    # then
+    assert err == f"DAG keep moved from {path}\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("dags: [", "invalid YAML", id="yaml-syntax"),
+        pytest.param("dags:\n  - dag_id: 'bad id'", "may only contain", id="dag-id-chars"),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {any: [{asset: {name: a, group: x}}, "
+            "{asset: {name: a, group: y}}]}}",
+            "two different group values: 'x' and 'y'",
+            id="group-conflict",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: p1, schedule: {asset: {name: n, uri: 's3://b/1'}}}\n"
+            "  - {dag_id: p2, schedule: {asset: {name: n, uri: 's3://b/2'}}}",
+            "would both be active with the same name 'n'",
+            id="active-conflict",
+        ),
+    ],
+)
+def test_declare_dags_rejects_an_invalid_manifest_and_writes_nothing(tmp_path, content, message):
+    # given
+    path = tmp_path / "dags.yaml"
+    path.write_text(content)
+
+    # when
+    with pytest.raises(CommandError) as error:
+        run("declare_dags", str(path))
+
+    # then
+    assert message in str(error.value)
+    assert not Dag.objects.exists()
+    assert not Asset.objects.exists()
+
+
+def test_declare_dags_missing_file_is_a_command_error(tmp_path):
+    with pytest.raises(CommandError, match="no such file"):
+        run("declare_dags", str(tmp_path / "nope.yaml"))
 
 
 # --- create_task_instance -------------------------------------------------------------------

@@ -1,15 +1,17 @@
-"""declare_dags: the manifest loader (assets_app.services.dags) and its command."""
+"""assets_app.services.dags: storing a manifest's DAGs and references, and pausing DAGs.
+
+Parsing is tested without a database in ``test_manifest.py``; the command in
+``test_commands.py``.
+"""
 
 from __future__ import annotations
 
 import json
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
+from assets_app.exceptions import AssetConflictError
 from assets_app.models import (
     Asset,
     AssetActive,
@@ -22,6 +24,8 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
+from assets_app.services.dags import DeclareResult, dags_declare_from_file, dags_set_paused
+from tests.assets_app.test_manifest import NESTED_EXPRESSIONS, NESTED_MANIFEST
 
 pytestmark = pytest.mark.django_db
 
@@ -52,10 +56,8 @@ def snapshot() -> dict[str, list[dict]]:
     }
 
 
-def declare(path: Path) -> str:
-    out = StringIO()
-    call_command("declare_dags", str(path), stdout=out, stderr=StringIO())
-    return out.getvalue()
+def declare(path: Path) -> DeclareResult:
+    return dags_declare_from_file(path=path)
 
 
 def write(tmp_path: Path, document: dict, name: str = "dags.yaml") -> Path:
@@ -70,10 +72,11 @@ def active_uris() -> set[str]:
 
 def test_example_manifest_declares_the_seed_dags():
     # when
-    output = declare(EXAMPLE)
+    result = declare(EXAMPLE)
 
     # then
-    assert "Declared 4 DAG(s)" in output
+    assert len(result.dag_ids) == 4
+    assert (result.assets_created, result.aliases_created, result.activated) == (1, 1, 1)
     asset = Asset.objects.get()
     assert (asset.name, asset.uri, asset.group) == (
         "s3://bucket/my-task",
@@ -102,48 +105,22 @@ def test_declaring_the_example_twice_gives_the_same_rows():
     first = snapshot()
 
     # when
-    output = declare(EXAMPLE)
+    result = declare(EXAMPLE)
 
     # then
     assert snapshot() == first
-    assert "0 asset(s) created" in output
+    assert result.assets_created == 0
 
 
 def test_all_of_any_of_nested_and_refs_are_stored(tmp_path):
-    # given
-    manifest = {
-        "dags": [
-            {
-                "dag_id": "consumer",
-                "schedule": {
-                    "any": [
-                        [{"asset": {"name": "a", "uri": "s3://b/a"}}, {"alias": "al"}],
-                        {
-                            "all": [
-                                {"asset_ref": {"name": "n"}},
-                                {"asset_ref": {"uri": "s3://b/u/"}},
-                            ]
-                        },
-                    ]
-                },
-            },
-            {"dag_id": "listed", "schedule": [{"asset": {"uri": "s3://b/c"}}]},
-        ]
-    }
-
     # when
-    declare(write(tmp_path, manifest))
+    declare(write(tmp_path, NESTED_MANIFEST))
 
     # then
-    assert Dag.objects.get(dag_id="consumer").asset_expression == {
-        "any": [
-            {"all": [{"asset": {"name": "a", "uri": "s3://b/a"}}, {"alias": {"name": "al"}}]},
-            {"all": [{"asset_ref": {"name": "n"}}, {"asset_ref": {"uri": "s3://b/u"}}]},
-        ]
-    }
-    assert Dag.objects.get(dag_id="listed").asset_expression == {
-        "all": [{"asset": {"name": "s3://b/c", "uri": "s3://b/c"}}]
-    }
+    assert {
+        dag.dag_id: dag.asset_expression
+        for dag in Dag.objects.filter(dag_id__in=NESTED_EXPRESSIONS)
+    } == NESTED_EXPRESSIONS
     assert set(DagScheduleAssetReference.objects.values_list("dag_id", "asset__uri")) == {
         ("consumer", "s3://b/a"),
         ("listed", "s3://b/c"),
@@ -193,11 +170,12 @@ def test_group_and_extra_are_created_and_updated(tmp_path):
     declare(write(tmp_path, manifest({"v": 1})))
 
     # when
-    declare(write(tmp_path, manifest({"v": 2})))
+    result = declare(write(tmp_path, manifest({"v": 2})))
 
     # then
     asset = Asset.objects.get()
     assert (asset.group, asset.extra) == ("g", {"v": 2})
+    assert (result.assets_created, result.assets_updated) == (0, 1)
 
 
 def test_is_paused_defaults_to_false_and_is_kept_when_omitted(tmp_path):
@@ -240,10 +218,11 @@ def test_missing_dag_becomes_stale_and_its_assets_inactive(tmp_path):
 
     # when "gone" disappears from its file
     write(tmp_path, {"dags": both["dags"][:1]})
-    output = declare(path)
+    result = declare(path)
 
     # then
-    assert "marked stale: gone" in output
+    assert result.stale_dag_ids == ["gone"]
+    assert result.deactivated == 1
     gone = Dag.objects.get(dag_id="gone")
     assert gone.is_stale is True
     assert not DagScheduleAssetReference.objects.filter(dag=gone).exists()
@@ -307,7 +286,7 @@ def test_conflicting_assets_in_one_manifest_are_rejected_and_nothing_written(
     }
 
     # when
-    with pytest.raises(CommandError) as error:
+    with pytest.raises(AssetConflictError) as error:
         declare(write(tmp_path, manifest))
 
     # then
@@ -332,7 +311,7 @@ def test_conflict_with_an_asset_active_from_another_file_is_rejected(tmp_path):
     }
 
     # when
-    with pytest.raises(CommandError) as error:
+    with pytest.raises(AssetConflictError) as error:
         declare(write(tmp_path, clashing))
 
     # then
@@ -367,84 +346,34 @@ def test_json_manifest_is_accepted(tmp_path):
     assert AssetAlias.objects.get().name == "a"
 
 
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        pytest.param("dags: [", "invalid YAML", id="yaml-syntax"),
-        pytest.param("[]", "expected a mapping", id="not-a-mapping"),
-        pytest.param("dags: []\nextra: 1", "unknown key(s) extra", id="unknown-top-key"),
-        pytest.param("dags:\n  - dag_id: 'bad id'", "may only contain", id="dag-id-chars"),
-        pytest.param(f"dags:\n  - dag_id: {'d' * 251}", "longer than 250", id="dag-id-length"),
-        pytest.param(
-            "dags:\n  - {dag_id: d}\n  - {dag_id: d}", "duplicate dag_id(s) d", id="dup-dag"
-        ),
-        pytest.param(
-            "dags:\n  - dag_id: d\n    tasks: [{task_id: t}, {task_id: t}]",
-            "duplicate task_id(s) t",
-            id="dup-task",
-        ),
-        pytest.param(
-            "dags:\n  - {dag_id: d, is_paused: 'no'}",
-            "is_paused: expected true or false",
-            id="paused",
-        ),
-        pytest.param(
-            "dags:\n  - {dag_id: d, schedule: {asset: {}}}",
-            "dags[0].schedule.asset: an asset needs a name or a uri",
-            id="empty-asset",
-        ),
-        pytest.param(
-            f"dags:\n  - {{dag_id: d, schedule: {{asset: {{name: {'n' * 1501}}}}}}}",
-            "cannot exceed 1500",
-            id="name-length",
-        ),
-        pytest.param("dags:\n  - {dag_id: d, schedule: []}", "non-empty list", id="empty-schedule"),
-        pytest.param(
-            "dags:\n  - {dag_id: d, schedule: '@daily'}", "only asset schedules", id="cron"
-        ),
-        pytest.param(
-            "dags:\n  - {dag_id: d, schedule: {asset_ref: {name: n, uri: u}}}",
-            "exactly one of name or uri",
-            id="ref-both",
-        ),
-        pytest.param(
-            "dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{asset: {name: a, extra: []}}]}]}",  # noqa: E501
-            "extra must be a mapping",
-            id="extra-list",
-        ),
-        pytest.param(
-            "dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{dataset: x}]}]}",
-            "dags[0].tasks[0].outlets[0]: expected one of",
-            id="unknown-outlet",
-        ),
-        pytest.param(
-            "dags:\n  - {dag_id: d, schedule: {asset: {uri: 'airflow://x'}}}",
-            "reserved",
-            id="airflow-scheme",
-        ),
-        pytest.param(
-            "dags:\n  - dag_id: d\n    tasks:\n      - task_id: t\n        outlets:\n"
-            "          - {asset: {name: a, extra: {v: 1}}}\n"
-            "          - {asset: {name: a, extra: {v: 2}}}",
-            "two different extra values",
-            id="extra-conflict",
-        ),
-    ],
-)
-def test_invalid_manifest_is_rejected_with_a_precise_message(tmp_path, content, message):
+def test_a_dag_declared_by_another_file_moves_with_a_warning(tmp_path):
     # given
-    path = tmp_path / "dags.yaml"
-    path.write_text(content)
+    declare(write(tmp_path, {"dags": [{"dag_id": "d"}]}, name="first.yaml"))
 
     # when
-    with pytest.raises(CommandError) as error:
-        declare(path)
+    result = declare(write(tmp_path, {"dags": [{"dag_id": "d"}]}, name="second.yaml"))
 
     # then
-    assert message in str(error.value)
-    assert not Dag.objects.exists()
+    assert result.warnings == [f"DAG d moved from {tmp_path / 'first.yaml'}"]
+    assert Dag.objects.get().fileloc == str(tmp_path / "second.yaml")
+    assert declare(tmp_path / "second.yaml").warnings == []
 
 
-def test_missing_file_is_a_command_error(tmp_path):
-    with pytest.raises(CommandError, match="no such file"):
-        declare(tmp_path / "nope.yaml")
+def test_dags_set_paused_changes_only_what_differs():
+    # given
+    declare(EXAMPLE)
+    Dag.objects.filter(dag_id="asset_s3_bucket_consumer").update(is_paused=True)
+
+    # when
+    changed = dags_set_paused(
+        dag_ids=["asset_s3_bucket_consumer", "asset_s3_bucket_producer", "unknown"],
+        is_paused=True,
+    )
+
+    # then
+    assert changed == 1
+    assert set(Dag.objects.filter(is_paused=True).values_list("dag_id", flat=True)) == {
+        "asset_s3_bucket_consumer",
+        "asset_s3_bucket_producer",
+    }
+    assert dags_set_paused(dag_ids=["asset_s3_bucket_consumer"], is_paused=False) == 1

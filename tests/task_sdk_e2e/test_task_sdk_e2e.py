@@ -31,7 +31,8 @@ from assets_app.models import (
     XCom,
 )
 from assets_app.services.dag_runs import task_instance_create
-from assets_app.services.dags import dags_declare, manifest_parse
+from assets_app.services.dags import dags_declare
+from assets_app.services.manifest import manifest_parse
 from assets_app.services.scheduler import scheduler_pass
 from assets_app.tokens import token_issue
 from tests.live_server import REPO

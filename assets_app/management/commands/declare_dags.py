@@ -1,4 +1,4 @@
-"""``manage.py declare_dags FILE``: load a DAG manifest (see ``assets_app.services.dags``)."""
+"""``manage.py declare_dags FILE``: load a DAG manifest (``assets_app.services.manifest``)."""
 
 from __future__ import annotations
 

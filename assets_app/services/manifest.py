@@ -1,0 +1,372 @@
+"""Reading and validating a DAG manifest into typed declarations (no database access).
+
+``assets_app.services.dags`` stores what this module returns. Manifest format (YAML, or JSON
+when the file name ends in ``.json``)::
+
+    dags:
+      - dag_id: asset_s3_bucket_producer     # 1-250 chars of letters, digits, _ . -
+        is_paused: false                     # optional; default false on creation, kept after
+        tasks:
+          - task_id: produce_asset_events
+            outlets: [{asset: {uri: "s3://bucket/my-task"}}]
+            inlets: []
+      - dag_id: asset_s3_bucket_consumer
+        schedule: {asset: {uri: "s3://bucket/my-task"}}
+
+Inlet/outlet entries and schedule leaves:
+
+- ``{asset: {name, uri, group, extra}}``: name or uri may be given alone and is copied to the
+  other; the uri is normalized with Airflow's rules (``task_sdk.definitions.Asset``);
+- ``{asset_ref: {name: N}}`` or ``{asset_ref: {uri: U}}``: a reference resolved at run time
+  (a uri reference is kept normalized);
+- ``{alias: NAME}`` or ``{alias: {name: NAME, group: G}}``.
+
+A schedule is one leaf, ``{all: [...]}``, ``{any: [...]}`` (nestable), or a plain list (all
+of). It parses into an ``assets_app.conditions`` tree whose leaves are the task SDK's keys and
+references; ``conditions.condition_expression`` is its stored form. The assets and aliases a
+manifest declares (with the group/extra the upserts need) are merged across the whole file: an
+asset declared twice with two different groups or extras is an error.
+
+Every error is a ``ManifestError`` whose message starts with the offending place
+(``dags.yaml.dags[1].tasks[0].outlets[2]: …``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from assets_app.conditions import AllOf, AnyOf, Condition, Leaf
+from assets_app.exceptions import ManifestError
+from assets_app.validators import validate_id
+from task_sdk.definitions import Asset as SdkAsset
+from task_sdk.definitions import AssetAlias as SdkAssetAlias
+from task_sdk.definitions import (
+    AssetAliasUniqueKey,
+    AssetNameRef,
+    AssetUniqueKey,
+    AssetUriRef,
+    normalize_uri,
+)
+
+# --- declarations ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AssetDecl:
+    """An asset as declared. ``group``/``extra`` are ``None`` when the manifest omits them."""
+
+    key: AssetUniqueKey
+    group: str | None = None
+    extra: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AliasDecl:
+    """An alias as declared. ``group`` is ``None`` when the manifest omits it."""
+
+    name: str
+    group: str | None = None
+
+
+Declaration = AssetDecl | AliasDecl
+
+
+@dataclass(frozen=True)
+class TaskDecl:
+    task_id: str
+    outlets: tuple[Leaf, ...] = ()
+    inlets: tuple[Leaf, ...] = ()
+
+
+@dataclass(frozen=True)
+class DagDecl:
+    dag_id: str
+    is_paused: bool | None = None  # None: keep the stored value (False for a new DAG)
+    tasks: tuple[TaskDecl, ...] = ()
+    schedule: Condition | None = None
+
+    @property
+    def task_ids(self) -> list[str]:
+        return [task.task_id for task in self.tasks]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated manifest: its DAGs and every asset and alias it declares, merged.
+
+    ``assets`` and ``aliases`` are in manifest order (each DAG's schedule, then its tasks'
+    outlets and inlets), each with the group/extra some declaration gives.
+    """
+
+    dags: tuple[DagDecl, ...]
+    assets: Mapping[AssetUniqueKey, AssetDecl] = field(default_factory=dict)
+    aliases: Mapping[str, AliasDecl] = field(default_factory=dict)
+
+
+def asset_describe(key: AssetUniqueKey) -> str:
+    """An asset key as messages name it: ``(name='n', uri='s3://b/n')``."""
+    return f"(name={key.name!r}, uri={key.uri!r})"
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def manifest_read(path: Path) -> Any:
+    """Read the raw manifest document (JSON for ``*.json``, YAML otherwise)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ManifestError(f"{path}: no such file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: cannot read: {exc}") from exc
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}: invalid JSON: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{path}: invalid YAML: {exc}") from exc
+
+
+def manifest_load(path: Path) -> Manifest:
+    """Read and validate a manifest file; error places start with the file's name."""
+    return manifest_parse(manifest_read(path), source=path.name)
+
+
+def manifest_parse(document: Any, *, source: str = "manifest") -> Manifest:
+    """Validate a raw manifest document (see the module docstring) into typed declarations."""
+    spec = _check_keys(document, source, allowed={"dags"}, required={"dags"})
+    if not isinstance(spec["dags"], list):
+        raise ManifestError(f"{source}.dags: expected a list")
+    declared: list[Declaration] = []
+    dags = tuple(
+        _parse_dag(dag, f"{source}.dags[{i}]", declared) for i, dag in enumerate(spec["dags"])
+    )
+    _check_unique([dag.dag_id for dag in dags], f"{source}: duplicate dag_id(s)")
+    return Manifest(dags=dags, assets=_merge_assets(declared), aliases=_merge_aliases(declared))
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+
+def _check_keys(value: Any, where: str, *, allowed: set[str], required: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ManifestError(f"{where}: expected a mapping, got {type(value).__name__}")
+    unknown = sorted(str(key) for key in value.keys() - allowed)
+    if unknown:
+        raise ManifestError(
+            f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
+        )
+    missing = sorted(required - value.keys())
+    if missing:
+        raise ManifestError(f"{where}: missing required key(s) {', '.join(missing)}")
+    return value
+
+
+def _check_id(value: Any, where: str) -> str:
+    try:
+        return validate_id(value)
+    except ValueError as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
+
+
+def _check_unique(ids: list[str], problem: str) -> None:
+    duplicates = sorted({value for value in ids if ids.count(value) > 1})
+    if duplicates:
+        raise ManifestError(f"{problem} {', '.join(duplicates)}")
+
+
+def _check_extra(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ManifestError(f"{where}: extra must be a mapping")
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"{where}: extra is not JSON-serializable: {exc}") from exc
+    return value
+
+
+def _single_key(node: Any) -> Any:
+    """The one key of a one-key mapping (``None`` for anything else)."""
+    return next(iter(node)) if isinstance(node, dict) and len(node) == 1 else None
+
+
+# --- leaves and conditions -------------------------------------------------------------------
+
+
+def _parse_asset(value: Any, where: str) -> AssetDecl:
+    spec = _check_keys(value, where, allowed={"name", "uri", "group", "extra"}, required=set())
+    if "name" not in spec and "uri" not in spec:
+        raise ManifestError(f"{where}: an asset needs a name or a uri")
+    extra = _check_extra(spec["extra"], where) if "extra" in spec else None
+    try:
+        asset = SdkAsset(name=spec.get("name"), uri=spec.get("uri"), group=spec.get("group"))
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
+    return AssetDecl(
+        key=AssetUniqueKey(name=asset.name, uri=asset.uri),
+        group=asset.group if "group" in spec else None,
+        extra=extra,
+    )
+
+
+def _parse_alias(value: Any, where: str) -> AliasDecl:
+    if isinstance(value, str):
+        value = {"name": value}
+    spec = _check_keys(value, where, allowed={"name", "group"}, required={"name"})
+    try:
+        alias = SdkAssetAlias(
+            name=spec["name"], **({"group": spec["group"]} if "group" in spec else {})
+        )
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
+    return AliasDecl(name=alias.name, group=alias.group if "group" in spec else None)
+
+
+def _parse_ref(value: Any, where: str) -> AssetNameRef | AssetUriRef:
+    spec = _check_keys(value, where, allowed={"name", "uri"}, required=set())
+    if len(spec) != 1:
+        raise ManifestError(f"{where}: an asset_ref takes exactly one of name or uri")
+    try:
+        ref = SdkAsset.ref(**spec)
+        if isinstance(ref, AssetUriRef):
+            return AssetUriRef(normalize_uri(ref.uri))
+        return ref
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
+
+
+_LEAF_KINDS = ("asset", "asset_ref", "alias")
+
+
+def _parse_leaf(node: Any, where: str, declared: list[Declaration]) -> Leaf:
+    """A leaf as the condition tree holds it; an asset or alias also goes to ``declared``."""
+    kind = _single_key(node)
+    if kind not in _LEAF_KINDS:
+        raise ManifestError(
+            f"{where}: expected one of {{asset: ...}}, {{asset_ref: ...}}, {{alias: ...}}"
+        )
+    value, where = node[kind], f"{where}.{kind}"
+    if kind == "asset_ref":
+        return _parse_ref(value, where)
+    if kind == "asset":
+        asset = _parse_asset(value, where)
+        declared.append(asset)
+        return asset.key
+    alias = _parse_alias(value, where)
+    declared.append(alias)
+    return AssetAliasUniqueKey(name=alias.name)
+
+
+def _parse_condition(node: Any, where: str, declared: list[Declaration]) -> Condition:
+    if isinstance(node, list):
+        node = {"all": node}
+    operator = _single_key(node)
+    if operator in ("all", "any"):
+        children = node[operator]
+        if not isinstance(children, list) or not children:
+            raise ManifestError(f"{where}.{operator}: expected a non-empty list of conditions")
+        parsed = tuple(
+            _parse_condition(child, f"{where}.{operator}[{index}]", declared)
+            for index, child in enumerate(children)
+        )
+        return AllOf(parsed) if operator == "all" else AnyOf(parsed)
+    if operator in _LEAF_KINDS:
+        return _parse_leaf(node, where, declared)
+    raise ManifestError(
+        f"{where}: expected an asset condition ({{asset}}, {{asset_ref}}, {{alias}}, "
+        "{all: [...]}, {any: [...]} or a list); only asset schedules are supported"
+    )
+
+
+def _parse_leaves(value: Any, where: str, declared: list[Declaration]) -> tuple[Leaf, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ManifestError(f"{where}: expected a list")
+    return tuple(
+        _parse_leaf(node, f"{where}[{index}]", declared) for index, node in enumerate(value)
+    )
+
+
+# --- tasks and DAGs --------------------------------------------------------------------------
+
+
+def _parse_task(value: Any, where: str, declared: list[Declaration]) -> TaskDecl:
+    spec = _check_keys(value, where, allowed={"task_id", "outlets", "inlets"}, required={"task_id"})
+    return TaskDecl(
+        task_id=_check_id(spec["task_id"], f"{where}.task_id"),
+        outlets=_parse_leaves(spec.get("outlets"), f"{where}.outlets", declared),
+        inlets=_parse_leaves(spec.get("inlets"), f"{where}.inlets", declared),
+    )
+
+
+def _parse_dag(value: Any, where: str, declared: list[Declaration]) -> DagDecl:
+    spec = _check_keys(
+        value, where, allowed={"dag_id", "is_paused", "tasks", "schedule"}, required={"dag_id"}
+    )
+    dag_id = _check_id(spec["dag_id"], f"{where}.dag_id")
+    is_paused = spec.get("is_paused")
+    if is_paused is not None and not isinstance(is_paused, bool):
+        raise ManifestError(f"{where}.is_paused: expected true or false")
+    tasks_raw = spec.get("tasks") or []
+    if not isinstance(tasks_raw, list):
+        raise ManifestError(f"{where}.tasks: expected a list")
+    task_declared: list[Declaration] = []
+    tasks = tuple(
+        _parse_task(task, f"{where}.tasks[{i}]", task_declared) for i, task in enumerate(tasks_raw)
+    )
+    _check_unique([task.task_id for task in tasks], f"{where}: duplicate task_id(s)")
+    schedule = None
+    if spec.get("schedule") is not None:
+        schedule = _parse_condition(spec["schedule"], f"{where}.schedule", declared)
+    declared.extend(task_declared)  # a DAG's schedule first, then its tasks
+    return DagDecl(dag_id=dag_id, is_paused=is_paused, tasks=tasks, schedule=schedule)
+
+
+# --- merging ---------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+
+
+def _merge_assets(declared: list[Declaration]) -> dict[AssetUniqueKey, AssetDecl]:
+    """Every declared asset by key; group/extra from whichever declaration gives them."""
+    merged: dict[AssetUniqueKey, AssetDecl] = {}
+    for decl in declared:
+        if not isinstance(decl, AssetDecl):
+            continue
+        seen = merged.get(decl.key)
+        if seen is None:
+            merged[decl.key] = decl
+            continue
+        merged[decl.key] = AssetDecl(
+            key=decl.key,
+            group=_merge_value(decl.key, "group", seen.group, decl.group),
+            extra=_merge_value(decl.key, "extra", seen.extra, decl.extra),
+        )
+    return merged
+
+
+def _merge_value(key: AssetUniqueKey, attr: str, theirs: _T | None, mine: _T | None) -> _T | None:
+    if mine is not None and theirs is not None and mine != theirs:
+        raise ManifestError(
+            f"asset {asset_describe(key)} is declared with two different {attr} values: "
+            f"{theirs!r} and {mine!r}"
+        )
+    return mine if mine is not None else theirs
+
+
+def _merge_aliases(declared: list[Declaration]) -> dict[str, AliasDecl]:
+    """Every declared alias by name; the last group given wins."""
+    merged: dict[str, AliasDecl] = {}
+    for decl in declared:
+        if isinstance(decl, AliasDecl) and (decl.name not in merged or decl.group is not None):
+            merged[decl.name] = decl
+    return merged

@@ -1,0 +1,285 @@
+"""assets_app.services.manifest: reading and validating a manifest into declarations.
+
+No test here may touch the database (no ``django_db`` mark: a query would fail it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assets_app.conditions import AllOf, AnyOf, condition_expression
+from assets_app.exceptions import ManifestError
+from assets_app.services.manifest import (
+    AliasDecl,
+    AssetDecl,
+    DagDecl,
+    TaskDecl,
+    manifest_load,
+    manifest_parse,
+)
+from task_sdk.definitions import AssetAliasUniqueKey, AssetNameRef, AssetUniqueKey, AssetUriRef
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dags.yaml"
+MY_TASK = AssetUniqueKey(name="s3://bucket/my-task", uri="s3://bucket/my-task")
+
+
+#: Nested all/any schedules with references, and how they are stored (``test_dags.py`` stores it).
+NESTED_MANIFEST = {
+    "dags": [
+        {
+            "dag_id": "consumer",
+            "schedule": {
+                "any": [
+                    [{"asset": {"name": "a", "uri": "s3://b/a"}}, {"alias": "al"}],
+                    {"all": [{"asset_ref": {"name": "n"}}, {"asset_ref": {"uri": "s3://b/u/"}}]},
+                ]
+            },
+        },
+        {"dag_id": "listed", "schedule": [{"asset": {"uri": "s3://b/c"}}]},
+    ]
+}
+NESTED_EXPRESSIONS = {
+    "consumer": {
+        "any": [
+            {"all": [{"asset": {"name": "a", "uri": "s3://b/a"}}, {"alias": {"name": "al"}}]},
+            {"all": [{"asset_ref": {"name": "n"}}, {"asset_ref": {"uri": "s3://b/u"}}]},
+        ]
+    },
+    "listed": {"all": [{"asset": {"name": "s3://b/c", "uri": "s3://b/c"}}]},
+}
+
+
+def one_dag(**dag: object) -> dict:
+    return {"dags": [{"dag_id": "d", **dag}]}
+
+
+def test_example_manifest_parses_into_declarations():
+    # when
+    manifest = manifest_load(EXAMPLE)
+
+    # then
+    alias = AssetAliasUniqueKey(name="example-alias")
+    assert manifest.dags == (
+        DagDecl(
+            dag_id="asset_s3_bucket_producer",
+            tasks=(TaskDecl(task_id="produce_asset_events", outlets=(MY_TASK,)),),
+        ),
+        DagDecl(
+            dag_id="asset_s3_bucket_consumer",
+            tasks=(TaskDecl(task_id="consume_asset_events", inlets=(MY_TASK,)),),
+            schedule=MY_TASK,
+        ),
+        DagDecl(
+            dag_id="asset_alias_example_alias_producer",
+            tasks=(TaskDecl(task_id="produce_asset_events_through_asset_alias", outlets=(alias,)),),
+        ),
+        DagDecl(
+            dag_id="asset_alias_example_alias_consumer",
+            tasks=(TaskDecl(task_id="consume_asset_alias_events", inlets=(alias,)),),
+            schedule=alias,
+        ),
+    )
+    assert manifest.assets == {MY_TASK: AssetDecl(key=MY_TASK)}
+    assert manifest.aliases == {"example-alias": AliasDecl(name="example-alias")}
+    assert manifest.dags[1].task_ids == ["consume_asset_events"]
+
+
+def test_all_of_any_of_nested_and_refs_parse_into_a_condition_tree():
+    # when
+    consumer, listed = manifest_parse(NESTED_MANIFEST).dags
+
+    # then
+    a = AssetUniqueKey(name="a", uri="s3://b/a")
+    assert consumer.schedule == AnyOf(
+        (
+            AllOf((a, AssetAliasUniqueKey(name="al"))),
+            AllOf((AssetNameRef("n"), AssetUriRef("s3://b/u"))),  # the uri ref normalized
+        )
+    )
+    # and its stored form, as the scheduler reads it
+    assert listed.schedule is not None
+    assert {
+        "consumer": condition_expression(consumer.schedule),
+        "listed": condition_expression(listed.schedule),
+    } == NESTED_EXPRESSIONS
+
+
+def test_asset_uris_are_normalized_like_the_task_sdk():
+    # when
+    manifest = manifest_parse(
+        one_dag(tasks=[{"task_id": "t", "outlets": [{"asset": {"uri": "S3://Bucket/x/?b=2&a=1"}}]}])
+    )
+
+    # then a uri given alone is copied to the name before it is normalized
+    assert list(manifest.assets) == [
+        AssetUniqueKey(name="S3://Bucket/x/?b=2&a=1", uri="s3://Bucket/x?a=1&b=2")
+    ]
+
+
+def test_group_and_extra_are_merged_from_whichever_declaration_gives_them():
+    # given the same asset three times: with a group, bare, with an extra
+    key = AssetUniqueKey(name="a", uri="s3://b/a")
+    document = one_dag(
+        schedule={"asset": {"name": "a", "uri": "s3://b/a", "group": "g"}},
+        tasks=[
+            {
+                "task_id": "t",
+                "outlets": [{"asset": {"name": "a", "uri": "s3://b/a"}}],
+                "inlets": [{"asset": {"name": "a", "uri": "s3://b/a", "extra": {"v": 1}}}],
+            }
+        ],
+    )
+
+    # when
+    manifest = manifest_parse(document)
+
+    # then
+    assert manifest.assets == {key: AssetDecl(key=key, group="g", extra={"v": 1})}
+
+
+def test_assets_and_aliases_are_in_manifest_order():
+    # given: per DAG its schedule first, then its tasks' outlets and inlets
+    document = {
+        "dags": [
+            {
+                "dag_id": "d1",
+                "tasks": [
+                    {"task_id": "t", "outlets": [{"asset": {"name": "out"}}, {"alias": "x"}]}
+                ],
+                "schedule": [{"asset": {"name": "sched"}}, {"alias": "y"}],
+            },
+            {"dag_id": "d2", "tasks": [{"task_id": "t", "inlets": [{"asset": {"name": "in"}}]}]},
+        ]
+    }
+
+    # when
+    manifest = manifest_parse(document)
+
+    # then
+    assert [key.name for key in manifest.assets] == ["sched", "out", "in"]
+    assert list(manifest.aliases) == ["y", "x"]
+
+
+def test_an_alias_takes_the_last_group_given():
+    manifest = manifest_parse(
+        one_dag(
+            schedule={"any": [{"alias": {"name": "al", "group": "g1"}}, {"alias": "al"}]},
+            tasks=[{"task_id": "t", "outlets": [{"alias": {"name": "al", "group": "g2"}}]}],
+        )
+    )
+    assert manifest.aliases == {"al": AliasDecl(name="al", group="g2")}
+
+
+def test_references_and_aliases_declare_no_asset():
+    manifest = manifest_parse(
+        one_dag(tasks=[{"task_id": "t", "outlets": [{"asset_ref": {"name": "n"}}, {"alias": "a"}]}])
+    )
+    assert manifest.assets == {}
+    assert manifest.dags[0].tasks[0].outlets == (AssetNameRef("n"), AssetAliasUniqueKey("a"))
+
+
+def test_json_manifest_is_read_as_json(tmp_path):
+    # given
+    path = tmp_path / "dags.json"
+    path.write_text(
+        json.dumps(one_dag(tasks=[{"task_id": "t", "inlets": [{"alias": {"name": "a"}}]}]))
+    )
+
+    # when
+    manifest = manifest_load(path)
+
+    # then
+    assert [dag.dag_id for dag in manifest.dags] == ["d"]
+    assert list(manifest.aliases) == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("dags: [", "invalid YAML", id="yaml-syntax"),
+        pytest.param("[]", "expected a mapping", id="not-a-mapping"),
+        pytest.param("dags: []\nextra: 1", "unknown key(s) extra", id="unknown-top-key"),
+        pytest.param("dags:\n  - dag_id: 'bad id'", "may only contain", id="dag-id-chars"),
+        pytest.param(f"dags:\n  - dag_id: {'d' * 251}", "longer than 250", id="dag-id-length"),
+        pytest.param(
+            "dags:\n  - {dag_id: d}\n  - {dag_id: d}", "duplicate dag_id(s) d", id="dup-dag"
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks: [{task_id: t}, {task_id: t}]",
+            "duplicate task_id(s) t",
+            id="dup-task",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, is_paused: 'no'}",
+            "is_paused: expected true or false",
+            id="paused",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {asset: {}}}",
+            "dags[0].schedule.asset: an asset needs a name or a uri",
+            id="empty-asset",
+        ),
+        pytest.param(
+            f"dags:\n  - {{dag_id: d, schedule: {{asset: {{name: {'n' * 1501}}}}}}}",
+            "cannot exceed 1500",
+            id="name-length",
+        ),
+        pytest.param("dags:\n  - {dag_id: d, schedule: []}", "non-empty list", id="empty-schedule"),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: '@daily'}", "only asset schedules", id="cron"
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {asset_ref: {name: n, uri: u}}}",
+            "exactly one of name or uri",
+            id="ref-both",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{asset: {name: a, extra: []}}]}]}",  # noqa: E501
+            "extra must be a mapping",
+            id="extra-list",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{dataset: x}]}]}",
+            "dags[0].tasks[0].outlets[0]: expected one of",
+            id="unknown-outlet",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {asset: {uri: 'airflow://x'}}}",
+            "reserved",
+            id="airflow-scheme",
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks:\n      - task_id: t\n        outlets:\n"
+            "          - {asset: {name: a, extra: {v: 1}}}\n"
+            "          - {asset: {name: a, extra: {v: 2}}}",
+            "two different extra values",
+            id="extra-conflict",
+        ),
+    ],
+)
+def test_invalid_manifest_is_rejected_with_a_precise_message(tmp_path, content, message):
+    # given
+    path = tmp_path / "dags.yaml"
+    path.write_text(content)
+
+    # when
+    with pytest.raises(ManifestError) as error:
+        manifest_load(path)
+
+    # then
+    assert message in str(error.value)
+
+
+def test_error_places_start_with_the_file_name(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{dataset: x}]}]}")
+    with pytest.raises(ManifestError, match=r"^mine\.yaml\.dags\[0\]\.tasks\[0\]\.outlets\[0\]: "):
+        manifest_load(path)
+
+
+def test_missing_file_is_a_manifest_error(tmp_path):
+    with pytest.raises(ManifestError, match="no such file"):
+        manifest_load(tmp_path / "nope.yaml")

@@ -1,0 +1,40 @@
+"""assets_app.validators: the one rule for DAG, task and run ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from assets_app.validators import validate_id
+
+
+@pytest.mark.parametrize("value", ["d", "a.b-c_1", "x" * 250])
+def test_valid_ids_are_returned(value):
+    assert validate_id(value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param("", "must be a non-empty string", id="empty"),
+        pytest.param(None, "must be a non-empty string", id="none"),
+        pytest.param(7, "must be a non-empty string", id="not-a-string"),
+        pytest.param("x" * 251, "must be 1-250 characters, got 251 (longer than 250)", id="long"),
+        pytest.param(
+            "bad id",
+            "'bad id' may only contain letters, digits, underscores, dots and dashes",
+            id="chars",
+        ),
+    ],
+)
+def test_invalid_ids_say_what_is_wrong(value, message):
+    with pytest.raises(ValueError) as error:
+        validate_id(value)
+    assert str(error.value) == message
+
+
+def test_run_ids_only_have_the_length_limit():
+    assert validate_id("manual__2026-01-01T00:00:00+00:00", pattern=False).startswith("manual")
+    with pytest.raises(ValueError, match="may only contain"):
+        validate_id("manual__2026-01-01T00:00:00+00:00")
+    with pytest.raises(ValueError, match="longer than 250"):
+        validate_id("r" * 251, pattern=False)
