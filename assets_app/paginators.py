@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.utils.functional import cached_property
 
 
-class CappedCountPaginator(Paginator):
+class CappedCountPaginator(Paginator[Any]):
     """Counts at most ``max_count`` rows instead of running ``COUNT(*)`` over the whole table.
 
     The count is ``SELECT COUNT(*) FROM (SELECT id ... LIMIT max_count)``, so a list over

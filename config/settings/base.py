@@ -3,7 +3,13 @@
 import secrets
 from pathlib import Path
 
+import django_stubs_ext
+
 from config.env import BASE_DIR, env
+
+# Generic Django classes (ModelAdmin[Asset], Paginator[...]) subscriptable at run time, as the
+# type checker's stubs declare them.
+django_stubs_ext.monkeypatch()
 
 DATA_DIR = Path(env("ASSET_REGISTRY_DATA_DIR", default=str(BASE_DIR / "var")))
 

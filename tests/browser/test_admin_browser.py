@@ -1,7 +1,8 @@
 """The admin in a real browser, as an operator uses it, against a live gunicorn server.
 
 One walk through the README's admin pages: log in, find an asset by uri, read its page, filter
-the events by source DAG, read one event, pause a DAG with the list action, look at the queue.
+the events by source DAG, read one event, pause a DAG with the list action, read the DAG's page,
+look at the queue.
 Screenshots of every step are saved under the test's tmp_path.
 """
 
@@ -278,6 +279,16 @@ def test_operator_walks_through_the_admin(browser, server, registry, tmp_path):
     assert Dag.objects.filter(is_paused=True).count() == 1
     operator.assert_styled()
     operator.shot("dag-list-paused")
+
+    # the DAG page: its schedule summary and the references its manifest declared
+    operator.click_and_load(operator.link(consumer))
+    assert operator.text(".field-schedule .readonly") == ASSET_URI
+    references = operator.text("#content").upper()
+    for heading in ("SCHEDULE: ASSETS", "TASK INLETS (ASSETS)"):
+        assert heading in references, references
+    assert "CONSUME_ASSET_EVENTS" in references
+    assert operator.find("#id_is_paused").is_selected()
+    operator.shot("dag-page")
 
     # the queue: consumers waiting on the registered assets, and for how long
     operator.open("/admin/assets_app/assetdagrunqueue/")

@@ -1,0 +1,187 @@
+"""Assets, aliases and the alias → asset links (editable; name and uri fixed once saved)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, TypedDict, TypeVar
+
+from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django_stubs_ext import WithAnnotations
+
+from assets_app.admin.common import (
+    EMPTY,
+    AssetColumnsMixin,
+    change_url,
+    changelist_url,
+    count_of,
+)
+from assets_app.admin.filters import AliasFilter, AssetActiveFilter
+from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
+from assets_app.selectors import asset_dag_references
+
+LATEST_EVENTS_SHOWN = 10
+
+#: How the asset page words each kind of DAG reference.
+RELATION_LABELS = {"schedule": "schedules on it", "outlet": "produces it", "inlet": "reads it"}
+
+
+class _LatestEvent(TypedDict):
+    latest_event_timestamp: datetime | None
+
+
+class _LinkedAssets(TypedDict):
+    linked_assets: int | None
+
+
+_ParentT = TypeVar("_ParentT", Asset, AssetAlias)
+
+
+class _AliasLinkInline(admin.TabularInline[AssetAliasAsset, _ParentT]):
+    """The alias → asset links of one asset or one alias, editable with autocompletion."""
+
+    model = AssetAliasAsset
+    extra = 0
+
+
+class AssetAliasLinkInline(_AliasLinkInline[Asset]):
+    fk_name = "asset"
+    autocomplete_fields = ("alias",)
+    verbose_name = "alias"
+    verbose_name_plural = "aliases resolving to this asset"
+
+
+class AliasAssetLinkInline(_AliasLinkInline[AssetAlias]):
+    fk_name = "alias"
+    autocomplete_fields = ("asset",)
+    verbose_name = "asset"
+    verbose_name_plural = "assets this alias resolved to"
+
+
+@admin.register(Asset)
+class AssetAdmin(admin.ModelAdmin[Asset]):
+    list_display = (
+        "name",
+        "uri",
+        "group",
+        "is_active",
+        "alias_names",
+        "latest_event_at",
+        "updated_at",
+    )
+    list_select_related = ("active",)
+    list_filter = (AssetActiveFilter, "group")
+    search_fields = ("name", "uri")
+    ordering = ("name", "uri")
+    inlines = (AssetAliasLinkInline,)
+    readonly_fields = (
+        "is_active",
+        "created_at",
+        "updated_at",
+        "dag_references",
+        "latest_events",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Asset]:
+        latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(latest_event_timestamp=Subquery(latest.values("timestamp")[:1]))
+            .prefetch_related("aliases")
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Asset | None = None) -> Any:
+        # name and uri identify the asset (and are mirrored in asset_active): fixed once saved
+        if obj is not None:
+            return ("name", "uri", *self.readonly_fields)
+        return self.readonly_fields
+
+    @admin.display(boolean=True, description="active")
+    def is_active(self, obj: Asset) -> bool:
+        return hasattr(obj, "active")
+
+    @admin.display(description="aliases")
+    def alias_names(self, obj: Asset) -> str:
+        return ", ".join(alias.name for alias in obj.aliases.all()) or EMPTY
+
+    @admin.display(description="latest event", ordering="latest_event_timestamp")
+    def latest_event_at(self, obj: WithAnnotations[Asset, _LatestEvent]) -> datetime | str:
+        return obj.latest_event_timestamp or EMPTY
+
+    @admin.display(description="declared by DAGs")
+    def dag_references(self, obj: Asset) -> SafeString | str:
+        rows = [
+            (
+                RELATION_LABELS[ref.relation],
+                f"{ref.dag_id}.{ref.task_id}" if ref.task_id else ref.dag_id,
+            )
+            for ref in asset_dag_references(asset=obj)
+        ]
+        if not rows:
+            return EMPTY
+        # inline margin: the admin's "form .aligned ul" rule would indent it a second 160px
+        return format_html(
+            '<ul style="margin:0; padding:0">{}</ul>',
+            format_html_join("", "<li>{}: {}</li>", rows),
+        )
+
+    @admin.display(description=f"latest {LATEST_EVENTS_SHOWN} events")
+    def latest_events(self, obj: Asset) -> SafeString | str:
+        events = list(
+            AssetEvent.objects.filter(asset=obj).order_by("-timestamp", "-id")[:LATEST_EVENTS_SHOWN]
+        )
+        if not events:
+            return EMPTY
+        rows = format_html_join(
+            "",
+            '<tr><td><a href="{}">{}</a></td><td style="white-space:nowrap">{}</td>'
+            "<td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    change_url("assetevent", event.pk),
+                    event.pk,
+                    event.timestamp.isoformat(timespec="seconds"),
+                    event.source_dag_id or "manual",
+                    json.dumps(event.extra, sort_keys=True),
+                )
+                for event in events
+            ),
+        )
+        return format_html(
+            "<table><tr><th>event</th><th>timestamp</th><th>source DAG</th><th>extra</th></tr>"
+            '{}</table><a href="{}">all events of this asset</a>',
+            rows,
+            changelist_url("assetevent", asset__id__exact=obj.pk),
+        )
+
+
+@admin.register(AssetAlias)
+class AssetAliasAdmin(admin.ModelAdmin[AssetAlias]):
+    list_display = ("name", "group", "asset_count")
+    list_filter = ("group",)
+    search_fields = ("name",)
+    ordering = ("name",)
+    inlines = (AliasAssetLinkInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AssetAlias]:
+        linked = count_of(AssetAliasAsset, pointing_at="alias")
+        return super().get_queryset(request).annotate(linked_assets=linked)
+
+    @admin.display(description="assets", ordering="linked_assets")
+    def asset_count(self, obj: WithAnnotations[AssetAlias, _LinkedAssets]) -> int:
+        return obj.linked_assets or 0
+
+
+@admin.register(AssetAliasAsset)
+class AssetAliasAssetAdmin(AssetColumnsMixin, admin.ModelAdmin[AssetAliasAsset]):
+    list_display = ("id", "alias", "asset_name", "asset_uri")
+    list_select_related = ("alias", "asset")
+    list_filter = (AliasFilter,)
+    search_fields = ("alias__name", "asset__name", "asset__uri")
+    autocomplete_fields = ("alias", "asset")
+    ordering = ("alias__name", "asset__name", "asset__uri")

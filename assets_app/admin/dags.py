@@ -1,0 +1,189 @@
+"""DAGs (declared by manifests; only the pause flag is editable) and the asset DAG-run queue."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django_stubs_ext import WithAnnotations
+
+from assets_app.admin.common import (
+    EMPTY,
+    AssetColumnsMixin,
+    ReadOnlyAdminMixin,
+    ReadOnlyTabularInline,
+    change_link,
+    changelist_url,
+    count_of,
+    duration,
+    pretty_json,
+)
+from assets_app.admin.filters import HasScheduleFilter, TargetDagFilter
+from assets_app.conditions import condition_parse, condition_summary
+from assets_app.exceptions import InvalidAssetExpression
+from assets_app.models import (
+    AssetDagRunQueue,
+    Dag,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetNameReference,
+    DagScheduleAssetReference,
+    DagScheduleAssetUriReference,
+    TaskInletAssetReference,
+    TaskOutletAssetReference,
+)
+from assets_app.services.dags import dags_set_paused
+
+
+class _QueuedAssets(TypedDict):
+    queued_asset_total: int | None
+
+
+class DagReferenceInline(ReadOnlyTabularInline[Any, Dag]):
+    """One of a DAG's reference tables (read-only), its asset or alias joined."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        related = [f.name for f in self.model._meta.fields if f.name in ("asset", "alias")]
+        return super().get_queryset(request).select_related(*related)
+
+
+def _reference_inline(
+    reference: type[Model], columns: tuple[str, ...], title: str
+) -> type[DagReferenceInline]:
+    class Inline(DagReferenceInline):
+        model = reference
+        fields = (*columns, "created_at")
+        verbose_name_plural = title
+
+    Inline.__name__ = Inline.__qualname__ = f"{reference.__name__}Inline"
+    return Inline
+
+
+#: What the DAG page shows of the manifest's declarations, one inline per reference table.
+DAG_REFERENCE_INLINES = (
+    _reference_inline(DagScheduleAssetReference, ("asset",), "schedule: assets"),
+    _reference_inline(DagScheduleAssetAliasReference, ("alias",), "schedule: aliases"),
+    _reference_inline(DagScheduleAssetNameReference, ("name",), "schedule: asset name references"),
+    _reference_inline(DagScheduleAssetUriReference, ("uri",), "schedule: asset uri references"),
+    _reference_inline(TaskOutletAssetReference, ("task_id", "asset"), "task outlets (assets)"),
+    _reference_inline(TaskInletAssetReference, ("task_id", "asset"), "task inlets (assets)"),
+)
+
+
+@admin.register(Dag)
+class DagAdmin(admin.ModelAdmin[Dag]):
+    list_display = (
+        "dag_id",
+        "is_paused",
+        "is_stale",
+        "schedule",
+        "tasks",
+        "queued_assets_count",
+        "fileloc",
+        "last_parsed_time",
+    )
+    list_filter = ("is_paused", "is_stale", HasScheduleFilter)
+    search_fields = ("dag_id", "fileloc")
+    ordering = ("dag_id",)
+    actions = ("pause", "unpause")
+    fields = (
+        "dag_id",
+        "is_paused",
+        "is_stale",
+        "fileloc",
+        "last_parsed_time",
+        "tasks",
+        "schedule",
+        "asset_expression_pretty",
+        "runs",
+    )
+    # everything but the pause flag: the rest comes from the manifest
+    readonly_fields = tuple(name for name in fields if name != "is_paused")
+    inlines = DAG_REFERENCE_INLINES
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Dag]:
+        queued = count_of(AssetDagRunQueue, pointing_at="target_dag")
+        return super().get_queryset(request).annotate(queued_asset_total=queued)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # DAGs are declared by manifests (manage.py declare_dags)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Dag | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Dag, form: Any, change: bool) -> None:
+        dags_set_paused(dag_ids=[obj.dag_id], is_paused=obj.is_paused)
+
+    @admin.display(description="schedule")
+    def schedule(self, obj: Dag) -> str:
+        if obj.asset_expression is None:
+            return EMPTY
+        try:
+            return condition_summary(condition_parse(obj.asset_expression))
+        except InvalidAssetExpression:
+            return "invalid asset expression"
+
+    @admin.display(description="tasks")
+    def tasks(self, obj: Dag) -> str:
+        return ", ".join(obj.task_ids) or EMPTY
+
+    @admin.display(description="queued assets", ordering="queued_asset_total")
+    def queued_assets_count(self, obj: WithAnnotations[Dag, _QueuedAssets]) -> int:
+        return obj.queued_asset_total or 0
+
+    @admin.display(description="asset expression")
+    def asset_expression_pretty(self, obj: Dag) -> SafeString | str:
+        return pretty_json(obj.asset_expression) if obj.asset_expression else EMPTY
+
+    @admin.display(description="runs")
+    def runs(self, obj: Dag) -> SafeString:
+        return format_html(
+            '<a href="{}">runs of this DAG</a> · <a href="{}">its queued assets</a>',
+            changelist_url("dagrun", dag_id=obj.dag_id),
+            changelist_url("assetdagrunqueue", target_dag=obj.dag_id),
+        )
+
+    @admin.action(description="Pause selected DAGs", permissions=["change"])
+    def pause(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
+        self._set_paused(request, queryset, is_paused=True)
+
+    @admin.action(description="Unpause selected DAGs", permissions=["change"])
+    def unpause(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
+        self._set_paused(request, queryset, is_paused=False)
+
+    def _set_paused(
+        self, request: HttpRequest, queryset: QuerySet[Dag], *, is_paused: bool
+    ) -> None:
+        changed = dags_set_paused(
+            dag_ids=queryset.values_list("pk", flat=True), is_paused=is_paused
+        )
+        verb = "Paused" if is_paused else "Unpaused"
+        self.message_user(request, f"{verb} {changed} DAG(s).", messages.SUCCESS)
+
+
+@admin.register(AssetDagRunQueue)
+class AssetDagRunQueueAdmin(
+    AssetColumnsMixin, ReadOnlyAdminMixin, admin.ModelAdmin[AssetDagRunQueue]
+):
+    list_display = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    list_select_related = ("asset",)
+    list_filter = (TargetDagFilter, ("created_at", admin.DateFieldListFilter))
+    search_fields = ("=target_dag__dag_id", "asset__name", "asset__uri")
+    ordering = ("created_at", "id")
+    fields = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AssetDagRunQueue]:
+        return super().get_queryset(request).select_related("asset")
+
+    @admin.display(description="target DAG", ordering="target_dag_id")
+    def target_dag_link(self, obj: AssetDagRunQueue) -> SafeString:
+        return change_link("dag", obj.target_dag_id, obj.target_dag_id)
+
+    @admin.display(description="waiting for", ordering="created_at")
+    def waiting_for(self, obj: AssetDagRunQueue) -> str:
+        return duration(timezone.now() - obj.created_at)

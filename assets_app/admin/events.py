@@ -1,0 +1,140 @@
+"""Asset events and the alias → event links (read-only, big tables)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.safestring import SafeString
+
+from assets_app.admin.common import (
+    EMPTY,
+    AssetColumnsMixin,
+    BigTableAdminMixin,
+    LinkedEventColumnsMixin,
+    ReadOnlyAdminMixin,
+    change_link,
+    change_url,
+    link_list,
+    pretty_json,
+)
+from assets_app.admin.filters import (
+    AliasFilter,
+    EventSourceFilter,
+    SourceAliasFilter,
+    SourceDagFilter,
+)
+from assets_app.models import AssetAliasAssetEvent, AssetEvent, Dag, DagRun
+from assets_app.selectors import asset_events_search
+
+
+@admin.register(AssetEvent)
+class AssetEventAdmin(
+    AssetColumnsMixin, BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[AssetEvent]
+):
+    list_display = (
+        "id",
+        "timestamp",
+        "asset_name",
+        "asset_uri",
+        "source_dag_id",
+        "source_task_id",
+        "source_run_id",
+        "source_map_index",
+        "partition_key",
+        "source_alias_names",
+        "consumer_runs",
+    )
+    list_select_related = ("asset",)
+    list_filter = (
+        ("timestamp", admin.DateFieldListFilter),
+        SourceDagFilter,
+        SourceAliasFilter,
+        EventSourceFilter,
+    )
+    # what get_search_results matches, answered from the indexes (selectors.asset_events_search)
+    search_fields = ("asset__name", "asset__uri", "=source_dag_id", "=source_run_id")
+    search_help_text = "Asset name or uri (contains), or an exact source DAG id or run id."
+    ordering = ("-timestamp", "-id")
+    fields = (
+        "id",
+        "timestamp",
+        "asset_name",
+        "asset_uri",
+        "source_dag",
+        "source_task_id",
+        "source_run",
+        "source_map_index",
+        "partition_key",
+        "source_alias_names",
+        "consumer_runs",
+        "extra_pretty",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AssetEvent]:
+        # select_related also on the change page: a deleted asset then reads as None
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("asset")
+            .prefetch_related("source_aliases", "created_dagruns")
+        )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[AssetEvent], search_term: str
+    ) -> tuple[QuerySet[AssetEvent], bool]:
+        return asset_events_search(events=queryset, term=search_term), False
+
+    @admin.display(description="source aliases")
+    def source_alias_names(self, obj: AssetEvent) -> SafeString | str:
+        return link_list(
+            (change_url("assetalias", alias.pk), alias.name) for alias in obj.source_aliases.all()
+        )
+
+    @admin.display(description="consumers (created DAG runs)")
+    def consumer_runs(self, obj: AssetEvent) -> SafeString | str:
+        return link_list(
+            (change_url("dagrun", run.pk), f"{run.dag_id} / {run.run_id}")
+            for run in obj.created_dagruns.all()
+        )
+
+    @admin.display(description="source DAG")
+    def source_dag(self, obj: AssetEvent) -> SafeString | str:
+        if obj.source_dag_id is None:
+            return "manual (no task)"
+        if not Dag.objects.filter(pk=obj.source_dag_id).exists():
+            return obj.source_dag_id
+        return change_link("dag", obj.source_dag_id, obj.source_dag_id)
+
+    @admin.display(description="source run")
+    def source_run(self, obj: AssetEvent) -> SafeString | str:
+        if obj.source_run_id is None:
+            return EMPTY
+        run = DagRun.objects.filter(dag_id=obj.source_dag_id, run_id=obj.source_run_id).first()
+        if run is None:
+            return obj.source_run_id
+        return change_link("dagrun", run.pk, run.run_id)
+
+    @admin.display(description="extra")
+    def extra_pretty(self, obj: AssetEvent) -> SafeString:
+        return pretty_json(obj.extra)
+
+
+@admin.register(AssetAliasAssetEvent)
+class AssetAliasAssetEventAdmin(
+    LinkedEventColumnsMixin,
+    BigTableAdminMixin,
+    ReadOnlyAdminMixin,
+    admin.ModelAdmin[AssetAliasAssetEvent],
+):
+    list_display = ("id", "alias", "event_link", "event_asset", "event_timestamp")
+    list_select_related = ("alias", "event__asset")
+    list_filter = (AliasFilter,)
+    search_fields = ("alias__name", "event__asset__name", "event__asset__uri")
+    ordering = ("-id",)
+    fields = ("id", "alias", "event_link", "event_asset", "event_timestamp")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AssetAliasAssetEvent]:
+        return super().get_queryset(request).select_related("alias", "event__asset")
