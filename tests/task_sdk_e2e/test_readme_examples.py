@@ -14,7 +14,8 @@ import yaml
 
 from assets_app.models import AssetEvent, TaskInstance, XCom
 from assets_app.services.dag_runs import task_instance_create
-from assets_app.services.dags import dags_declare, manifest_parse
+from assets_app.services.dags import dags_declare
+from assets_app.services.manifest import manifest_parse
 from assets_app.services.scheduler import scheduler_pass
 from tests.live_server import REPO
 from tests.task_sdk_e2e.test_task_sdk_e2e import run_task_instance
