@@ -46,15 +46,15 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from assets_app.models import AssetEvent  # noqa: E402
+from assets_app.services.dag_runs import (  # noqa: E402
+    task_instance_create,
+    task_instance_token_issue,
+)
 from devtools.processes import (  # noqa: E402
     ServerStartError,
     current_database_url,
     process_stop,
     server_start,
-)
-from assets_app.services.dag_runs import (  # noqa: E402
-    task_instance_create,
-    task_instance_token_issue,
 )
 
 END = "2026-11-30T04:50:58.540508Z"

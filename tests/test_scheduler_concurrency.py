@@ -36,10 +36,10 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from devtools.processes import process_stop
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import Outcome, dag_asset_triggered_run_create, scheduler_pass
 from assets_app.tokens import token_issue
+from devtools.processes import process_stop
 from task_sdk.definitions import AssetUniqueKey
 from tests.factories import DagRunFactory
 from tests.live_server import REPO, server_env

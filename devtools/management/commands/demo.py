@@ -28,14 +28,14 @@ from assets_app.models import (
     AssetEvent,
     TaskInstance,
 )
+from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
+from assets_app.services.scheduler import scheduler_pass
 from devtools.processes import (
     ServerStartError,
     current_database_url,
     process_stop,
     server_start,
 )
-from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
-from assets_app.services.scheduler import scheduler_pass
 from task_sdk.client import Client
 from task_sdk.supervisor import Supervisor
 
