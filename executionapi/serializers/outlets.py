@@ -174,18 +174,19 @@ class SeedOutletEventAccessorSerializer(LeanSerializer):
         return events
 
 
-#: An outlet event's shape is told by a key only it has, looked for in this order.
-OUTLET_EVENT_SHAPES: dict[str, type[LeanSerializer]] = {
-    "key": SeedOutletEventAccessorSerializer,
-    "source_alias_name": AliasOutletEventSerializer,
-    "dest_asset_key": AssetOutletEventSerializer,
+#: An outlet event's shape is told by a key only it has, looked for in this order. One
+#: instance of each serves every request: a lean serializer's ``run_validation`` keeps no state.
+OUTLET_EVENT_SHAPES: dict[str, LeanSerializer] = {
+    "key": SeedOutletEventAccessorSerializer(),
+    "source_alias_name": AliasOutletEventSerializer(),
+    "dest_asset_key": AssetOutletEventSerializer(),
 }
 
 
 @extend_schema_field(
     PolymorphicProxySerializer(
         component_name="OutletEvent",
-        serializers=list(OUTLET_EVENT_SHAPES.values()),
+        serializers=[type(shape) for shape in OUTLET_EVENT_SHAPES.values()],
         resource_type_field_name=None,
         many=True,
     )
@@ -205,10 +206,6 @@ class OutletEventsField(serializers.Field[list[OutletEvent], Any, Any, Any]):
             "Unrecognized outlet event: expected dest_asset_key, source_alias_name or key"
         ),
     }
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.shapes = {tag: shape() for tag, shape in OUTLET_EVENT_SHAPES.items()}
 
     def to_internal_value(self, data: Any) -> list[OutletEvent]:
         if not isinstance(data, list):
@@ -237,10 +234,10 @@ class OutletEventsField(serializers.Field[list[OutletEvent], Any, Any, Any]):
     def _shape(self, item: Any) -> LeanSerializer:
         if not isinstance(item, dict):
             self.fail("dict_type")
-        tag = next((tag for tag in self.shapes if tag in item), None)
+        tag = next((tag for tag in OUTLET_EVENT_SHAPES if tag in item), None)
         if tag is None:
             self.fail("union_tag_not_found")
-        return self.shapes[tag]
+        return OUTLET_EVENT_SHAPES[tag]
 
     def to_representation(self, value: Any) -> Any:  # input only
         return value

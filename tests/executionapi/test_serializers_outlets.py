@@ -216,12 +216,13 @@ def test_at_most_the_configured_number_of_events(settings, outlet_events):
     assert len(_events([ALIAS_EVENT] * 3)) == 3
 
 
-def test_the_field_is_reusable_across_payloads():
-    # one field instance parses any number of payloads, keeping nothing between them
-    field = OutletEventsField()
+def test_payloads_share_nothing():
+    # the shape serializers serve every payload: one payload's errors never reach the next
+    bad = _errors([{**ALIAS_EVENT, "extra": 1}])
 
-    assert field.run_validation([ALIAS_EVENT]) == field.run_validation([ALIAS_EVENT])
-    assert field.run_validation([]) == []
+    assert _events([ALIAS_EVENT]) == _events([ALIAS_EVENT])
+    assert _errors([{**ALIAS_EVENT, "extra": 1}]) == bad
+    assert OutletEventsField().run_validation([]) == []
 
 
 # --- declared outlets -------------------------------------------------------------------------
