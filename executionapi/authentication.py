@@ -56,7 +56,7 @@ class TaskRunnerTokenAuthentication(BaseAuthentication):
         return self.keyword
 
 
-class TaskRunnerTokenScheme(OpenApiAuthenticationExtension):
+class TaskRunnerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]  # drf-spectacular's registry hook
     """Describes the bearer JWT in the OpenAPI schema."""
 
     target_class = "executionapi.authentication.TaskRunnerTokenAuthentication"

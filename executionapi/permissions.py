@@ -27,12 +27,13 @@ class TokenMatchesTaskInstance(IsTaskRunner):
     }
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if not super().has_permission(request, view):
+        runner = request.user
+        if not isinstance(runner, TaskRunner):
             return False
         task_instance_id = view.kwargs.get("task_instance_id")
         if task_instance_id is None:
             return True
         try:
-            return uuid.UUID(request.user.task_instance_id) == uuid.UUID(str(task_instance_id))
+            return uuid.UUID(runner.task_instance_id) == uuid.UUID(str(task_instance_id))
         except ValueError:
             return False

@@ -1,11 +1,15 @@
-"""Reads the execution API needs beyond ``assets_app.selectors``."""
+"""Reads the execution API needs beyond ``assets_app.selectors``.
+
+Each returns model instances or querysets, prepared (joins, prefetches) for the output
+serializer that renders them.
+"""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from assets_app.exceptions import AssetNotFoundError, TaskInstanceNotFoundError
 from assets_app.models import (
@@ -14,13 +18,11 @@ from assets_app.models import (
     AssetAlias,
     AssetEvent,
     DagRun,
-    DagRunAssetEvent,
     TaskInletAssetReference,
     TaskInstance,
     TaskOutletAssetReference,
 )
-from assets_app.outlets import OutletType
-from assets_app.selectors import asset_event_items, asset_events_query
+from assets_app.selectors import asset_events_query
 
 
 def active_asset_get(*, name: str | None = None, uri: str | None = None) -> Asset:
@@ -33,7 +35,7 @@ def active_asset_get(*, name: str | None = None, uri: str | None = None) -> Asse
     return active.asset
 
 
-def task_instance_inactive_assets(*, task_instance_id: uuid.UUID | str) -> list[dict[str, Any]]:
+def task_instance_inactive_assets(*, task_instance_id: uuid.UUID | str) -> QuerySet[Asset]:
     """Declared ``Asset`` inlets/outlets of the TI's task whose asset is not active.
 
     Raises ``TaskInstanceNotFoundError`` for an unknown task instance.
@@ -48,83 +50,36 @@ def task_instance_inactive_assets(*, task_instance_id: uuid.UUID | str) -> list[
         .values("asset_id")
         .union(TaskInletAssetReference.objects.filter(**references).values("asset_id"))
     )
-    assets = Asset.objects.filter(pk__in=asset_ids, active__isnull=True).order_by("name", "uri")
-    return [{"name": a.name, "uri": a.uri, "type": OutletType.ASSET.value} for a in assets]
+    return Asset.objects.filter(pk__in=asset_ids, active__isnull=True).order_by("name", "uri")
 
 
-def consumed_asset_events(*, dag_run: DagRun) -> list[dict[str, Any]]:
-    """The events that triggered an asset-triggered run (``dagrun_asset_event``).
+def dag_run_consumed_events_prefetch(*, dag_run: DagRun) -> DagRun:
+    """Loads the events that triggered an asset-triggered run into ``dag_run.consumed_events``.
 
-    Shaped like the real task SDK's ``AssetEventDagRunReference`` (which forbids unknown
-    keys): asset {name, uri, extra}, source fields, ``source_aliases``, timestamp, partition_key.
+    Oldest first, each with its asset and its source aliases (by name): what the run context
+    lists as ``consumed_asset_events``. Two queries, one when the run consumed nothing.
     """
-    links = (
-        DagRunAssetEvent.objects.filter(dag_run=dag_run)
-        .select_related("event__asset")
-        .prefetch_related(
-            Prefetch("event__source_aliases", queryset=AssetAlias.objects.order_by("name"))
-        )
-        .order_by("event__timestamp", "event_id")
+    events = (
+        AssetEvent.objects.select_related("asset")
+        .prefetch_related(Prefetch("source_aliases", queryset=AssetAlias.objects.order_by("name")))
+        .order_by("timestamp", "id")
     )
-    items = []
-    for link in links:
-        event: AssetEvent = link.event
-        asset = event.asset
-        items.append(
-            {
-                "asset": {
-                    "name": asset.name if asset else "",
-                    "uri": asset.uri if asset else "",
-                    "extra": asset.extra if asset else {},
-                },
-                "extra": event.extra,
-                "source_task_id": event.source_task_id,
-                "source_dag_id": event.source_dag_id,
-                "source_run_id": event.source_run_id,
-                "source_map_index": event.source_map_index,
-                "source_aliases": [{"name": alias.name} for alias in event.source_aliases.all()],
-                "timestamp": event.timestamp,
-                "partition_key": event.partition_key,
-            }
-        )
-    return items
+    prefetch_related_objects([dag_run], Prefetch("consumed_events", queryset=events))
+    return dag_run
 
 
-def run_context(*, task_instance: TaskInstance, should_retry: bool) -> dict[str, Any]:
-    """The ``/run`` response: the DAG run (twelve keys) and the TI's retry bookkeeping."""
-    dag_run = task_instance.dag_run
-    return {
-        "dag_run": {
-            "dag_id": dag_run.dag_id,
-            "run_id": dag_run.run_id,
-            "logical_date": dag_run.logical_date,
-            "data_interval_start": dag_run.data_interval_start,
-            "data_interval_end": dag_run.data_interval_end,
-            "run_after": dag_run.run_after,
-            "start_date": dag_run.start_date,
-            "end_date": dag_run.end_date,
-            "run_type": dag_run.run_type,
-            "state": dag_run.state,
-            "consumed_asset_events": consumed_asset_events(dag_run=dag_run),
-            "partition_key": dag_run.partition_key,
-        },
-        "max_tries": task_instance.max_tries,
-        "task_reschedule_count": task_instance.task_reschedule_count,
-        "variables": [],
-        "connections": [],
-        "upstream_map_indexes": None,
-        "next_method": task_instance.next_method,
-        "next_kwargs": task_instance.next_kwargs,
-        "should_retry": should_retry,
-    }
+def asset_events_by_asset(
+    *, name: str | None, uri: str | None, **filters: Any
+) -> QuerySet[AssetEvent]:
+    """Events of the asset with this name and uri, or with only one of them given, of the
+    *active* asset with it (none when no active asset has it).
 
-
-def asset_event_list(**filters: Any) -> list[dict[str, Any]]:
-    """Events in the ``/asset-events`` item shape."""
-    return asset_event_items(asset_events_query(**filters))
-
-
-def active_asset_key(*, name: str | None, uri: str | None) -> tuple[str, str] | None:
-    """(name, uri) of the active asset with this name or uri (one of them given), if any."""
-    lookup = {"name": name} if name else {"uri": uri}
-    return AssetActive.objects.filter(**lookup).values_list("name", "uri").first()
+    ``filters`` are those of :func:`assets_app.selectors.asset_events_query`.
+    """
+    if name is None or uri is None:
+        lookup = {"name": name} if name is not None else {"uri": uri}
+        key = AssetActive.objects.filter(**lookup).values_list("name", "uri").first()
+        if key is None:
+            return AssetEvent.objects.none()
+        name, uri = key
+    return asset_events_query(name=name, uri=uri, **filters)

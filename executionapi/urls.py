@@ -1,42 +1,27 @@
 """Execution API routes, mounted at ``/execution/``.
 
-Explicit ``path()``s (no router): no trailing slashes, and an XCom route with four path
-parameters whose ``run_id`` arrives unencoded (``manual__2026-01-01T00:00:00+00:00``).
-Anything else under ``/execution/`` is a JSON 404.
+No trailing slashes and no redirects. The viewsets are routed by a ``SimpleRouter`` (a
+task instance's id must be a UUID); the XCom route, with four path parameters and a
+``run_id`` that arrives unencoded (``manual__2026-01-01T00:00:00+00:00``), is a plain
+``path()``. Anything else under ``/execution/`` is a JSON 404.
 """
 
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
 
 from executionapi import views
 from executionapi.exceptions import not_found
 
 app_name = "executionapi"
 
-TI = "task-instances/<uuid:task_instance_id>"
+router = SimpleRouter(trailing_slash=False, use_regex_path=False)
+router.register("task-instances", views.TaskInstanceViewSet, basename="ti")
+router.register("assets", views.AssetViewSet, basename="asset")
+router.register("asset-events", views.AssetEventViewSet, basename="asset-events")
 
 urlpatterns = [
-    path(f"{TI}/state", views.TaskInstanceStateView.as_view(), name="ti-state"),
-    path(f"{TI}/run", views.TaskInstanceRunView.as_view(), name="ti-run"),
-    path(f"{TI}/heartbeat", views.TaskInstanceHeartbeatView.as_view(), name="ti-heartbeat"),
-    path(f"{TI}/rtif", views.TaskInstanceRenderedFieldsView.as_view(), name="ti-rtif"),
-    path(
-        f"{TI}/validate-inlets-and-outlets",
-        views.TaskInstanceValidateInletsOutletsView.as_view(),
-        name="ti-validate-inlets-and-outlets",
-    ),
-    path("assets/by-name", views.AssetByNameView.as_view(), name="asset-by-name"),
-    path("assets/by-uri", views.AssetByUriView.as_view(), name="asset-by-uri"),
-    path(
-        "asset-events/by-asset",
-        views.AssetEventsByAssetView.as_view(),
-        name="asset-events-by-asset",
-    ),
-    path(
-        "asset-events/by-asset-alias",
-        views.AssetEventsByAliasView.as_view(),
-        name="asset-events-by-asset-alias",
-    ),
+    *router.urls,
     path(
         "xcoms/<str:dag_id>/<str:run_id>/<str:task_id>/<str:key>",
         views.XComView.as_view(),

@@ -115,7 +115,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {"OutletTypeEnum": "executionapi.serializers.OUTLET_TYPES"},
+    "ENUM_NAME_OVERRIDES": {"OutletTypeEnum": "executionapi.serializers.outlets.OUTLET_TYPES"},
     "COMPONENT_SPLIT_PATCH": False,  # PATCH bodies here are whole payloads, not partial updates
 }
 

@@ -25,6 +25,20 @@ from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 WIRE_SAMPLES = Path(__file__).parent / "wire_samples"
 
+#: The keys of an asset-event item (SPEC §3.2), in the API and ``asset_events --json``.
+ASSET_EVENT_ITEM_KEYS = {
+    "id",
+    "timestamp",
+    "extra",
+    "asset",
+    "created_dagruns",
+    "source_task_id",
+    "source_dag_id",
+    "source_run_id",
+    "source_map_index",
+    "partition_key",
+}
+
 
 def wire_sample(name: str) -> Any:
     """A body recorded from the real Airflow task SDK 1.3.2 (copied from shared/docs)."""

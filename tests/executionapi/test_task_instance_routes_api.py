@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from assets_app.models import AssetEvent, DagRun, DagRunAssetEvent, TaskInstance
+from assets_app.models import Asset, AssetEvent, DagRun, DagRunAssetEvent, TaskInstance
 from tests.executionapi.conftest import client_for, wire_sample
 from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory, DagFactory
 
@@ -148,6 +148,41 @@ def test_run_context_lists_consumed_asset_events(make_ti):
     assert consumed[0]["timestamp"].endswith("Z")
 
 
+def test_run_context_names_a_deleted_asset_empty(make_ti):
+    # given a consumed event whose asset was deleted since (events survive their asset)
+    dag = DagFactory(dag_id="consumer")
+    run = DagRun.objects.create(dag=dag, run_id="asset_triggered__x", run_type="asset_triggered")
+    event = AssetEventFactory(asset=AssetFactory(name="gone", uri="s3://gone"), partition_key="p")
+    DagRunAssetEvent.objects.create(dag_run=run, event=event)
+    Asset.objects.filter(name="gone").delete()
+    ti = make_ti(dag_id="consumer", state="queued", dag_run=run)
+
+    response = _run(ti)
+
+    # then the client still gets the object its model requires
+    [consumed] = response.json()["dag_run"]["consumed_asset_events"]
+    assert consumed["asset"] == {"name": "", "uri": "", "extra": {}}
+    assert (consumed["partition_key"], consumed["source_aliases"]) == ("p", [])
+
+
+def test_run_query_count_is_flat_in_the_consumed_events(make_ti, django_assert_num_queries):
+    dag = DagFactory(dag_id="consumer")
+    for count in (1, 20):
+        # given a run that consumed events, each emitted through two aliases
+        run = DagRun.objects.create(dag=dag, run_id=f"asset_triggered__{count}")
+        for _ in range(count):
+            event = AssetEventFactory()
+            event.source_aliases.add(AssetAliasFactory(), AssetAliasFactory())
+            DagRunAssetEvent.objects.create(dag_run=run, event=event)
+        ti = make_ti(dag_id="consumer", state="queued", dag_run=run)
+
+        # when / then: SAVEPOINT, SELECT … FOR UPDATE of the TI (its run joined), UPDATE,
+        # RELEASE; the consumed events with their assets; their source aliases
+        with django_assert_num_queries(6):
+            response = _run(ti)
+        assert len(response.json()["dag_run"]["consumed_asset_events"]) == count
+
+
 # --- heartbeat ---------------------------------------------------------------------------------
 
 
@@ -239,7 +274,9 @@ def test_rtif_with_a_nul_character_is_422_not_a_database_error(make_ti):
     assert response.json()["detail"][0]["loc"] == ["body", "cmd"]
 
 
-def test_validate_inlets_and_outlets_lists_inactive_declared_assets(declare, make_ti):
+def test_validate_inlets_and_outlets_lists_inactive_declared_assets(
+    declare, make_ti, django_assert_num_queries
+):
     declare(
         """
 dags:
@@ -258,7 +295,8 @@ dags:
     from assets_app.models import AssetActive
 
     AssetActive.objects.filter(name="out").delete()
-    response = client_for(ti).get(url)
+    with django_assert_num_queries(2):  # the TI's dag and task, the inactive assets
+        response = client_for(ti).get(url)
 
     assert response.status_code == 200
     assert response.json() == {

@@ -1,4 +1,8 @@
-"""``manage.py asset_events``: the newest asset events, as a table or as JSON lines."""
+"""``manage.py asset_events``: the newest asset events, as a table or as JSON lines.
+
+It lives in ``executionapi`` because ``--json`` prints each event as the execution API
+renders it (:class:`~executionapi.serializers.assets.AssetEventResponseSerializer`).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,11 @@ import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rest_framework.serializers import ListSerializer
 
 from assets_app.models import AssetEvent
-from assets_app.selectors import asset_event_item, asset_events_query
+from assets_app.selectors import asset_events_query
+from executionapi.serializers.assets import AssetEventResponseSerializer
 
 MAX_LIMIT = 10_000
 EXTRA_WIDTH = 60
@@ -60,8 +66,9 @@ class Command(BaseCommand):
             ascending=False,
         )
         if options["json"]:
-            for event in events[:limit]:
-                self.stdout.write(json.dumps(asset_event_item(event)))
+            items = ListSerializer(events[:limit], child=AssetEventResponseSerializer())
+            for item in items.data:
+                self.stdout.write(json.dumps(item))
             return
         # the table shows the source aliases, not the created DAG runs the query prefetches
         events = events.prefetch_related(None).prefetch_related("source_aliases")[:limit]

@@ -1,0 +1,360 @@
+"""What every route group shares: strict bases, the wire's leaf fields, the error shapes.
+
+Inputs are strict, like Airflow's pydantic models with ``extra="forbid"``: unknown keys and
+naive datetimes are 422s naming the field. Two bases:
+
+- :class:`StrictSerializer`, DRF's machinery unchanged, for the one payload of a request;
+- :class:`LeanSerializer`, the same contract in one pass per item, for the small items a
+  request carries by the thousand (outlet events and declared outlets): validating 10,000
+  of them with plain nested serializers costs several times more than the work they do.
+
+The error shapes at the end only describe the responses ``executionapi.exceptions`` builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import Direction
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+from rest_framework.fields import SkipField, empty
+
+from assets_app.models import NAME_LENGTH
+
+#: The largest value of the integer columns the API writes (``pid``, ``map_index``): 32-bit.
+INTEGER_MAX = 2**31 - 1
+
+#: A JSON value holding U+0000 cannot be stored (PostgreSQL's ``jsonb`` and text reject it).
+NUL_MESSAGE = "Input should not contain NUL characters (\\u0000)"
+
+#: The 422 entry of an unknown key.
+EXTRA_FORBIDDEN = ErrorDetail("Extra inputs are not permitted", "extra_forbidden")
+
+_Trail = tuple[Any, str | int] | None  # (parent trail, key): a path built only when needed
+
+
+def nul_character_path(value: Any) -> list[str | int] | None:
+    """Where in a JSON value a string (or object key) holds U+0000, or ``None``.
+
+    Iterative (any nesting depth), and the path is assembled only for the string found.
+    """
+    if isinstance(value, str):
+        return [] if "\x00" in value else None
+    stack: list[tuple[Any, _Trail]] = [(value, None)]
+    while stack:
+        node, trail = stack.pop()
+        items: Iterable[tuple[Any, Any]]
+        if isinstance(node, dict):
+            items = node.items()
+            for key in node:
+                if "\x00" in key:
+                    return _path((trail, key))
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            continue
+        for key, child in items:
+            if isinstance(child, str):
+                if "\x00" in child:
+                    return _path((trail, key))
+            elif isinstance(child, dict | list):
+                stack.append((child, (trail, key)))
+    return None
+
+
+def _path(trail: _Trail) -> list[str | int]:
+    path: list[str | int] = []
+    while trail is not None:
+        trail, key = trail
+        path.append(key)
+    return path[::-1]
+
+
+# --- fields -------------------------------------------------------------------------------
+
+
+def null_or_skipped(field: serializers.Field[Any, Any, Any, Any], data: Any) -> bool:
+    """The start of a one-pass ``run_validation``: whether ``data`` is an allowed ``null``.
+
+    An absent value is skipped (``SkipField``) when the field is optional, else ``missing``.
+    """
+    if data is empty:
+        if not field.required:
+            raise SkipField
+        field.fail("missing")
+    return data is None and field.allow_null
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 datetime that must carry a timezone; normalized to UTC."""
+
+    default_error_messages = {
+        "invalid": "Input should be a valid ISO 8601 datetime",
+        "naive": "Input should have timezone info",
+    }
+
+    def to_internal_value(self, value: Any) -> datetime:
+        parsed: datetime | None = None
+        if isinstance(value, datetime):
+            parsed = value
+        elif isinstance(value, str):
+            try:
+                parsed = parse_datetime(value.strip())
+            except ValueError:
+                parsed = None
+        if parsed is None:
+            self.fail("invalid")
+        if parsed.tzinfo is None or parsed.utcoffset() is None:
+            self.fail("naive")
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:  # e.g. 9999-12-31T23:59:59-05:00 is past year 9999 in UTC
+            self.fail("invalid")
+
+
+def name_field(**kwargs: Any) -> serializers.CharField:
+    """A name or uri: 1 to 1500 characters, kept exactly as sent."""
+    return serializers.CharField(
+        min_length=1, max_length=NAME_LENGTH, trim_whitespace=False, **kwargs
+    )
+
+
+class StrictStringField(serializers.CharField):
+    """A string checked as pydantic checks ``str`` (no coercion), in one pass.
+
+    No validator objects and no scan for surrogates: these fields are validated by the
+    thousand. Absent → ``missing`` when required; ``null`` → ``string_type`` unless
+    ``allow_null``; then length (1 to ``max_length``), U+0000, and with ``not_blank`` a
+    whitespace-only value.
+    """
+
+    default_error_messages = {
+        "missing": "Field required",
+        "string_type": "Input should be a valid string",
+        "string_too_short": "String should have at least 1 character",
+        "string_too_long": "String should have at most {max_length} characters",
+        "null_characters_not_allowed": NUL_MESSAGE,
+        "string_blank": "String should not be only whitespace",
+    }
+
+    def __init__(
+        self, *, max_length: int = NAME_LENGTH, not_blank: bool = False, **kwargs: Any
+    ) -> None:
+        super().__init__(min_length=1, max_length=max_length, trim_whitespace=False, **kwargs)
+        self.longest = max_length
+        self.not_blank = not_blank
+
+    def run_validation(self, data: Any = empty) -> str | None:
+        if null_or_skipped(self, data):
+            return None
+        if not isinstance(data, str):
+            self.fail("string_type")
+        if not data:
+            self.fail("string_too_short")
+        if len(data) > self.longest:
+            self.fail("string_too_long", max_length=self.longest)
+        if "\x00" in data:
+            self.fail("null_characters_not_allowed")
+        if self.not_blank and data.isspace():
+            self.fail("string_blank")
+        return data
+
+
+class JSONObjectField(serializers.DictField):
+    """A JSON object stored as is (``extra``): any keys and values, but no U+0000."""
+
+    default_error_messages = {
+        "missing": "Field required",
+        "dict_type": "Input should be a JSON object",
+        "null_characters_not_allowed": NUL_MESSAGE,
+    }
+
+    def run_validation(self, data: Any = empty) -> dict[str, Any] | None:
+        if null_or_skipped(self, data):
+            return None
+        if not isinstance(data, dict):
+            self.fail("dict_type")
+        if nul_character_path(data) is not None:
+            self.fail("null_characters_not_allowed")
+        return data
+
+
+class StorableJSONField(serializers.JSONField):
+    """A JSON value stored as sent (an XCom value, rendered template fields).
+
+    422 at the very string (or key) holding U+0000, which the database cannot store; with
+    ``object_only`` the value must be a JSON object.
+    """
+
+    default_error_messages = {"dict_type": "Input should be a JSON object"}
+
+    def __init__(self, *, object_only: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.object_only = object_only
+
+    def run_validation(self, data: Any = empty) -> Any:
+        if self.object_only and not isinstance(data, dict):
+            self.fail("dict_type")
+        path = nul_character_path(data)
+        if path is not None:
+            detail: Any = [ErrorDetail(NUL_MESSAGE, "null_characters_not_allowed")]
+            for key in reversed(path):
+                detail = {key: detail}
+            raise serializers.ValidationError(detail)
+        return data
+
+
+# --- bases --------------------------------------------------------------------------------
+
+
+class StrictSerializer(serializers.Serializer[Any]):
+    """Rejects unknown keys (each named in the 422), like Airflow's ``extra="forbid"``."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError(
+                {"non_field_errors": [ErrorDetail("Input should be a JSON object", "dict_type")]}
+            )
+        unknown = {key: [EXTRA_FORBIDDEN] for key in data if key not in self.fields}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **unknown}) from exc
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]  # drf-spectacular's registry hook
+    """In the OpenAPI schema a strict payload admits no other keys."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        if direction == "request":
+            schema["additionalProperties"] = False
+        return schema
+
+
+class LeanListSerializer(serializers.ListSerializer[Any]):
+    """``many=True`` of a :class:`LeanSerializer`: a JSON list, errors keyed by index."""
+
+    default_error_messages = {
+        "missing": "Field required",
+        "list_type": "Input should be a valid list",
+    }
+
+    def run_validation(self, data: Any = empty) -> list[Any] | None:
+        if null_or_skipped(self, data):
+            return None
+        if not isinstance(data, list):
+            self.fail("list_type")
+        child = self.child
+        assert child is not None  # set by many_init
+        values: list[Any] = []
+        errors: dict[Any, Any] = {}  # by index (DRF takes any key)
+        for index, item in enumerate(data):
+            try:
+                values.append(child.run_validation(item))
+            except serializers.ValidationError as exc:
+                errors[index] = exc.detail
+        if errors:
+            raise serializers.ValidationError(errors)
+        return values
+
+
+class LeanSerializer(StrictSerializer):
+    """A :class:`StrictSerializer` for small items validated by the thousand, in one pass.
+
+    Each field validates itself (``run_validation``) and its value is kept under the field's
+    name; then :meth:`validate` turns the values into the item's domain value. What these
+    items do not use is skipped, so do not use it here: ``validate_<field>`` methods,
+    serializer-level ``validators``, ``source``, defaults of absent fields (absent optional
+    fields are simply missing from ``attrs``).
+    """
+
+    default_error_messages = {
+        "missing": "Field required",
+        "dict_type": "Input should be a JSON object",
+    }
+
+    @classmethod
+    def many_init(cls, *args: Any, **kwargs: Any) -> LeanListSerializer:
+        """``many=True``: the options (``required``, ``allow_null``) are the list's; each item
+        is required and not null."""
+        kwargs["child"] = cls()
+        return LeanListSerializer(*args, **kwargs)
+
+    def run_validation(self, data: Any = empty) -> Any:
+        if null_or_skipped(self, data):
+            return None
+        if not isinstance(data, dict):
+            self.fail("dict_type")
+        attrs = self.to_internal_value(data)
+        try:
+            return self.validate(attrs)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError(detail=serializers.as_serializer_error(exc)) from exc
+
+    @cached_property
+    def _fields_by_name(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        return dict(self.fields.items())
+
+    def to_internal_value(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        fields = self._fields_by_name
+        attrs: dict[str, Any] = {}
+        errors: dict[str, Any] = {}
+        for name, field in fields.items():
+            value = data.get(name, empty)
+            if value is empty and not field.required:
+                continue  # absent and optional: not in attrs
+            try:
+                attrs[name] = field.run_validation(value)
+            except serializers.ValidationError as exc:
+                errors[name] = exc.detail
+            except SkipField:
+                pass
+        if not data.keys() <= fields.keys():
+            errors.update((key, [EXTRA_FORBIDDEN]) for key in data if key not in fields)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+# --- error responses (rendered by executionapi.exceptions; here for the schema) --------------
+
+
+class MessageSerializer(serializers.Serializer[Any]):
+    message = serializers.CharField()
+
+
+class ErrorDetailSerializer(serializers.Serializer[Any]):
+    reason = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorResponseSerializer(serializers.Serializer[Any]):
+    detail = ErrorDetailSerializer()
+
+
+class ValidationErrorItemSerializer(serializers.Serializer[Any]):
+    loc = serializers.ListField(child=serializers.JSONField())
+    msg = serializers.CharField()
+    type = serializers.CharField()
+
+
+class ValidationErrorResponseSerializer(serializers.Serializer[Any]):
+    detail = ValidationErrorItemSerializer(many=True)

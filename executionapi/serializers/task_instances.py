@@ -1,0 +1,344 @@
+"""``/task-instances/{id}/…``: the state payloads, ``/run`` and its run context, heartbeats,
+rendered fields and the inactive declared assets.
+
+Each state payload becomes the typed payload of ``assets_app.services.task_instances``; the
+run context is rendered from the service's :class:`RunStartResult`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+from assets_app.models import Asset, AssetEvent, DagRun, TaskInstance, TaskInstanceState
+from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
+from assets_app.services.task_instances import (
+    KEEP,
+    DeferredPayload,
+    ReschedulePayload,
+    RetryPayload,
+    RunStart,
+    RunStartResult,
+    StatePayload,
+    SuccessPayload,
+    TerminalPayload,
+)
+from executionapi.serializers.common import (
+    INTEGER_MAX,
+    NUL_MESSAGE,
+    AwareDateTimeField,
+    StrictSerializer,
+    nul_character_path,
+)
+from executionapi.serializers.outlets import (
+    OUTLET_TYPES,
+    AssetProfileSerializer,
+    OutletEventsField,
+)
+
+# --- PATCH state ----------------------------------------------------------------------------
+
+
+def rendered_map_index_field() -> serializers.CharField:
+    """Optional; omitted keeps the stored value (``KEEP``), ``null`` clears it."""
+    length = TaskInstance._meta.get_field("rendered_map_index").max_length
+    return serializers.CharField(
+        max_length=length, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+    )
+
+
+class BasePayloadSerializer(StrictSerializer):
+    def payload(self) -> StatePayload:
+        raise NotImplementedError
+
+
+class TISuccessStatePayloadSerializer(BasePayloadSerializer):
+    """``success``: the declared outlets and what the task wrote for them.
+
+    Seed format: a top-level ``asset_type`` types every profile lacking its own ``type``,
+    and every alias named in an alias event counts as declared.
+    """
+
+    state = serializers.ChoiceField(choices=[TaskInstanceState.SUCCESS.value])
+    end_date = AwareDateTimeField()
+    task_outlets = AssetProfileSerializer(many=True, required=False, allow_null=True)
+    outlet_events = OutletEventsField(required=False, allow_null=True)
+    rendered_map_index = rendered_map_index_field()
+    asset_type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        profiles: list[OutletProfile] = list(attrs.get("task_outlets") or [])
+        events = attrs.get("outlet_events") or []
+        if attrs.get("asset_type") is not None:  # seed: aliases named in alias events count
+            declared = {p.name for p in profiles if p.type == OutletType.ALIAS}
+            for event in events:
+                if isinstance(event, AliasOutletEvent) and event.source_alias_name not in declared:
+                    declared.add(event.source_alias_name)
+                    profiles.append(
+                        OutletProfile(type=OutletType.ALIAS, name=event.source_alias_name)
+                    )
+        attrs["profiles"] = profiles
+        attrs["outlet_events"] = events
+        return attrs
+
+    def payload(self) -> SuccessPayload:
+        data = self.validated_data
+        return SuccessPayload(
+            end_date=data["end_date"],
+            task_outlets=tuple(data["profiles"]),
+            outlet_events=tuple(data["outlet_events"]),
+            rendered_map_index=data.get("rendered_map_index", KEEP),
+        )
+
+
+class TITerminalStatePayloadSerializer(BasePayloadSerializer):
+    """``failed``, ``skipped``, ``removed`` or ``upstream_failed``."""
+
+    state = serializers.ChoiceField(choices=["failed", "skipped", "removed", "upstream_failed"])
+    end_date = AwareDateTimeField()
+    rendered_map_index = rendered_map_index_field()
+
+    def payload(self) -> TerminalPayload:
+        data = self.validated_data
+        return TerminalPayload(
+            state=TaskInstanceState(data["state"]),
+            end_date=data["end_date"],
+            rendered_map_index=data.get("rendered_map_index", KEEP),
+        )
+
+
+class TIRetryStatePayloadSerializer(BasePayloadSerializer):
+    """``up_for_retry``."""
+
+    state = serializers.ChoiceField(choices=[TaskInstanceState.UP_FOR_RETRY.value])
+    end_date = AwareDateTimeField()
+    rendered_map_index = rendered_map_index_field()
+    retry_delay_seconds = serializers.FloatField(required=False, allow_null=True)
+    retry_reason = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+    )
+
+    def payload(self) -> RetryPayload:
+        data = self.validated_data
+        return RetryPayload(
+            end_date=data["end_date"],
+            rendered_map_index=data.get("rendered_map_index", KEEP),
+            retry_delay_seconds=data.get("retry_delay_seconds"),
+            retry_reason=data.get("retry_reason"),
+        )
+
+
+class TIRescheduleStatePayloadSerializer(BasePayloadSerializer):
+    """``up_for_reschedule``."""
+
+    state = serializers.ChoiceField(choices=[TaskInstanceState.UP_FOR_RESCHEDULE.value])
+    reschedule_date = AwareDateTimeField()
+    end_date = AwareDateTimeField()
+
+    def payload(self) -> ReschedulePayload:
+        data = self.validated_data
+        return ReschedulePayload(reschedule_date=data["reschedule_date"], end_date=data["end_date"])
+
+
+class JSONObjectOrStringField(serializers.JSONField):
+    default_error_messages = {
+        "invalid_kind": "Input should be a JSON object, a string or null",
+        "null_characters_not_allowed": NUL_MESSAGE,
+    }
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data is not None and not isinstance(data, dict | str):
+            self.fail("invalid_kind")
+        if nul_character_path(data) is not None:
+            self.fail("null_characters_not_allowed")
+        return data
+
+
+class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
+    """``deferred``: the trigger to run and the method to resume with."""
+
+    state = serializers.ChoiceField(choices=[TaskInstanceState.DEFERRED.value])
+    classpath = serializers.CharField(max_length=1000)
+    trigger_kwargs = JSONObjectOrStringField(required=False, allow_null=True)
+    trigger_timeout = serializers.DurationField(required=False, allow_null=True)
+    queue = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    next_method = serializers.CharField(max_length=1000)
+    next_kwargs = JSONObjectOrStringField(required=False, allow_null=True)
+    rendered_map_index = rendered_map_index_field()
+
+    def validate_trigger_timeout(self, value: timedelta | None) -> timedelta | None:
+        try:
+            if value is not None:
+                timezone.now() + value  # the service stores now + timeout
+        except OverflowError as exc:
+            raise serializers.ValidationError("Timeout is out of range", "value_error") from exc
+        return value
+
+    def payload(self) -> DeferredPayload:
+        data = self.validated_data
+        return DeferredPayload(
+            classpath=data["classpath"],
+            next_method=data["next_method"],
+            trigger_kwargs=data.get("trigger_kwargs"),
+            trigger_timeout=data.get("trigger_timeout"),
+            next_kwargs=data.get("next_kwargs"),
+            rendered_map_index=data.get("rendered_map_index", KEEP),
+            queue=data.get("queue"),
+        )
+
+
+#: ``PATCH /task-instances/{id}/state`` dispatches on the body's ``state``.
+STATE_PAYLOAD_SERIALIZERS: dict[str, type[BasePayloadSerializer]] = {
+    "success": TISuccessStatePayloadSerializer,
+    "failed": TITerminalStatePayloadSerializer,
+    "skipped": TITerminalStatePayloadSerializer,
+    "removed": TITerminalStatePayloadSerializer,
+    "upstream_failed": TITerminalStatePayloadSerializer,
+    "up_for_retry": TIRetryStatePayloadSerializer,
+    "up_for_reschedule": TIRescheduleStatePayloadSerializer,
+    "deferred": TIDeferredStatePayloadSerializer,
+}
+
+
+def state_payload_serializer(data: Any) -> BasePayloadSerializer:
+    """The serializer of a state payload, chosen by its ``state`` (else a 422 on ``state``)."""
+    state = data.get("state") if isinstance(data, dict) else None
+    serializer_class = STATE_PAYLOAD_SERIALIZERS.get(state) if isinstance(state, str) else None
+    if serializer_class is None:
+        expected = ", ".join(f"'{name}'" for name in STATE_PAYLOAD_SERIALIZERS)
+        message = (
+            f"Input tag {state!r} found using 'state' does not match any of the expected tags: "
+            f"{expected}"
+        )
+        raise serializers.ValidationError({"state": [ErrorDetail(message, "union_tag_invalid")]})
+    return serializer_class(data=data)
+
+
+# --- PATCH run, PUT heartbeat ---------------------------------------------------------------
+
+
+class TIEnterRunningPayloadSerializer(StrictSerializer):
+    state = serializers.ChoiceField(choices=[TaskInstanceState.RUNNING.value])
+    hostname = serializers.CharField(max_length=1000)
+    unixname = serializers.CharField(max_length=1000)
+    pid = serializers.IntegerField(min_value=0, max_value=INTEGER_MAX)
+    start_date = AwareDateTimeField()
+
+    def run_start(self) -> RunStart:
+        data = self.validated_data
+        return RunStart(
+            hostname=data["hostname"],
+            unixname=data["unixname"],
+            pid=data["pid"],
+            start_date=data["start_date"],
+        )
+
+
+class TIHeartbeatInfoSerializer(StrictSerializer):
+    hostname = serializers.CharField(max_length=1000)
+    pid = serializers.IntegerField()
+
+
+# --- the run context (PATCH run's answer) ---------------------------------------------------
+
+
+class ConsumedAssetSerializer(serializers.Serializer[Any]):
+    """The asset of a consumed event; a deleted one is named empty (the client needs one)."""
+
+    name = serializers.CharField()
+    uri = serializers.CharField()
+    extra = serializers.JSONField()
+
+    def get_attribute(self, instance: AssetEvent) -> Asset:
+        return instance.asset or Asset(name="", uri="", extra={})
+
+
+class AliasNameSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+
+
+class ConsumedAssetEventSerializer(serializers.Serializer[AssetEvent]):
+    """An event that triggered the run, in the shape the real task SDK accepts (its
+    ``AssetEventDagRunReference`` forbids other keys: no ``id``, no ``asset.group``)."""
+
+    asset = ConsumedAssetSerializer()
+    extra = serializers.JSONField()
+    source_task_id = serializers.CharField(allow_null=True)
+    source_dag_id = serializers.CharField(allow_null=True)
+    source_run_id = serializers.CharField(allow_null=True)
+    source_map_index = serializers.IntegerField(allow_null=True)
+    source_aliases = AliasNameSerializer(many=True)
+    timestamp = serializers.DateTimeField()
+    partition_key = serializers.CharField(allow_null=True)
+
+
+class DagRunContextSerializer(serializers.Serializer[DagRun]):
+    """The twelve ``dag_run`` keys of the run context; nulls explicit, datetimes with tz.
+
+    ``consumed_asset_events`` reads the run's prefetched ``consumed_events``
+    (``executionapi.selectors.dag_run_consumed_events_prefetch``).
+    """
+
+    dag_id = serializers.CharField()
+    run_id = serializers.CharField()
+    logical_date = serializers.DateTimeField(allow_null=True)
+    data_interval_start = serializers.DateTimeField(allow_null=True)
+    data_interval_end = serializers.DateTimeField(allow_null=True)
+    run_after = serializers.DateTimeField()
+    start_date = serializers.DateTimeField(allow_null=True)
+    end_date = serializers.DateTimeField(allow_null=True)
+    run_type = serializers.CharField()
+    state = serializers.CharField()
+    consumed_asset_events = ConsumedAssetEventSerializer(many=True, source="consumed_events")
+    partition_key = serializers.CharField(allow_null=True)
+
+
+class TIRunContextSerializer(serializers.Serializer[RunStartResult]):
+    """``PATCH run``'s 200: the DAG run and the TI's retry bookkeeping.
+
+    The registry keeps no variables or connections and maps no upstream tasks, but the
+    client requires those keys.
+    """
+
+    dag_run = DagRunContextSerializer(source="task_instance.dag_run")
+    max_tries = serializers.IntegerField(source="task_instance.max_tries")
+    task_reschedule_count = serializers.IntegerField(source="task_instance.task_reschedule_count")
+    variables = serializers.SerializerMethodField(method_name="nothing_kept")
+    connections = serializers.SerializerMethodField(method_name="nothing_kept")
+    upstream_map_indexes = serializers.SerializerMethodField()
+    next_method = serializers.CharField(source="task_instance.next_method", allow_null=True)
+    next_kwargs = serializers.JSONField(source="task_instance.next_kwargs", allow_null=True)
+    should_retry = serializers.BooleanField()
+
+    @extend_schema_field(serializers.ListField(child=serializers.JSONField()))
+    def nothing_kept(self, result: RunStartResult) -> list[Any]:
+        return []
+
+    @extend_schema_field(serializers.JSONField(allow_null=True))
+    def get_upstream_map_indexes(self, result: RunStartResult) -> None:
+        return None
+
+
+# --- GET validate-inlets-and-outlets ----------------------------------------------------------
+
+
+class AssetProfileResponseSerializer(serializers.Serializer[Asset]):
+    """A declared ``Asset`` as the client's ``AssetProfile``."""
+
+    name = serializers.CharField()
+    uri = serializers.CharField()
+    type = serializers.SerializerMethodField()
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_type(self, asset: Asset) -> str:
+        return OutletType.ASSET.value
+
+
+class InactiveAssetsResponseSerializer(serializers.Serializer[Any]):
+    inactive_assets = AssetProfileResponseSerializer(many=True)

@@ -1,0 +1,43 @@
+"""``/xcoms/{dag_id}/{run_id}/{task_id}/{key}``: its path and query parameters, its answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from assets_app.models import ID_LENGTH, XCom
+from executionapi.serializers.common import INTEGER_MAX
+
+
+class XComPathSerializer(serializers.Serializer[Any]):
+    """The path parameters, within the ``xcom`` columns (``run_id`` arrives unencoded)."""
+
+    dag_id = serializers.CharField(max_length=ID_LENGTH)
+    run_id = serializers.CharField(max_length=ID_LENGTH)
+    task_id = serializers.CharField(max_length=ID_LENGTH)
+    key = serializers.CharField(max_length=XCom._meta.get_field("key").max_length)
+
+
+class XComQuerySerializer(serializers.Serializer[Any]):
+    map_index = serializers.IntegerField(
+        required=False,
+        default=-1,
+        min_value=-1,
+        max_value=INTEGER_MAX,
+        help_text="Default -1 (not mapped)",
+    )
+
+
+class XComGetQuerySerializer(XComQuerySerializer):
+    include_prior_dates = serializers.BooleanField(required=False, default=False)
+
+
+class XComSetQuerySerializer(XComQuerySerializer):
+    mapped_length = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    dag_result = serializers.BooleanField(required=False, default=False)
+
+
+class XComResponseSerializer(serializers.Serializer[Any]):
+    key = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
