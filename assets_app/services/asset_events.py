@@ -137,9 +137,11 @@ def asset_events_prune(
         with transaction.atomic():
             batch = old
             if position is not None:
+                # (timestamp, id) > position, with a leading range the timestamp index
+                # serves (an OR alone would rescan the walked part of the index every batch)
                 after_ts, after_pk = position
-                batch = batch.filter(
-                    Q(timestamp__gt=after_ts) | Q(timestamp=after_ts, pk__gt=after_pk)
+                batch = batch.filter(timestamp__gte=after_ts).filter(
+                    Q(timestamp__gt=after_ts) | Q(pk__gt=after_pk)
                 )
             rows = list(
                 batch.order_by("timestamp", "pk").values_list("timestamp", "pk")[:batch_size]
