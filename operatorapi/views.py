@@ -82,7 +82,7 @@ class OperatorViewSet(OperatorAPIMixin, viewsets.GenericViewSet):  # type: ignor
 
     pagination_class = KeysetPagination
     filter_backends = [StrictFilterBackend]
-    cursor_ordering = "-id"
+    cursor_ordering: tuple[str, ...] = ("-id",)
     lookup_value_regex = "[0-9]+"
 
 
@@ -100,7 +100,7 @@ NOT_FOUND = {404: OpenApiResponse(description="No such object")}
 class AssetViewSet(ReadOnlyViewSet):
     serializer_class = s.AssetSerializer
     filterset_class = AssetFilter
-    cursor_ordering = "id"
+    cursor_ordering = ("id",)
 
     def get_queryset(self) -> QuerySet[Asset]:
         return selectors.asset_list()
@@ -115,7 +115,7 @@ class AssetViewSet(ReadOnlyViewSet):
 class AssetAliasViewSet(ReadOnlyViewSet):
     serializer_class = s.AssetAliasSerializer
     filterset_class = AssetAliasFilter
-    cursor_ordering = "id"
+    cursor_ordering = ("id",)
 
     def get_queryset(self) -> QuerySet[AssetAlias]:
         return selectors.asset_alias_list()
@@ -124,8 +124,9 @@ class AssetAliasViewSet(ReadOnlyViewSet):
 @extend_schema_view(
     list=extend_schema(
         summary="List asset events",
-        description="Newest first (by id). Following the `next` links returns every event "
-        "committed before the first page exactly once, whatever is inserted meanwhile.",
+        description="Newest first (by timestamp, then id). Following the `next` links returns "
+        "every event committed before the first page exactly once, whatever is inserted "
+        "meanwhile.",
     ),
     retrieve=extend_schema(
         summary="One asset event", responses={200: s.AssetEventSerializer, **NOT_FOUND}
@@ -134,6 +135,7 @@ class AssetAliasViewSet(ReadOnlyViewSet):
 class AssetEventViewSet(ReadOnlyViewSet):
     serializer_class = s.AssetEventSerializer
     filterset_class = AssetEventFilter
+    cursor_ordering = ("-timestamp", "-id")
 
     def get_queryset(self) -> QuerySet[AssetEvent]:
         return selectors.asset_event_list()
@@ -170,7 +172,7 @@ class AssetEventViewSet(ReadOnlyViewSet):
 class DagViewSet(ReadOnlyViewSet):
     serializer_class = s.DagSerializer
     filterset_class = DagFilter
-    cursor_ordering = "dag_id"
+    cursor_ordering = ("dag_id",)
     lookup_field = "dag_id"
     lookup_value_regex = "[^/]+"
 
@@ -215,7 +217,7 @@ class DagRunViewSet(ReadOnlyViewSet):
 class QueueViewSet(mixins.ListModelMixin, OperatorViewSet):
     serializer_class = s.QueueEntrySerializer
     filterset_class = QueueFilter
-    cursor_ordering = "id"
+    cursor_ordering = ("id",)
 
     def get_queryset(self) -> QuerySet[AssetDagRunQueue]:
         return selectors.queue_list()

@@ -3,12 +3,15 @@ inserted while a client pages (same connection, another thread, an open transact
 
 from __future__ import annotations
 
+import json
 import threading
-from base64 import b64encode
+from base64 import urlsafe_b64encode
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
 from assets_app.models import AssetEvent
 from tests.factories import AssetEventFactory, AssetFactory, DagFactory
@@ -36,8 +39,14 @@ def walk(client, path: str, *, on_page=None, **params) -> list[int]:
         response = client.get(f"{API}{path}", query(body["next"]))
 
 
-def cursor(text: str) -> str:
-    return b64encode(text.encode()).decode()
+def cursor_of(body) -> str:
+    """A cursor as the API encodes them: URL-safe base64 of JSON, unpadded."""
+    return urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+
+
+def results_of(response) -> list[dict]:
+    assert response.status_code == 200, response.content
+    return response.json()["results"]
 
 
 @pytest.fixture
@@ -52,6 +61,21 @@ def test_pages_are_disjoint_and_complete_newest_first(api):
     assert walk(api, "/asset-events", page_size=3) == sorted(events, reverse=True)
     assert walk(api, "/asset-events", page_size=10) == sorted(events, reverse=True)
     assert walk(api, "/asset-events", page_size=1000) == sorted(events, reverse=True)
+
+
+@pytest.mark.django_db
+def test_event_pages_follow_timestamp_then_id_across_ties_and_late_stamps(api):
+    # given: five events sharing one timestamp, and events whose timestamps do not follow
+    # their ids (a producer stamping earlier than an event inserted before it)
+    now = timezone.now()
+    tied = [AssetEventFactory(timestamp=now).pk for _ in range(5)]
+    late = AssetEventFactory(timestamp=now - timedelta(hours=1)).pk
+    early = AssetEventFactory(timestamp=now + timedelta(seconds=1)).pk
+    expected = [early, *sorted(tied, reverse=True), late]
+
+    # then: page boundaries inside the tie neither repeat nor skip
+    for size in (1, 2, 3, 7):
+        assert walk(api, "/asset-events", page_size=size) == expected
 
 
 @pytest.mark.django_db
@@ -113,17 +137,31 @@ def test_string_keys_page_too(api):
     assert walk(api, "/dags", page_size=2) == ["a-1", "a.1", "b.2", "b_2", "c"]
 
 
+GOOD_TIME = "2026-01-01T00:00:00+00:00"
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("path", "value"),
     [
-        pytest.param("/asset-events", "zzz", id="not-base64"),
-        pytest.param("/asset-events", cursor("p=3&o=5"), id="offset"),
-        pytest.param("/asset-events", cursor("p=abc"), id="position-not-an-id"),
-        pytest.param("/asset-events", cursor(f"p={2**70}"), id="position-overflow"),
-        pytest.param("/asset-events", cursor("r=1"), id="no-position"),
-        pytest.param("/asset-events", cursor("o=x&p=1"), id="bad-offset"),
-        pytest.param("/dags", cursor("p=" + "d" * 251), id="position-too-long"),
+        pytest.param("/asset-events", "zzz", id="not-base64-json"),
+        pytest.param("/asset-events", cursor_of([GOOD_TIME, 1]), id="not-an-object"),
+        pytest.param("/asset-events", cursor_of({"r": True}), id="no-key"),
+        pytest.param("/asset-events", cursor_of({"k": [5]}), id="key-too-short"),
+        pytest.param("/asset-events", cursor_of({"k": ["yesterday", 5]}), id="bad-datetime"),
+        pytest.param(
+            "/asset-events", cursor_of({"k": ["2026-01-01T00:00:00", 5]}), id="naive-datetime"
+        ),
+        pytest.param("/asset-events", cursor_of({"k": [GOOD_TIME, "x"]}), id="id-not-integer"),
+        pytest.param("/asset-events", cursor_of({"k": [GOOD_TIME, 1.5]}), id="id-float"),
+        pytest.param("/asset-events", cursor_of({"k": [GOOD_TIME, True]}), id="id-bool"),
+        pytest.param("/asset-events", cursor_of({"k": [GOOD_TIME, 2**70]}), id="id-overflow"),
+        pytest.param(
+            "/asset-events", cursor_of({"k": [GOOD_TIME, 1], "r": 1}), id="reverse-not-bool"
+        ),
+        pytest.param("/asset-events", cursor_of({"k": [GOOD_TIME, 1], "o": 5}), id="unknown-field"),
+        pytest.param("/assets", cursor_of({"k": [None]}), id="null-id"),
+        pytest.param("/dags", cursor_of({"k": ["d" * 251]}), id="dag-id-too-long"),
     ],
 )
 def test_a_bad_cursor_is_400_naming_it(api, path, value):
@@ -135,6 +173,20 @@ def test_a_bad_cursor_is_400_naming_it(api, path, value):
     assert response.json() == {
         "cursor": ["Invalid cursor: use the 'next' or 'previous' link of a page as it is."]
     }
+
+
+@pytest.mark.django_db
+def test_a_well_formed_cursor_continues_after_its_key(api):
+    # given: events in a known order; the cursor names the second one's key
+    events = [AssetEventFactory() for _ in range(4)]
+    second = events[-2]
+    key = [second.timestamp.isoformat(), second.pk]
+
+    # when
+    response = api.get(f"{API}/asset-events", {"cursor": cursor_of({"k": key})})
+
+    # then: the older ones, newest first
+    assert [row["id"] for row in results_of(response)] == [events[1].pk, events[0].pk]
 
 
 @pytest.mark.django_db
