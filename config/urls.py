@@ -1,4 +1,5 @@
-"""Top-level routes: the admin at /admin/, the execution API at /execution/."""
+"""Top-level routes: the admin at /admin/, the execution API at /execution/ (task runners),
+the operator API at /api/v1/ (scripts and other services)."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -8,4 +9,5 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
     path("execution/", include("executionapi.urls")),
+    path("api/v1/", include("operatorapi.urls")),
 ]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from assets_app.exceptions import AssetAmbiguousError, AssetNotFoundError, InvalidInputError
@@ -24,6 +27,7 @@ from assets_app.services.registration import (
     asset_changes_notify,
     asset_event_consumers_queue,
 )
+from assets_app.services.scheduler import events_awaiting_consumers
 
 logger = logging.getLogger(__name__)
 
@@ -87,28 +91,92 @@ def asset_event_create_manual(
     return event
 
 
-def asset_events_prune(
-    *, older_than: datetime, dry_run: bool = False, batch_size: int = 1000
-) -> int:
-    """Delete events with ``timestamp < older_than`` (and their alias/run links) in batches.
+@dataclass(frozen=True)
+class PruneProgress:
+    """Where a prune stands: ``examined`` of ``total`` old events, of which ``deleted`` were
+    deleted (with ``dry_run``: would be) and ``kept_unconsumed`` kept as still awaited."""
 
-    Each batch is its own transaction, so a long prune never holds locks for long. Returns
-    the number of events deleted (or, with ``dry_run``, that would be deleted).
+    total: int
+    examined: int = 0
+    deleted: int = 0
+    kept_unconsumed: int = 0
+    dry_run: bool = False
+
+
+def asset_events_prune(
+    *,
+    older_than: datetime,
+    dry_run: bool = False,
+    batch_size: int = 1000,
+    include_unconsumed: bool = False,
+    progress: Callable[[PruneProgress], None] | None = None,
+) -> PruneProgress:
+    """Delete events with ``timestamp < older_than`` (and their alias/run links) in batches,
+    keeping every event a consumer still waits for unless ``include_unconsumed``.
+
+    An event is *waiting* when the next asset-triggered run of a DAG that has
+    ``asset_dag_run_queue`` rows would consume it
+    (:func:`assets_app.services.scheduler.events_awaiting_consumers` states the rule). It is
+    re-evaluated for every batch, so a run the scheduler creates meanwhile frees the events it
+    consumed, and a DAG queued meanwhile protects its events from the next batch on.
+
+    The old events are walked oldest first by ``(timestamp, id)`` (the timestamp index), one
+    transaction per batch, so a long prune never holds locks for long; ``dry_run`` walks them
+    the same way and deletes nothing. With ``progress``, the old events are counted first and
+    ``progress`` is called with the running totals before the first batch and after each.
+    Returns the totals.
     """
     if batch_size <= 0:
         raise InvalidInputError("batch size must be positive")
     old = AssetEvent.objects.filter(timestamp__lt=older_than)
-    if dry_run:
-        return old.count()
-    deleted = 0
+    state = PruneProgress(total=old.count() if progress else 0, dry_run=dry_run)
+    if progress:
+        progress(state)
+    position: tuple[datetime, int] | None = None
     while True:
         with transaction.atomic():
-            ids = list(old.order_by("timestamp", "pk").values_list("pk", flat=True)[:batch_size])
-            if not ids:
+            batch = old
+            if position is not None:
+                # (timestamp, id) > position, with a leading range the timestamp index
+                # serves (an OR alone would rescan the walked part of the index every batch)
+                after_ts, after_pk = position
+                batch = batch.filter(timestamp__gte=after_ts).filter(
+                    Q(timestamp__gt=after_ts) | Q(pk__gt=after_pk)
+                )
+            rows = list(
+                batch.order_by("timestamp", "pk").values_list("timestamp", "pk")[:batch_size]
+            )
+            if not rows:
                 break
-            # the deletion collector removes the alias and DAG-run links (CASCADE) with one
-            # DELETE each; only the ids are loaded (no extra JSON per event)
-            _, per_model = AssetEvent.objects.filter(pk__in=ids).only("pk").delete()
-            deleted += per_model.get(AssetEvent._meta.label, 0)
-    logger.info("pruned %d asset event(s) older than %s", deleted, older_than.isoformat())
-    return deleted
+            position = rows[-1]
+            ids = [pk for _, pk in rows]
+            kept: set[int] = set()
+            if not include_unconsumed:
+                kept = set(
+                    AssetEvent.objects.filter(events_awaiting_consumers(), pk__in=ids).values_list(
+                        "pk", flat=True
+                    )
+                )
+            doomed = [pk for pk in ids if pk not in kept]
+            deleted = len(doomed)
+            if doomed and not dry_run:
+                # the deletion collector removes the alias and DAG-run links (CASCADE) with one
+                # DELETE each; only the ids are loaded (no extra JSON per event)
+                _, per_model = AssetEvent.objects.filter(pk__in=doomed).only("pk").delete()
+                deleted = per_model.get(AssetEvent._meta.label, 0)
+        state = replace(
+            state,
+            examined=state.examined + len(ids),
+            deleted=state.deleted + deleted,
+            kept_unconsumed=state.kept_unconsumed + len(kept),
+        )
+        if progress:
+            progress(state)
+    logger.info(
+        "%s %d asset event(s) older than %s, kept %d awaited by a consumer",
+        "would prune" if dry_run else "pruned",
+        state.deleted,
+        older_than.isoformat(),
+        state.kept_unconsumed,
+    )
+    return state

@@ -369,29 +369,120 @@ def _unconsumed_event_ids(
     Events on assets the condition names directly or by ref, and events emitted through one of
     its aliases (``alias_names``); not partitioned; not consumed by an earlier run of this DAG.
     """
-    resolved_ids = resolution.all_asset_ids()
-    if not resolved_ids:
+    if not resolution.all_asset_ids():
         return []
-    wanted = Q(asset_id__in=resolution.direct_asset_ids())
-    if any(resolution.alias_asset_ids.values()):
-        wanted |= Exists(
-            AssetAliasAssetEvent.objects.filter(
-                event_id=OuterRef("pk"), alias__name__in=alias_names
-            )
-        )
-    events = AssetEvent.objects.filter(
-        wanted,
-        asset_id__in=resolved_ids,
-        partition_key__isnull=True,
-    ).exclude(
-        Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_run__dag_id=dag_id))
-    )
     previous = DagRun.objects.filter(dag_id=dag_id, run_type=DagRunType.ASSET_TRIGGERED).aggregate(
         latest=Max("created_at")
     )["latest"]
-    if previous is not None:
-        events = events.filter(timestamp__gt=previous - EVENT_LOOKBACK)
+    wanted = _next_run_events(
+        dag_id=dag_id, alias_names=alias_names, resolution=resolution, previous_run_at=previous
+    )
+    events = AssetEvent.objects.filter(wanted)
     return list(events.order_by("timestamp", "pk").values_list("pk", flat=True))
+
+
+def _next_run_events(
+    *,
+    dag_id: str,
+    alias_names: Collection[str],
+    resolution: Resolution,
+    previous_run_at: datetime | None,
+) -> Q:
+    """The events the next asset-triggered run of ``dag_id`` consumes, as a filter on events.
+
+    The one definition of what a run consumes (step 3 of the module docstring), used to create
+    runs and to find the events still waiting for a consumer (:func:`events_awaiting_consumers`).
+    ``previous_run_at``: when the DAG's latest asset-triggered run was created, if any.
+    """
+    resolved_ids = resolution.all_asset_ids()
+    if not resolved_ids:
+        return Q(pk__in=[])
+    wanted = Q(asset_id__in=resolution.direct_asset_ids())
+    if any(resolution.alias_asset_ids.values()):
+        wanted |= Q(
+            Exists(
+                AssetAliasAssetEvent.objects.filter(
+                    event_id=OuterRef("pk"), alias__name__in=alias_names
+                )
+            )
+        )
+    events = (
+        wanted & Q(asset_id__in=resolved_ids, partition_key__isnull=True) & ~_consumed_by(dag_id)
+    )
+    if previous_run_at is not None:
+        events &= Q(timestamp__gt=previous_run_at - EVENT_LOOKBACK)
+    return events
+
+
+def events_awaiting_consumers() -> Q:
+    """A filter on events: those the next run of some **queued** DAG would consume.
+
+    A DAG is queued when it has ``asset_dag_run_queue`` rows, paused and stale DAGs included
+    (their rows wait for them). The events its next asset-triggered run consumes are exactly
+    those of :func:`_next_run_events`: on an asset its schedule names directly or by ref, or
+    emitted through one of its aliases; without a partition key; consumed by no run of that
+    DAG yet; and, once the DAG has had an asset-triggered run, stamped later than
+    ``EVENT_LOOKBACK`` before the latest one was created (older events are never consumed).
+    A DAG that is no longer asset-scheduled waits for nothing (the scheduler drops its rows);
+    one whose stored expression cannot be read keeps every event on its queued assets that no
+    run of it consumed. Evaluated now: 1 query without queued DAGs, else 3-6.
+    """
+    queued_assets: dict[str, set[int]] = {}
+    for dag_id, asset_id in AssetDagRunQueue.objects.order_by().values_list(
+        "target_dag_id", "asset_id"
+    ):
+        queued_assets.setdefault(dag_id, set()).add(asset_id)
+    if not queued_assets:
+        return Q(pk__in=[])
+    conditions: dict[str, Condition] = {}
+    unreadable: list[str] = []
+    for dag_id, expression in Dag.objects.filter(
+        dag_id__in=queued_assets, asset_expression__isnull=False
+    ).values_list("dag_id", "asset_expression"):
+        try:
+            conditions[dag_id] = condition_parse(expression)
+        except InvalidAssetExpression:
+            unreadable.append(dag_id)
+    resolution = _condition_resolve(condition_references(*conditions.values()))
+    previous_runs = dict(
+        DagRun.objects.filter(dag_id__in=conditions, run_type=DagRunType.ASSET_TRIGGERED)
+        .values("dag_id")
+        .annotate(latest=Max("created_at"))
+        .values_list("dag_id", "latest")
+    )
+    awaited = Q(pk__in=[])
+    for dag_id, condition in sorted(conditions.items()):
+        references = condition_references(condition)
+        awaited |= _next_run_events(
+            dag_id=dag_id,
+            alias_names=references.alias_names,
+            resolution=_resolution_restrict(resolution, references),
+            previous_run_at=previous_runs.get(dag_id),
+        )
+    for dag_id in sorted(unreadable):
+        awaited |= Q(asset_id__in=queued_assets[dag_id]) & ~_consumed_by(dag_id)
+    return awaited
+
+
+def _consumed_by(dag_id: str) -> Q:
+    """Events some run of ``dag_id`` consumed."""
+    return Q(
+        Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_run__dag_id=dag_id))
+    )
+
+
+def _resolution_restrict(resolution: Resolution, references: ConditionReferences) -> Resolution:
+    """The part of a resolution shared by many DAGs that one DAG's condition refers to."""
+    return Resolution(
+        asset_ids={k: v for k, v in resolution.asset_ids.items() if k in references.asset_keys},
+        alias_asset_ids={
+            k: v for k, v in resolution.alias_asset_ids.items() if k in references.alias_names
+        },
+        name_ref_ids={
+            k: v for k, v in resolution.name_ref_ids.items() if k in references.name_refs
+        },
+        uri_ref_ids={k: v for k, v in resolution.uri_ref_ids.items() if k in references.uri_refs},
+    )
 
 
 def _dag_task_ids(dag: Dag) -> list[str]:

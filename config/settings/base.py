@@ -26,9 +26,12 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",  # the operator API's user tokens (manage.py drf_create_token)
+    "django_filters",
     "drf_spectacular",
     "assets_app",
     "executionapi",
+    "operatorapi",
     "devtools",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc files served by the app, no CDN
 ]
@@ -117,6 +120,16 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"OutletTypeEnum": "executionapi.serializers.outlets.OUTLET_TYPES"},
     "COMPONENT_SPLIT_PATCH": False,  # PATCH bodies here are whole payloads, not partial updates
+    # this default schema is the execution API's; the operator API serves its own
+    "PREPROCESSING_HOOKS": ["operatorapi.schema.exclude_operator_api"],
+}
+
+OPERATOR_API = {
+    # rows per page of the /api/v1/ lists, unless ?page_size= asks for another number up to MAX
+    "PAGE_SIZE": env.int("OPERATOR_API_PAGE_SIZE", default=100),
+    "MAX_PAGE_SIZE": env.int("OPERATOR_API_MAX_PAGE_SIZE", default=1000),
+    # largest `extra` (bytes of compact JSON) accepted by POST /api/v1/asset-events
+    "MAX_EXTRA_BYTES": env.int("OPERATOR_API_MAX_EXTRA_BYTES", default=64 * 1024),
 }
 
 

@@ -1,4 +1,4 @@
-"""``manage.py prune_asset_events``: delete old asset events."""
+"""``manage.py prune_asset_events``: delete old asset events, keeping those still awaited."""
 
 from __future__ import annotations
 
@@ -7,14 +7,37 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
+from tqdm import tqdm
 
-from assets_app.services.asset_events import asset_events_prune
+from assets_app.exceptions import AssetsError
+from assets_app.services.asset_events import PruneProgress, asset_events_prune
+
+
+class _CommandOutput:
+    """The command's stdout as a plain stream for tqdm (Django's wrapper adds line endings)."""
+
+    def __init__(self, command: BaseCommand) -> None:
+        self._stdout = command.stdout
+
+    def write(self, text: str) -> None:
+        self._stdout.write(text, ending="")
+
+    def flush(self) -> None:
+        self._stdout.flush()
 
 
 class Command(BaseCommand):
     help = (
-        "Delete asset events older than N days, with their alias and DAG-run links, in "
-        "batches. --dry-run only counts them."
+        "Delete asset events older than N days, with their alias and DAG-run links, one "
+        "transaction per batch, oldest first. An event still waiting for a consumer is kept "
+        "unless --include-unconsumed: one that the next asset-triggered run of a DAG with "
+        "asset_dag_run_queue rows (paused and stale DAGs included) would consume, i.e. on an "
+        "asset its schedule names directly or by ref, or emitted through one of its aliases; "
+        "without a partition key; consumed by no run of that DAG yet; and, if the DAG has had "
+        "an asset-triggered run, stamped later than 10 minutes before the latest one was "
+        "created (the scheduler never consumes older ones). Shows a progress bar when stdout "
+        "is a terminal; prints a one-line summary (deleted, kept) in any case. --dry-run "
+        "counts the same way and deletes nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -23,6 +46,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
         parser.add_argument("--batch-size", type=int, default=1000, help="events per transaction")
+        parser.add_argument(
+            "--include-unconsumed",
+            action="store_true",
+            help="also delete old events still waiting for a consumer DAG's next run",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         days = options["older_than_days"]
@@ -31,10 +59,49 @@ class Command(BaseCommand):
         if options["batch_size"] <= 0:
             raise CommandError(f"--batch-size must be positive, got {options['batch_size']}")
         cutoff = timezone.now() - timedelta(days=days)
-        count = asset_events_prune(
-            older_than=cutoff, dry_run=options["dry_run"], batch_size=options["batch_size"]
+        dry_run = options["dry_run"]
+        bar: tqdm[Any] | None = None
+
+        def show(progress: PruneProgress) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = tqdm(
+                    total=progress.total,
+                    unit="event",
+                    desc="examined",
+                    file=_CommandOutput(self),
+                    dynamic_ncols=True,
+                )
+            bar.set_postfix(
+                {
+                    "would delete" if dry_run else "deleted": progress.deleted,
+                    "kept": progress.kept_unconsumed,
+                },
+                refresh=False,
+            )
+            bar.update(progress.examined - bar.n)
+
+        try:
+            result = asset_events_prune(
+                older_than=cutoff,
+                dry_run=dry_run,
+                batch_size=options["batch_size"],
+                include_unconsumed=options["include_unconsumed"],
+                progress=show if self.stdout.isatty() else None,
+            )
+        except AssetsError as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            if bar is not None:
+                bar.close()
+        verb = "Would delete" if dry_run else "Deleted"
+        kept = (
+            ""
+            if options["include_unconsumed"]
+            else f"; kept {result.kept_unconsumed} still waiting for a consumer"
         )
-        verb = "Would delete" if options["dry_run"] else "Deleted"
         self.stdout.write(
-            self.style.SUCCESS(f"{verb} {count} asset event(s) older than {cutoff.isoformat()}")
+            self.style.SUCCESS(
+                f"{verb} {result.deleted} asset event(s) older than {cutoff.isoformat()}{kept}"
+            )
         )

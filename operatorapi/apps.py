@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OperatorApiConfig(AppConfig):
+    name = "operatorapi"
+    verbose_name = "Operator API"

@@ -1,0 +1,240 @@
+"""Operator API views: thin viewsets over ``operatorapi.selectors`` (reads) and the services of
+``assets_app`` (writes), mounted at ``/api/v1/`` by ``operatorapi.urls``.
+
+Every route authenticates a Django user (``Authorization: Token <key>`` or the admin's session)
+and checks the user's model permissions, reads included (:mod:`operatorapi.permissions`).
+Lists are cursor-paginated (:mod:`operatorapi.pagination`) and filtered by strict query
+parameters (:mod:`operatorapi.filters`); errors follow :mod:`operatorapi.exceptions`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, mixins, routers, status, viewsets
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.utils.json import strict_constant
+from rest_framework.views import APIView
+
+from assets_app.models import Asset, AssetAlias, AssetDagRunQueue, AssetEvent, Dag, DagRun
+from assets_app.services.asset_events import asset_event_create_manual
+from assets_app.services.dags import dags_set_paused
+from operatorapi import selectors
+from operatorapi import serializers as s
+from operatorapi.authentication import AUTHENTICATION_CLASSES
+from operatorapi.exceptions import PayloadTooLarge, exception_handler
+from operatorapi.filters import (
+    AssetAliasFilter,
+    AssetEventFilter,
+    AssetFilter,
+    DagFilter,
+    DagRunFilter,
+    QueueFilter,
+    StrictFilterBackend,
+)
+from operatorapi.pagination import KeysetPagination
+from operatorapi.permissions import ModelPermissions
+
+
+class JSONBodyParser(JSONParser):
+    """Strict JSON (no ``NaN``), at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (more → 413)."""
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if limit is not None and declared and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge()
+        raw = stream.read(limit + 1) if limit is not None else stream.read()
+        if limit is not None and len(raw) > limit:
+            raise PayloadTooLarge()
+        try:
+            return json.loads(raw.decode("utf-8"), parse_constant=strict_constant)
+        except (ValueError, RecursionError) as exc:
+            raise exceptions.ParseError(f"JSON parse error - {exc}") from exc
+
+
+class OperatorAPIMixin(APIView):
+    """Auth, permissions, JSON in and out, and this API's own exception handler."""
+
+    authentication_classes = AUTHENTICATION_CLASSES
+    permission_classes = [ModelPermissions]
+    renderer_classes = [JSONRenderer]
+    parser_classes = [JSONBodyParser]
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+
+class OperatorViewSet(OperatorAPIMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Base of the resources: keyset pages ordered by ``cursor_ordering``, strict filters."""
+
+    pagination_class = KeysetPagination
+    filter_backends = [StrictFilterBackend]
+    cursor_ordering: tuple[str, ...] = ("-id",)
+    lookup_value_regex = "[0-9]+"
+
+
+class ReadOnlyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OperatorViewSet):
+    pass
+
+
+NOT_FOUND = {404: OpenApiResponse(description="No such object")}
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List assets", description="Oldest first (by id)."),
+    retrieve=extend_schema(summary="One asset", responses={200: s.AssetSerializer, **NOT_FOUND}),
+)
+class AssetViewSet(ReadOnlyViewSet):
+    serializer_class = s.AssetSerializer
+    filterset_class = AssetFilter
+    cursor_ordering = ("id",)
+
+    def get_queryset(self) -> QuerySet[Asset]:
+        return selectors.asset_list()
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List asset aliases", description="Oldest first (by id)."),
+    retrieve=extend_schema(
+        summary="One asset alias", responses={200: s.AssetAliasSerializer, **NOT_FOUND}
+    ),
+)
+class AssetAliasViewSet(ReadOnlyViewSet):
+    serializer_class = s.AssetAliasSerializer
+    filterset_class = AssetAliasFilter
+    cursor_ordering = ("id",)
+
+    def get_queryset(self) -> QuerySet[AssetAlias]:
+        return selectors.asset_alias_list()
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List asset events",
+        description="Newest first (by timestamp, then id). Following the `next` links returns "
+        "every event committed before the first page exactly once, whatever is inserted "
+        "meanwhile.",
+    ),
+    retrieve=extend_schema(
+        summary="One asset event", responses={200: s.AssetEventSerializer, **NOT_FOUND}
+    ),
+)
+class AssetEventViewSet(ReadOnlyViewSet):
+    serializer_class = s.AssetEventSerializer
+    filterset_class = AssetEventFilter
+    cursor_ordering = ("-timestamp", "-id")
+
+    def get_queryset(self) -> QuerySet[AssetEvent]:
+        return selectors.asset_event_list()
+
+    @extend_schema(
+        summary="Create an asset event by asset name or uri",
+        description="Records a manual event (no source task) and queues the DAGs that consume "
+        "the asset, exactly as a task's event would. Needs `assets_app.add_assetevent`.",
+        request=s.AssetEventCreateSerializer,
+        responses={
+            201: s.AssetEventSerializer,
+            400: OpenApiResponse(description="Bad input, or a name/uri matching several assets"),
+            404: OpenApiResponse(description="No asset with that name/uri"),
+            413: OpenApiResponse(description="Body too large"),
+        },
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        payload = s.AssetEventCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        event = asset_event_create_manual(**payload.validated_data)
+        created = self.get_queryset().get(pk=event.pk)
+        location = reverse("operatorapi:asset-event-detail", args=[event.pk], request=request)
+        return Response(
+            s.AssetEventSerializer(created).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": location},
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List DAGs", description="By dag_id."),
+    retrieve=extend_schema(summary="One DAG", responses={200: s.DagSerializer, **NOT_FOUND}),
+)
+class DagViewSet(ReadOnlyViewSet):
+    serializer_class = s.DagSerializer
+    filterset_class = DagFilter
+    cursor_ordering = ("dag_id",)
+    lookup_field = "dag_id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet[Dag]:
+        return selectors.dag_list()
+
+    @extend_schema(
+        summary="Pause or unpause a DAG",
+        description="A paused DAG's queue rows wait until it is unpaused. Needs "
+        "`assets_app.change_dag`.",
+        request=s.DagPatchSerializer,
+        responses={200: s.DagSerializer, **NOT_FOUND},
+    )
+    def partial_update(self, request: Request, dag_id: str) -> Response:
+        dag = self.get_object()
+        payload = s.DagPatchSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        dags_set_paused(dag_ids=[dag.dag_id], is_paused=payload.validated_data["is_paused"])
+        dag.refresh_from_db()
+        return Response(s.DagSerializer(dag).data)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List DAG runs", description="Newest first (by id)."),
+    retrieve=extend_schema(summary="One DAG run", responses={200: s.DagRunSerializer, **NOT_FOUND}),
+)
+class DagRunViewSet(ReadOnlyViewSet):
+    serializer_class = s.DagRunSerializer
+    filterset_class = DagRunFilter
+
+    def get_queryset(self) -> QuerySet[DagRun]:
+        return selectors.dag_run_list()
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List the asset DAG-run queue",
+        description="Consumer DAGs waiting to run because an asset changed "
+        "(`asset_dag_run_queue`), oldest first (by id).",
+    ),
+)
+class QueueViewSet(mixins.ListModelMixin, OperatorViewSet):
+    serializer_class = s.QueueEntrySerializer
+    filterset_class = QueueFilter
+    cursor_ordering = ("id",)
+
+    def get_queryset(self) -> QuerySet[AssetDagRunQueue]:
+        return selectors.queue_list()
+
+
+class OperatorAPIRootView(OperatorAPIMixin, routers.APIRootView):
+    """The resources of the operator API, and its schema and docs (any authenticated user)."""
+
+    permission_classes = [IsAuthenticated]
+    schema = AutoSchema()  # DRF leaves the root out of schemas; this API lists it
+
+    @extend_schema(
+        summary="The resources of this API",
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="name → URL")},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        response = super().get(request, *args, **kwargs)
+        for name in ("openapi", "docs"):
+            response.data[name] = reverse(f"operatorapi:{name}", request=request)
+        return response
