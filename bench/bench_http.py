@@ -53,24 +53,9 @@ The statement counter was checked against PostgreSQL's own log: with
 ``--check-statements-log FILE`` the scratch database gets ``log_statement = all`` before the
 server starts, and at the end the lines ``LOG:  statement:``/``LOG:  execute`` that
 PostgreSQL wrote for the server's backend pids are counted and compared with the sum of the
-headers over every request (warm-up included). On b52a55eb with ``--requests 40``: 1,023
-counted, 1,023 logged (every scenario, including the alias1000 one), of them 143 ``BEGIN``,
-143 ``COMMIT``, 143 ``SELECT 1``. Timings of a checked run are not representative (logging
-every statement is slow).
+headers over every request (warm-up included).
 
-Measured on 52a55eb (main), PostgreSQL 15 on the same 2-core machine, one gunicorn worker x
-8 threads, 8 clients, 300 requests after 20 warm-up (alias1000: 30 after 3), load average
-about 1 from other sessions::
-
-    scenario        reqs   req/s  p50 ms  p95 ms  p99 ms  srv ms  pg ms  stmts  events
-    floor            300   178.9    41.6    62.2    73.2     4.7    0.6      5       0
-    asset            300   109.4    70.6    98.1   110.9     7.2    1.2     13       1
-    assets10         300    95.0    79.6   113.7   133.2     8.5    2.2     13      10
-    alias10          300    84.4    91.8   126.5   143.3     8.8    2.9     13      10
-    alias1000         30     5.6  1425.7  1476.5  1482.7    89.0   67.3     13    1000
-
-(see the report of the run in the commit that added these figures for the comparison with
-``MEASUREMENTS.md``.)
+MEASURED
 """
 
 from __future__ import annotations
@@ -455,6 +440,7 @@ def main() -> None:
     except KeyboardInterrupt:
         print("\ninterrupted; cleaned up", file=sys.stderr)
         shutil.rmtree(logs, ignore_errors=True)
+        raise SystemExit(130) from None
     finally:
         if failed and logs.exists():
             print(f"server log kept in {logs}", file=sys.stderr)

@@ -71,12 +71,16 @@ created (producers done), and still no newer run exists. Then they are stopped (
 
 Printed per phase
 -----------------
-* producers: events committed, the rate achieved, the lag of commits behind their due time
-  (p99), producer CPU per event;
+* producers: events committed, the rate achieved, the lag of commits behind their due time,
+  CPU per event of the producer processes and of their PostgreSQL backends (``/proc``: a
+  backend serves one producer thread's connection);
 * runs created, and per second over the time the schedulers worked (from the first pass
   start, or the first due event, to the newest run's ``created_at``);
-* scheduler passes: count, p50 and max duration; statements and scheduler CPU per created
-  run (all passes of the phase, idle ones included); the longest transaction;
+* scheduler passes: count, p50 and max duration; per created run, statements, scheduler CPU
+  and the CPU of the schedulers' PostgreSQL backends (all passes of the phase, idle ones
+  included; ``/proc``, read at the start and end of each pass); the longest transaction.
+  The CPU figures depend little on what else runs on the machine; the rates and latencies
+  do, so the load average is printed at the start of each phase;
 * latency (steady phases), as a lower bound: a run's ``dag_run.created_at`` (set inside the
   transaction that creates it) minus the commit time its producer recorded. The run commits
   after its ``created_at`` by at most the phase's longest scheduler transaction (printed), so
@@ -129,6 +133,7 @@ from bench.common import (
     load_average,
     log_every_statement,
     percentile,
+    process_cpu_seconds,
     process_stop,
     scratch_database,
     stop_children,
@@ -408,6 +413,7 @@ def producer_main(plan_path: Path, out_path: Path) -> None:
     pending = iter(items)
     lock = threading.Lock()
     results: list[list] = []
+    backend_cpu: list[float] = []
 
     def payload(item: PlanItem) -> SuccessPayload:
         n, _, _, _, _, k, i = item
@@ -444,6 +450,10 @@ def producer_main(plan_path: Path, out_path: Path) -> None:
                     error = f"{type(exc).__name__}: {exc}"
                 results.append([item[4], due, time.time(), error])
         finally:
+            # this thread's PostgreSQL backend served only its connection: all its CPU time
+            pid = backend_pid()
+            if pid is not None:
+                backend_cpu.append(process_cpu_seconds(pid) or 0.0)
             connection.close()
 
     cpu = time.process_time()
@@ -452,7 +462,16 @@ def producer_main(plan_path: Path, out_path: Path) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    out_path.write_text(json.dumps({"cpu": time.process_time() - cpu, "events": results}))
+    out_path.write_text(
+        json.dumps(
+            {"cpu": time.process_time() - cpu, "pg_cpu": sum(backend_cpu), "events": results}
+        )
+    )
+
+
+def backend_pid() -> int | None:
+    """The PostgreSQL backend pid of this thread's connection, if it is open."""
+    return connection.connection.info.backend_pid if connection.connection else None
 
 
 def scheduler_main(out_path: Path, interval: float) -> None:
@@ -468,6 +487,8 @@ def scheduler_main(out_path: Path, interval: float) -> None:
         statements = connection.bench_statements
         transactions = connection.bench_transaction_seconds
         transactions.clear()
+        pid = backend_pid()  # None: closed between passes, the pass opens a new one
+        pg_cpu = (process_cpu_seconds(pid) or 0.0) if pid is not None else 0.0
         cpu, started = time.process_time(), time.time()
         result = None
         try:
@@ -475,15 +496,21 @@ def scheduler_main(out_path: Path, interval: float) -> None:
             return result
         finally:
             created = getattr(result, "created", None)
+            pid_after = backend_pid()
+            if pid_after is not None:
+                pg_cpu = (process_cpu_seconds(pid_after) or 0.0) - (
+                    pg_cpu if pid_after == pid else 0.0
+                )
             record = {
                 "t0": started,
                 "t1": time.time(),
                 "cpu": time.process_time() - cpu,
+                "pg_cpu": pg_cpu if pid_after is not None else 0.0,
                 "statements": connection.bench_statements - statements,
                 "transactions": len(transactions),
                 "longest_transaction": max(transactions, default=0.0),
                 "created": len(created) if created is not None else None,
-                "db_pid": connection.connection.info.backend_pid if connection.connection else None,
+                "db_pid": pid_after,
             }
             out.write(json.dumps(record) + "\n")
 
@@ -563,10 +590,10 @@ class Children:
                     f"see {out.with_suffix('.log')}"
                 )
 
-    def wait_producers(self) -> tuple[list[list], float]:
-        """Wait for the producers; their event rows and CPU seconds."""
+    def wait_producers(self) -> tuple[list[list], float, float]:
+        """Wait for the producers; their event rows, CPU and PostgreSQL CPU seconds."""
         events: list[list] = []
-        cpu = 0.0
+        cpu = pg_cpu = 0.0
         for process, out in self.producers:
             process.wait()
             if process.returncode != 0 or not out.exists():
@@ -577,8 +604,9 @@ class Children:
             data = json.loads(out.read_text())
             events += data["events"]
             cpu += data["cpu"]
+            pg_cpu += data["pg_cpu"]
         self.producers.clear()
-        return events, cpu
+        return events, cpu, pg_cpu
 
     def stop(self, grace: float = 60) -> None:
         """SIGTERM: a scheduler finishes its pass first; SIGKILL after ``grace`` seconds."""
@@ -655,7 +683,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
 
 
-def print_producers(events: list[list], cpu: float, start_at: float) -> float:
+def print_producers(events: list[list], cpu: float, pg_cpu: float, start_at: float) -> float:
     """Print the producer line; return the last commit time."""
     committed = [e for e in events if e[3] is None]
     errors = [e for e in events if e[3] is not None]
@@ -666,7 +694,8 @@ def print_producers(events: list[list], cpu: float, start_at: float) -> float:
         f"  producers        {len(committed):,} events committed in {span:.1f} s "
         f"({len(committed) / span if span > 0 else math.nan:.1f}/s), commit after due "
         f"p50 {_duration(percentile(lags, 50))} p99 {_duration(percentile(lags, 99))}; "
-        f"{cpu * 1000 / max(1, len(events)):.1f} ms producer CPU per event"
+        f"per event {cpu * 1000 / max(1, len(events)):.1f} ms producer CPU + "
+        f"{pg_cpu * 1000 / max(1, len(events)):.1f} ms PostgreSQL CPU"
     )
     if errors:
         line += f"; {len(errors)} ERRORS, e.g. {errors[0][3]}"
@@ -682,6 +711,7 @@ def print_runs_and_passes(
     durations = [p["t1"] - p["t0"] for p in flat]
     statements = sum(p["statements"] for p in flat)
     cpu = sum(p["cpu"] for p in flat)
+    pg_cpu = sum(p["pg_cpu"] for p in flat)
     longest = max((p["longest_transaction"] for p in flat), default=0.0)
     known = [p["created"] for p in flat if p["created"] is not None]
     creating = f" ({sum(1 for c in known if c)} creating runs)" if known else ""
@@ -697,8 +727,9 @@ def print_runs_and_passes(
     print(
         f"  scheduler        {len(flat)} passes{creating}, duration "
         f"p50 {_duration(percentile(durations, 50))}, max {_duration(max(durations, default=0))}; "
-        f"{statements / per_run:.1f} statements and {cpu * 1000 / per_run:.1f} ms scheduler "
-        f"CPU per run; longest transaction {longest * 1000:.0f} ms",
+        f"per run {statements / per_run:.1f} statements, {cpu * 1000 / per_run:.1f} ms "
+        f"scheduler CPU + {pg_cpu * 1000 / per_run:.1f} ms PostgreSQL CPU; longest "
+        f"transaction {longest * 1000:.0f} ms",
         flush=True,
     )
     return longest
@@ -900,8 +931,8 @@ class Bench:
                     flush=True,
                 )
                 start_at = children.start_producers(phase, items, self.args.producers)
-                events, cpu = children.wait_producers()
-                print_producers(events, cpu, start_at)
+                events, cpu, pg_cpu = children.wait_producers()
+                print_producers(events, cpu, pg_cpu, start_at)
                 self._record(events)
                 producers_done = time.time()
                 children.start_schedulers(phase, schedulers, self.args.interval)
@@ -915,8 +946,8 @@ class Bench:
                 children.start_schedulers(phase, schedulers, self.args.interval)
                 wait_started(children)
                 start_at = children.start_producers(phase, items, self.args.producers)
-                events, cpu = children.wait_producers()
-                producers_done = print_producers(events, cpu, start_at)
+                events, cpu, pg_cpu = children.wait_producers()
+                producers_done = print_producers(events, cpu, pg_cpu, start_at)
                 self._record(events)
             drained = wait_drained(
                 children,
@@ -1073,6 +1104,7 @@ def main() -> None:
     except KeyboardInterrupt:
         print("\ninterrupted; cleaned up", file=sys.stderr)
         shutil.rmtree(workdir, ignore_errors=True)
+        raise SystemExit(130) from None
     finally:
         if failed and workdir.exists():
             print(f"logs kept in {workdir}", file=sys.stderr)
