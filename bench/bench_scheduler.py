@@ -202,7 +202,8 @@ from assets_app.outlets import (  # noqa: E402
     OutletProfile,
     OutletType,
 )
-from assets_app.services.dags import dags_declare, manifest_parse  # noqa: E402
+from assets_app.services.dags import dags_declare  # noqa: E402
+from assets_app.services.manifest import manifest_parse  # noqa: E402
 from devtools.processes import current_database_url  # noqa: E402
 from task_sdk.definitions import AssetUniqueKey  # noqa: E402
 
