@@ -53,25 +53,25 @@ The statement counter was checked against PostgreSQL's own log: with
 ``--check-statements-log FILE`` the scratch database gets ``log_statement = all`` before the
 server starts, and at the end the lines ``LOG:  statement:``/``LOG:  execute`` that
 PostgreSQL wrote for the server's backend pids are counted and compared with the sum of the
-headers over every request (warm-up included). On f80a410 with ``--requests 40 --warmup 10
+headers over every request (warm-up included). On 6d9d746 with ``--requests 40 --warmup 10
 --large-requests 4 --large-warmup 1``: 2,265 statements counted, 2,265 logged (of them 205
 ``BEGIN``, 205 ``COMMIT`` and 197 ``SELECT 1``: the 8 requests that opened a thread's
 connection had no health check). Timings of a checked run mean nothing (logging every
 statement is slow).
 
-Measured on f80a410 (main), PostgreSQL 15, the defaults (one worker x 8 threads, 8 clients,
+Measured on 6d9d746 (main), PostgreSQL 15, the defaults (one worker x 8 threads, 8 clients,
 300 requests after 20 warm-up, alias1000 30 after 3), median of 5 runs. The 2-core machine
-was shared with other sessions' test suites (load average 6 to 11 all along): that inflates
-the CPU figures (the least disturbed runs were ~15 % lower) and the rates and latencies far
-more. ``MEASUREMENTS.md`` (a quiet machine, 52a55eb): 4.5 / 6.9 / 8.1 / 7.6 / 89 ms server
-CPU, 217 / 116 / 106 / 103 req/s, the same statement counts::
+was shared with other sessions' test suites (load average 6 to 9 all along): that inflates
+the CPU figures (see the spread) and the rates and latencies far more. ``MEASUREMENTS.md``
+(a quiet machine, 52a55eb): 4.5 / 6.9 / 8.1 / 7.6 / 89 ms server CPU, 217 / 116 / 106 / 103
+req/s, the same statement counts::
 
     scenario    req/s  p50 ms  p95 ms  p99 ms  srv ms (min-max of 5)  pg ms  stmts  events
-    floor       101.1    67.2   155.7   200.9    7.3 (6.1-8.8)          1.4      5       0
-    asset        60.4   118.7   246.4   323.2   11.5 (10.2-12.2)        5.6     13       1
-    assets10     48.8   140.0   309.8   379.8   12.8 (9.5-13.9)         5.6     13      10
-    alias10      52.5   122.4   279.3   327.5   11.5 (9.9-14.2)         7.5     13      10
-    alias1000     3.9  1956.9  2541.3  2552.2  146.3 (137.0-179.0)    260.0     13    1000
+    floor        90.9    68.0   174.7   219.7    7.4 (5.0-9.9)          1.4      5       0
+    asset        63.2   117.4   208.8   248.3   10.3 (8.9-13.6)         5.4     13       1
+    assets10     59.3   119.9   230.5   296.6   11.5 (9.3-13.3)         5.4     13      10
+    alias10      55.0   124.7   268.5   331.0   12.2 (9.9-13.6)         7.5     13      10
+    alias1000     3.3  2154.1  2613.8  2645.0  190.3 (154.3-212.3)    274.7     13    1000
 """
 
 from __future__ import annotations

@@ -102,10 +102,11 @@ Printed per phase
 The statement counts were checked against PostgreSQL's log with
 ``--check-statements-log FILE`` (as in ``bench_http.py``: ``log_statement = all`` on the
 scratch database, the lines of the schedulers' backend pids counted): on f80a410 with
-``--dags 300 --assets 60 --rate 30 --seconds 4``, 14,634 counted, 14,634 logged.
+``--dags 300 --assets 60 --rate 30 --seconds 4``, 14,634 counted, 14,634 logged (on 6d9d746:
+14,758 and 14,758).
 
-Measured on f80a410 (main)
---------------------------
+Measured on f80a410 (main; 6d9d746 changed nothing it runs but the manifest parser)
+------------------------------------------------------------------------------------
 The defaults, PostgreSQL 15, on the 2-core machine shared with other sessions' test suites
 (load average 5 to 9 all along; the run took 34 minutes). The CPU figures are inflated by
 that load (``bench_http.py``'s by ~1.5x against ``MEASUREMENTS.md``), the rates and latencies
