@@ -102,31 +102,31 @@ Printed per phase
 The statement counts were checked against PostgreSQL's log with
 ``--check-statements-log FILE`` (as in ``bench_http.py``: ``log_statement = all`` on the
 scratch database, the lines of the schedulers' backend pids counted): on f80a410 with
-``--dags 300 --assets 60 --rate 30 --seconds 4``, 14,634 counted, 14,634 logged (on 6d9d746:
-14,758 and 14,758).
+``--dags 300 --assets 60 --rate 30 --seconds 4``, 14,634 counted, 14,634 logged (6d9d746:
+14,758 and 14,758; b74d3cf, ``--phases backlog,steady2``: 7,520 and 7,520).
 
-Measured on f80a410 (main; 6d9d746 changed nothing it runs but the manifest parser)
-------------------------------------------------------------------------------------
+Measured on b74d3cf (main)
+--------------------------
 The defaults, PostgreSQL 15, on the 2-core machine shared with other sessions' test suites
-(load average 5 to 9 all along; the run took 34 minutes). The CPU figures are inflated by
-that load (``bench_http.py``'s by ~1.5x against ``MEASUREMENTS.md``), the rates and latencies
-far more::
+(load average 3 to 10 all along; the run took 34 minutes; declaring the 12,050 DAGs took
+27 s). The CPU figures are inflated by that load (``bench_http.py``'s by ~1.5x against
+``MEASUREMENTS.md``), the rates and latencies far more::
 
     phase     events/s  runs    runs/s  stmts/run  CPU ms/run        ready -> run      drain
                                                    sched + postgres  p50 / p99
-    backlog       -     10,000   34.2     11.0     11.6 + 3.8        -                  -
-    backlog2      -     10,000   30.4     14.2     14.8 + 4.4        -                  -
-    steady1     43.5    11,063   22.4     11.0     11.7 + 4.2        308 s / 386 s      218 s
-    steady2     40.3    11,871   17.6     14.1     17.0 + 5.9        380 s / 509 s      377 s
+    backlog       -     10,000   52.1     11.0     10.8 + 3.7        -                  -
+    backlog2      -     10,000   33.7     14.2     14.3 + 4.3        -                  -
+    steady1     43.9    11,054   17.6     11.0     13.8 + 4.9        365 s / 517 s      355 s
+    steady2     43.7    11,758   17.0     14.2     16.3 + 5.5        396 s / 518 s      417 s
 
-* The producers cost 8.5 ms CPU + 10.7 to 11.4 ms PostgreSQL CPU per event (the consumer-
-  queue upsert scans the 12,050-row ``dag`` table), ~20 ms in all: 200 events/s would need
-  four cores. They reached 43.5 and 40.3 events/s, so the 12,000 events took 276 s and 298 s
-  instead of 60 s.
+* The producers cost 7.6 to 9.0 ms CPU + 10.3 to 11.2 ms PostgreSQL CPU per event (the
+  consumer-queue upsert scans the 12,050-row ``dag`` table), ~19 ms in all: 200 events/s
+  would need four cores. They reached 44 events/s, so the 12,000 events took 274 s instead
+  of 60 s.
 * One pass handles every DAG ready when it starts, one transaction each (11 statements per
-  run): the backlog was one pass of 292 s; in the steady phases passes of 322 s and 367 s,
-  while the events that arrived meanwhile waited for the next pass. Two schedulers were no
-  faster, on a machine with no spare core, and spent ~3 more statements per run: both walk
+  run): the backlog was one pass of 192 s; in the steady phases passes of 370 s and 459 s,
+  while the events that arrived meanwhile waited for the next pass. Two schedulers were
+  slower, on a machine with no spare core, and spent ~3 more statements per run: both walk
   the same ready list in the same order, and one keeps reaching DAGs the other has locked
   (3 statements) or already served (4).
 * Consistency held in every phase: 0 lost, 0 consumed twice, 0 runs without events.
