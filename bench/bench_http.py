@@ -1,48 +1,121 @@
-"""Benchmark the execution API end to end: success requests through a real gunicorn server.
+"""Benchmark the execution API's success PATCH through a real gunicorn: cost per request.
 
 Usage (from the repository root)::
 
-    .venv/bin/python bench/bench_http.py                                  # SQLite scratch file
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/ar_bench \\
-        .venv/bin/python bench/bench_http.py --requests 400 --clients 16
+    .venv/bin/python bench/bench_http.py                     # PostgreSQL on 127.0.0.1, defaults
+    .venv/bin/python bench/bench_http.py --scenarios floor,asset --requests 1000
+    .venv/bin/python bench/bench_http.py --workers 2 --clients 16
+    .venv/bin/python bench/bench_http.py --requests 40 \\
+        --check-statements-log /var/log/postgresql/postgresql-15-main.log
+    DATABASE_URL=sqlite:///x .venv/bin/python bench/bench_http.py    # SQLite (no statement count)
 
-It creates a scratch database like the test runner does (``test_<name>`` on PostgreSQL, a
-temporary file on SQLite), migrates it, declares the seed's example DAGs, starts gunicorn
-(``--workers`` x ``--threads``) on a free port, and sends ``PATCH …/state`` successes from
-``--clients`` concurrent HTTP clients, one per running task instance. It prints throughput
-and latency percentiles per scenario, then drops the database.
+It creates a scratch database ``ar_bench_http_<pid>`` (``DATABASE_URL`` names the server,
+default ``postgres://postgres@127.0.0.1:5432/ar_bench``), migrates it, declares the seed's
+example DAGs plus the benchmark's, and starts gunicorn (``devtools.processes``; gthread,
+``--workers`` processes x ``--threads`` threads, default one worker x 8) with production
+settings (``bench.settings``: DEBUG off, INFO logging, persistent connections with health
+checks) plus statement counting. Then, per scenario, it creates one running task instance per
+request and sends their success ``PATCH /execution/task-instances/{id}/state`` bodies, in the
+real task SDK's wire format, from ``--clients`` concurrent keep-alive HTTP clients: first
+``--warmup`` requests, then the measured ``--requests``. The database is dropped at the end,
+also on Ctrl-C.
 
-Scenarios:
+Scenarios (``--scenarios``, default all but ``alias-shared``):
 
-* ``asset``       the seed's first body: one declared asset, one event, two consumers queued;
-* ``alias``       one declared alias emitting to a new asset per request (asset, link, event,
-                  alias link and queue rows written);
-* ``alias-shared`` every request emits through the same alias to the same asset (the
-                  contended case: the same link and queue rows for every request).
+* ``floor``        success of a task with no outlets (the stack's floor);
+* ``asset``        the seed's producer: one declared asset, one event, its consumer queued;
+* ``assets10``     ten declared assets, one event each, one consumer DAG per asset queued;
+* ``alias10``      ten alias events through one declared alias to ten new assets (assets,
+                   alias links, events, event links and the alias consumer's queue rows);
+* ``alias1000``    the same with 1,000 new assets, ``--large-requests`` requests after
+                   ``--large-warmup`` (default 30 after 3);
+* ``alias-shared`` every request emits through the seed's alias to the same asset (the
+                   contended case).
+
+Printed per scenario, over the measured requests only:
+
+* ``req/s`` and latency percentiles (``p50``/``p95``/``p99``, nearest rank) seen by the
+  clients, which run in this process and take CPU from the same two cores;
+* ``srv ms``: CPU time of the gunicorn worker process(es) (``/proc/<pid>/stat`` utime +
+  stime, all threads, 10 ms ticks) read after the warm-up and after the last measured
+  response, divided by the number of requests. The master is not included (it only
+  supervises);
+* ``pg ms``: the same for the PostgreSQL backends serving the worker's connections (their
+  pids come back in ``X-Bench-Db-Pid``; needs the server on this machine);
+* ``stmts``: statements per request as PostgreSQL receives them, from the counting backend
+  (``bench.counting_backend``) via the ``X-Bench-Statements`` response header: every
+  statement, psycopg's implicit ``BEGIN``, ``COMMIT``, and Django's connection health check
+  (``SELECT 1`` at the first query of each request, ``CONN_HEALTH_CHECKS``). The mean, with
+  min-max when they differ (a request that opens a new connection also sends its set-up);
+* ``events``: asset events created per request (a check that the scenario did its work).
+
+The statement counter was checked against PostgreSQL's own log: with
+``--check-statements-log FILE`` the scratch database gets ``log_statement = all`` before the
+server starts, and at the end the lines ``LOG:  statement:``/``LOG:  execute`` that
+PostgreSQL wrote for the server's backend pids are counted and compared with the sum of the
+headers over every request (warm-up included). On 6d9d746 with ``--requests 40 --warmup 10
+--large-requests 4 --large-warmup 1``: 2,265 statements counted, 2,265 logged (of them 205
+``BEGIN``, 205 ``COMMIT`` and 197 ``SELECT 1``: the 8 requests that opened a thread's
+connection had no health check). Timings of a checked run mean nothing (logging every
+statement is slow).
+
+Measured on 6d9d746 (main), PostgreSQL 15, the defaults (one worker x 8 threads, 8 clients,
+300 requests after 20 warm-up, alias1000 30 after 3), median of 5 runs. The 2-core machine
+was shared with other sessions' test suites (load average 6 to 9 all along): that inflates
+the CPU figures (see the spread) and the rates and latencies far more. ``MEASUREMENTS.md``
+(a quiet machine, 52a55eb): 4.5 / 6.9 / 8.1 / 7.6 / 89 ms server CPU, 217 / 116 / 106 / 103
+req/s, the same statement counts::
+
+    scenario    req/s  p50 ms  p95 ms  p99 ms  srv ms (min-max of 5)  pg ms  stmts  events
+    floor        90.9    68.0   174.7   219.7    7.4 (5.0-9.9)          1.4      5       0
+    asset        63.2   117.4   208.8   248.3   10.3 (8.9-13.6)         5.4     13       1
+    assets10     59.3   119.9   230.5   296.6   11.5 (9.3-13.3)         5.4     13      10
+    alias10      55.0   124.7   268.5   331.0   12.2 (9.9-13.6)         7.5     13      10
+    alias1000     3.3  2154.1  2613.8  2645.0  190.3 (154.3-212.3)    274.7     13    1000
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    REPO,
+    bench_environment,
+    check_statements_log,
+    child_pids,
+    cpu_seconds,
+    cpu_spent,
+    load_average,
+    log_every_statement,
+    percentile,
+    process_stop,
+    scratch_database,
+    stop_children,
+    stop_on_signals,
+)
+
+bench_environment()
 
 import django  # noqa: E402
 
 django.setup()
 
 import httpx  # noqa: E402
-from django.core.management import call_command  # noqa: E402
+import yaml  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from assets_app.models import AssetEvent  # noqa: E402
@@ -50,128 +123,372 @@ from assets_app.services.dag_runs import (  # noqa: E402
     task_instance_create,
     task_instance_token_issue,
 )
-from devtools.processes import (  # noqa: E402
-    ServerStartError,
-    current_database_url,
-    process_stop,
-    server_start,
-)
+from assets_app.services.dags import dags_declare  # noqa: E402
+from assets_app.services.manifest import manifest_parse  # noqa: E402
+from devtools.processes import ServerStartError, current_database_url, server_start  # noqa: E402
 
 END = "2026-11-30T04:50:58.540508Z"
+SEED_ASSET = "s3://bucket/my-task"
+SEED_ALIAS = "example-alias"
+ALIAS = "bench-alias"
+TEN = [(f"bench_ten_{k}", f"s3://bench/ten/{k}") for k in range(10)]
+HEADERS = {
+    "airflow-api-version": "2026-06-30",
+    "user-agent": "apache-airflow-task-sdk/1.3.2 (Python/3.11.7) bench_http",
+}
 
-
-def body(scenario: str, n: int) -> dict:
-    if scenario == "asset":
-        return {
-            "state": "success",
-            "end_date": END,
-            "task_outlets": [{"name": "s3://bucket/my-task", "uri": "s3://bucket/my-task"}],
-            "outlet_events": [
-                {
-                    "key": {"name": "s3://bucket/my-task", "uri": "s3://bucket/my-task"},
-                    "extra": {"n": n},
-                    "asset_alias_events": [],
-                }
-            ],
-            "asset_type": "Asset",
+BENCH_DAGS = [
+    {"dag_id": "bench_floor", "tasks": [{"task_id": "succeed"}]},
+    {
+        "dag_id": "bench_ten_producer",
+        "tasks": [
+            {
+                "task_id": "produce",
+                "outlets": [{"asset": {"name": name, "uri": uri}} for name, uri in TEN],
+            }
+        ],
+    },
+    *(
+        {
+            "dag_id": f"bench_ten_consumer_{k}",
+            "schedule": {"asset": {"name": name, "uri": uri}},
+            "tasks": [{"task_id": "consume"}],
         }
-    target = f"s3://bucket/dyn/{n}" if scenario == "alias" else "s3://bucket/my-task"
+        for k, (name, uri) in enumerate(TEN)
+    ),
+    {
+        "dag_id": "bench_alias_producer",
+        "tasks": [{"task_id": "produce", "outlets": [{"alias": ALIAS}]}],
+    },
+    {
+        "dag_id": "bench_alias_consumer",
+        "schedule": {"alias": ALIAS},
+        "tasks": [{"task_id": "consume"}],
+    },
+]
+
+
+def _asset_outlet(name: str, uri: str) -> dict:
+    return {"name": name, "uri": uri, "type": "Asset"}
+
+
+def _asset_event(name: str, uri: str, n: int) -> dict:
+    return {"dest_asset_key": {"name": name, "uri": uri}, "extra": {"n": n}}
+
+
+def _alias_body(alias: str, targets: list[tuple[str, str]], n: int) -> dict:
     return {
-        "state": "success",
-        "end_date": END,
-        "task_outlets": [{"name": "example-alias", "uri": None, "type": "AssetAlias"}],
+        "task_outlets": [{"name": alias, "uri": None, "type": "AssetAlias"}],
         "outlet_events": [
             {
-                "source_alias_name": "example-alias",
-                "dest_asset_key": {"name": target, "uri": target},
+                "source_alias_name": alias,
+                "dest_asset_key": {"name": name, "uri": uri},
                 "dest_asset_extra": {},
                 "extra": {"n": n},
             }
+            for name, uri in targets
         ],
-        "rendered_map_index": None,
     }
 
 
-def start_server(workers: int, threads: int) -> tuple[subprocess.Popen[bytes], str]:
-    env = dict(os.environ, DATABASE_URL=current_database_url(), PYTHONPATH=str(REPO))
-    env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    log = tempfile.NamedTemporaryFile(prefix="bench-http-", suffix=".log", delete=False)  # noqa: SIM115
-    try:
-        return server_start(env=env, stdout=log, workers=workers, threads=threads)
-    except ServerStartError as exc:
-        raise SystemExit(f"{exc}, see {log.name}") from exc
+def _dynamic(size: int) -> Callable[[int], dict]:
+    def body(n: int) -> dict:
+        targets = [
+            (f"bench_dyn{size}_{n}_{k}", f"s3://bench/dyn{size}/{n}/{k}") for k in range(size)
+        ]
+        return _alias_body(ALIAS, targets, n)
+
+    return body
 
 
-def run_scenario(url: str, scenario: str, requests: int, clients: int) -> None:
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    dag_id: str
+    task_id: str
+    body: Callable[[int], dict]  # the outlet part of the body of request n
+    events_per_request: int
+    large: bool = False
+
+
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario(
+            "floor",
+            "bench_floor",
+            "succeed",
+            lambda n: {"task_outlets": [], "outlet_events": []},
+            0,
+        ),
+        Scenario(
+            "asset",
+            "asset_s3_bucket_producer",
+            "produce_asset_events",
+            lambda n: {
+                "task_outlets": [_asset_outlet(SEED_ASSET, SEED_ASSET)],
+                "outlet_events": [_asset_event(SEED_ASSET, SEED_ASSET, n)],
+            },
+            1,
+        ),
+        Scenario(
+            "assets10",
+            "bench_ten_producer",
+            "produce",
+            lambda n: {
+                "task_outlets": [_asset_outlet(name, uri) for name, uri in TEN],
+                "outlet_events": [_asset_event(name, uri, n) for name, uri in TEN],
+            },
+            10,
+        ),
+        Scenario("alias10", "bench_alias_producer", "produce", _dynamic(10), 10),
+        Scenario("alias1000", "bench_alias_producer", "produce", _dynamic(1000), 1000, large=True),
+        Scenario(
+            "alias-shared",
+            "asset_alias_example_alias_producer",
+            "produce_asset_events_through_asset_alias",
+            lambda n: _alias_body(SEED_ALIAS, [(SEED_ASSET, SEED_ASSET)], n),
+            1,
+        ),
+    )
+}
+DEFAULT_SCENARIOS = "floor,asset,assets10,alias10,alias1000"
+
+
+@dataclass
+class Reply:
+    status: int
+    seconds: float
+    statements: int | None
+    db_pid: int | None
+
+
+@dataclass
+class Totals:
+    """Over every request sent (warm-up included), for --check-statements-log."""
+
+    statements: int = 0
+    db_pids: set[int] = field(default_factory=set)
+
+    def add(self, replies: list[Reply]) -> None:
+        for reply in replies:
+            self.statements += reply.statements or 0
+            if reply.db_pid is not None:
+                self.db_pids.add(reply.db_pid)
+
+
+def declare() -> None:
+    seed = yaml.safe_load((REPO / "examples" / "dags.yaml").read_text())
+    manifest = manifest_parse({"dags": [*seed["dags"], *BENCH_DAGS]}, source="bench_http")
+    dags_declare(manifest=manifest, fileloc="bench_http")
+
+
+def prepare(scenario: Scenario, count: int) -> list[tuple[str, str, int]]:
+    """``count`` running task instances of the scenario's task: (id, token, n)."""
     tasks = []
-    for n in range(requests):
+    for n in range(count):
         ti = task_instance_create(
-            dag_id="asset_alias_example_alias_producer"
-            if scenario.startswith("alias")
-            else "asset_s3_bucket_producer",
-            task_id="produce_asset_events_through_asset_alias"
-            if scenario.startswith("alias")
-            else "produce_asset_events",
-            run_id=f"bench_{scenario}_{n}",
+            dag_id=scenario.dag_id,
+            task_id=scenario.task_id,
+            run_id=f"bench_{scenario.name}_{n}",
             state="running",
         ).task_instance
         tasks.append((str(ti.pk), task_instance_token_issue(task_instance_id=ti.pk), n))
-    events_before = AssetEvent.objects.count()
+    return tasks
 
-    def send(task: tuple[str, str, int]) -> tuple[int, float]:
+
+def send_all(
+    http: httpx.Client,
+    pool: ThreadPoolExecutor,
+    url: str,
+    scenario: Scenario,
+    tasks: list[tuple[str, str, int]],
+) -> list[Reply]:
+    def send(task: tuple[str, str, int]) -> Reply:
         ti_id, token, n = task
+        body = {
+            "state": "success",
+            "end_date": END,
+            **scenario.body(n),
+            "rendered_map_index": None,
+        }
+        headers = {
+            **HEADERS,
+            "authorization": f"Bearer {token}",
+            "correlation-id": str(uuid.uuid4()),
+        }
         started = time.perf_counter()
         response = http.patch(
-            f"{url}/execution/task-instances/{ti_id}/state",
-            json=body(scenario, n),
-            headers={"Authorization": f"Bearer {token}", "Airflow-API-Version": "2026-06-30"},
+            f"{url}/execution/task-instances/{ti_id}/state", json=body, headers=headers
         )
-        return response.status_code, time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        statements = response.headers.get("x-bench-statements")
+        db_pid = response.headers.get("x-bench-db-pid")
+        return Reply(
+            status=response.status_code,
+            seconds=seconds,
+            statements=int(statements) if statements is not None else None,
+            db_pid=int(db_pid) if db_pid is not None else None,
+        )
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    with httpx.Client(timeout=60, limits=limits) as http, ThreadPoolExecutor(clients) as pool:
-        started = time.perf_counter()
-        results = list(pool.map(send, tasks))
-        elapsed = time.perf_counter() - started
-    codes = [code for code, _ in results]
-    latencies = sorted(latency * 1000 for _, latency in results)
-    bad = [code for code in codes if code != 204]
-    new_events = AssetEvent.objects.count() - events_before
+    return list(pool.map(send, tasks))
+
+
+def run_scenario(
+    *,
+    http: httpx.Client,
+    pool: ThreadPoolExecutor,
+    url: str,
+    master_pid: int,
+    scenario: Scenario,
+    warmup: int,
+    requests: int,
+    totals: Totals,
+) -> None:
+    tasks = prepare(scenario, warmup + requests)
+    warm = send_all(http, pool, url, scenario, tasks[:warmup])
+    db_pids = {r.db_pid for r in warm if r.db_pid is not None}
+    workers = child_pids(master_pid)
+    events_before = AssetEvent.objects.count()
+
+    server_before, db_before = cpu_seconds(workers), cpu_seconds(sorted(db_pids))
+    started = time.perf_counter()
+    replies = send_all(http, pool, url, scenario, tasks[warmup:])
+    elapsed = time.perf_counter() - started
+    db_pids |= {r.db_pid for r in replies if r.db_pid is not None}
+    server_cpu = cpu_spent(server_before, cpu_seconds(workers))
+    db_after = cpu_seconds(sorted(db_pids))
+    db_cpu = cpu_spent(db_before, db_after) if db_after else None
+    totals.add(warm + replies)
+
+    events = AssetEvent.objects.count() - events_before
+    latencies = [r.seconds * 1000 for r in replies]
+    bad = [r.status for r in [*warm, *replies] if r.status != 204]
+    counts = [r.statements for r in replies if r.statements is not None]
+    if counts:
+        mean = statistics.fmean(counts)
+        stmts = (
+            f"{mean:.0f}"
+            if min(counts) == max(counts)
+            else f"{mean:.2f} ({min(counts)}-{max(counts)})"
+        )
+    else:
+        stmts = "n/a"
+    db_ms = f"{db_cpu * 1000 / requests:6.1f}" if db_cpu is not None else "   n/a"
     print(
-        f"{scenario:<13} {requests:>6} {requests / elapsed:>9.1f} "
-        f"{statistics.median(latencies):>8.1f} {latencies[int(len(latencies) * 0.95) - 1]:>8.1f} "
-        f"{latencies[-1]:>8.1f} {new_events:>7}  {'all 204' if not bad else f'{len(bad)} not 204'}"
+        f"{scenario.name:<14} {requests:>5} {requests / elapsed:>7.1f} "
+        f"{percentile(latencies, 50):>7.1f} {percentile(latencies, 95):>7.1f} "
+        f"{percentile(latencies, 99):>7.1f} {server_cpu * 1000 / requests:>7.1f} {db_ms} "
+        f"{stmts:>6} {events / requests:>7.0f}"
+        + (f"  {len(bad)} not 204: {sorted(set(bad))}" if bad else ""),
+        flush=True,
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=300, help="success requests per scenario")
-    parser.add_argument("--clients", type=int, default=16, help="concurrent HTTP clients")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument(
+        "--scenarios", default=DEFAULT_SCENARIOS, help=f"from {', '.join(SCENARIOS)}"
+    )
+    parser.add_argument("--requests", type=int, default=300, help="measured requests per scenario")
+    parser.add_argument("--warmup", type=int, default=20, help="warm-up requests per scenario")
+    parser.add_argument("--large-requests", type=int, default=30, help="measured, alias1000")
+    parser.add_argument("--large-warmup", type=int, default=3, help="warm-up, alias1000")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent keep-alive clients")
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker")
+    parser.add_argument(
+        "--check-statements-log",
+        type=Path,
+        metavar="FILE",
+        help="PostgreSQL's log file: log every statement and compare with the counts",
+    )
     args = parser.parse_args()
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown = [s for s in scenarios if s not in SCENARIOS]
+    if unknown:
+        parser.error(
+            f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}"
+        )
+    if args.check_statements_log and not args.check_statements_log.is_file():
+        parser.error(f"--check-statements-log: {args.check_statements_log} is not a readable file")
 
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    process = None
+    logging.getLogger().setLevel(logging.WARNING)  # this process only; the server logs INFO
+    stop_on_signals()
+    logs = Path(tempfile.mkdtemp(prefix="ar-bench-http-"))
+    failed = True
     try:
-        call_command("declare_dags", str(REPO / "examples" / "dags.yaml"), verbosity=0)
-        process, url = start_server(args.workers, args.threads)
-        print(
-            f"{connection.vendor}, gunicorn {args.workers} workers x {args.threads} threads, "
-            f"{args.clients} concurrent clients"
-        )
-        print(
-            f"{'scenario':<13} {'reqs':>6} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} "
-            f"{'max ms':>8} {'events':>7}  status"
-        )
-        for scenario in ("asset", "alias", "alias-shared"):
-            run_scenario(url, scenario, args.requests, args.clients)
+        with scratch_database("http") as database:
+            process = None
+            try:
+                declare()
+                if args.check_statements_log:
+                    log_every_statement(database)
+                env = dict(os.environ, DATABASE_URL=current_database_url())
+                with (logs / "gunicorn.log").open("wb") as log:
+                    try:
+                        process, url = server_start(
+                            env=env, stdout=log, workers=args.workers, threads=args.threads
+                        )
+                    except ServerStartError as exc:
+                        raise SystemExit(f"{exc}, see {logs / 'gunicorn.log'}") from exc
+                offset = (
+                    args.check_statements_log.stat().st_size if args.check_statements_log else 0
+                )
+                print(
+                    f"{connection.vendor}, gunicorn gthread {args.workers} worker(s) x "
+                    f"{args.threads} threads, {args.clients} keep-alive clients, production "
+                    f"settings; {load_average()}"
+                )
+                totals = run_all(args, scenarios, url, process.pid)
+                if args.check_statements_log:
+                    check_statements_log(
+                        args.check_statements_log,
+                        offset=offset,
+                        database=database,
+                        pids=totals.db_pids,
+                        counted=totals.statements,
+                    )
+                failed = False
+            finally:
+                if process is not None:
+                    process_stop(process)
+                stop_children()
+    except KeyboardInterrupt:
+        print("\ninterrupted; cleaned up", file=sys.stderr)
+        shutil.rmtree(logs, ignore_errors=True)
+        raise SystemExit(130) from None
     finally:
-        if process is not None:
-            process_stop(process)
-        connection.close()
-        connection.creation.destroy_test_db(old_name, verbosity=0, keepdb=False)
+        if failed and logs.exists():
+            print(f"server log kept in {logs}", file=sys.stderr)
+        else:
+            shutil.rmtree(logs, ignore_errors=True)
+
+
+def run_all(args: argparse.Namespace, scenarios: list[str], url: str, master_pid: int) -> Totals:
+    print(
+        f"{'scenario':<14} {'reqs':>5} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} "
+        f"{'p99 ms':>7} {'srv ms':>7} {'pg ms':>6} {'stmts':>6} {'events':>7}"
+    )
+    totals = Totals()
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    with (
+        httpx.Client(timeout=120, limits=limits) as http,
+        ThreadPoolExecutor(args.clients) as pool,
+    ):
+        for name in scenarios:
+            scenario = SCENARIOS[name]
+            run_scenario(
+                http=http,
+                pool=pool,
+                url=url,
+                master_pid=master_pid,
+                scenario=scenario,
+                warmup=args.large_warmup if scenario.large else args.warmup,
+                requests=args.large_requests if scenario.large else args.requests,
+                totals=totals,
+            )
+    return totals
 
 
 if __name__ == "__main__":

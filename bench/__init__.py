@@ -1,0 +1,1 @@
+"""Benchmarks (scripts that print numbers) and their bench-only settings, backend, middleware."""
