@@ -185,6 +185,34 @@ class Dag(models.Model):
         return self.dag_id
 
 
+class DagTask(models.Model):
+    """A declared task of a DAG: its retry policy and where its code is.
+
+    ``callable`` is ``/abs/path/file.py:function`` or ``package.module:function`` (run by
+    ``task_sdk``); ``airflow_dag_file`` is the absolute path of a real Airflow DAG file (run by
+    Airflow's own worker entry point). At most one of the two is set; neither → the worker
+    fails the task instance with a message saying so.
+    """
+
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="tasks")
+    task_id = models.CharField(max_length=ID_LENGTH)
+    retries = models.PositiveIntegerField(default=0)
+    retry_delay = models.FloatField(default=300.0)  # seconds, as Airflow's default timedelta(300)
+    callable = models.CharField(max_length=2000, default="", blank=True)
+    airflow_dag_file = models.CharField(max_length=2000, default="", blank=True)
+
+    class Meta:
+        db_table = "dag_task"
+        ordering = ["dag_id", "task_id"]
+        verbose_name = "DAG task"
+        constraints = [
+            models.UniqueConstraint(fields=["dag", "task_id"], name="dag_task_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id}.{self.task_id}"
+
+
 class DagScheduleAssetReference(models.Model):
     """A DAG scheduled on an asset."""
 

@@ -340,3 +340,32 @@ def task_instance_rendered_fields_set(
         task_instance.rendered_fields = rendered_fields
         task_instance.save(update_fields=["rendered_fields", "updated_at"])
     return task_instance
+
+
+def task_instances_claim(*, limit: int) -> list[TaskInstance]:
+    """Claim up to ``limit`` runnable task instances for a worker: ``scheduled`` → ``queued``.
+
+    Oldest runs first; DAGs that are paused or stale are left alone. ``FOR UPDATE SKIP LOCKED``
+    (PostgreSQL) means two workers claiming at once never get the same task instance; on SQLite
+    the ``IMMEDIATE`` transaction serializes claims. The caller then issues each a token and
+    starts it (``/run`` moves it to ``running``).
+    """
+    if limit < 1:
+        return []
+    with transaction.atomic():
+        claimed = list(
+            TaskInstance.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(
+                state=TaskInstanceState.SCHEDULED,
+                dag_run__dag__is_paused=False,
+                dag_run__dag__is_stale=False,
+            )
+            .order_by("dag_run__run_after", "dag_run_id", "task_id", "map_index")[:limit]
+        )
+        if claimed:
+            TaskInstance.objects.filter(pk__in=[ti.pk for ti in claimed]).update(
+                state=TaskInstanceState.QUEUED, updated_at=timezone.now()
+            )
+            for task_instance in claimed:
+                task_instance.state = TaskInstanceState.QUEUED
+    return claimed

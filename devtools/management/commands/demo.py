@@ -158,7 +158,7 @@ class Command(BaseCommand):
             write(
                 f"  created {run.dag_id} {run.run_id}: consumed event(s) "
                 f"{', '.join(f'#{pk}' for pk in run.event_ids)}, "
-                f"queued task(s) {', '.join(run.task_ids) or 'none'}"
+                f"scheduled task(s) {', '.join(run.task_ids) or 'none'}"
             )
         if not created:
             write("  no consumer was ready")
