@@ -143,7 +143,8 @@ def _duration(task_instance: TaskInstance, end_date: datetime) -> float | None:
 
 
 def _apply_rendered_map_index(
-    task_instance: TaskInstance, payload: SuccessPayload | TerminalPayload | DeferredPayload
+    task_instance: TaskInstance,
+    payload: SuccessPayload | TerminalPayload | RetryPayload | DeferredPayload,
 ) -> list[str]:
     """Store the payload's rendered_map_index unless the request left it out."""
     if payload.rendered_map_index is KEEP:

@@ -135,7 +135,7 @@ OPERATOR_API = {
 
 def _jwt_secret() -> str:
     """The JWT signing secret: from the environment, else one generated once and kept locally."""
-    configured = env("JWT_SECRET", default="")
+    configured = str(env("JWT_SECRET", default=""))
     if configured:
         return configured
     path = DATA_DIR / "jwt_secret"
