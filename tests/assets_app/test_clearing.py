@@ -3,7 +3,10 @@ instances run again as a new try; running ones are refused."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -200,3 +203,21 @@ def test_create_task_instance_on_a_finished_one_says_how_to_clear_it():
             "manage.py clear_task_instances --dag-id d --run-id r --task-id t"
         )
     )
+
+
+def test_the_readme_clear_example_prints_what_the_readme_shows():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    match = re.search(
+        r"```sh\n\$ \.venv/bin/python manage\.py (clear_task_instances [^\n]*)\n(.*?)```",
+        readme,
+        re.DOTALL,
+    )
+    assert match, "no clear_task_instances example in the README"
+    command, *args = shlex.split(match.group(1))
+    run = DagRunFactory(dag=DagFactory(dag_id="orders"), run_id="manual__1", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="export_orders", state="failed")
+    out = StringIO()
+
+    call_command(command, *args, stdout=out)
+
+    assert out.getvalue().splitlines() == match.group(2).splitlines()

@@ -151,3 +151,17 @@ def test_settling_is_logged(caplog):
     with caplog.at_level(logging.INFO, logger="assets_app.services.dag_runs"):
         _finish(ti, "success")
     assert f"DAG run {ti.dag_run_id} finished" in caplog.text
+
+
+def test_a_new_task_instance_in_a_finished_run_makes_it_running_again():
+    from assets_app.services.dag_runs import task_instance_create
+
+    [ti] = _run_with("running")
+    assert _finish(ti, "success") == 204
+    assert _run_of(ti).state == "success"
+
+    created = task_instance_create(dag_id="d", task_id="later", run_id=ti.run_id)
+
+    assert created.created
+    run = _run_of(ti)
+    assert (run.state, run.end_date) == ("running", None)
