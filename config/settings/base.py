@@ -158,6 +158,10 @@ EXECUTION_API = {
     # Largest number of outlet events accepted in one state patch.
     "MAX_OUTLET_EVENTS": env.int("EXECUTION_API_MAX_OUTLET_EVENTS", default=10_000),
 }
+# Seconds without a heartbeat (or, before the first, since its start) after which the scheduler
+# fails a running task instance, or sets it up_for_retry while tries remain (Airflow's
+# [scheduler] task_instance_heartbeat_timeout).
+TASK_INSTANCE_HEARTBEAT_TIMEOUT = env.float("TASK_INSTANCE_HEARTBEAT_TIMEOUT", default=300.0)
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 
