@@ -158,6 +158,10 @@ EXECUTION_API = {
     # Largest number of outlet events accepted in one state patch.
     "MAX_OUTLET_EVENTS": env.int("EXECUTION_API_MAX_OUTLET_EVENTS", default=10_000),
 }
+# Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
+# it writes one log file per task-instance try.
+EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")
+WORKER_LOG_DIR = Path(env("WORKER_LOG_DIR", default=str(DATA_DIR / "task_logs")))
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 
