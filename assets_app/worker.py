@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceState
 from assets_app.services.task_instances import task_instances_claim, task_instances_unclaim
@@ -315,28 +315,47 @@ class Worker:
             self._drain()
         finally:
             self._end_children()
-            if not connection.in_atomic_block:
-                connection.close()
+            self._close_connection()
         return self.summary
 
-    def _claim(self, limit: int) -> list[TaskInstance]:
+    def _claim(self, limit: int) -> list[tuple[TaskInstance, DagTask | None]]:
+        """Claim up to ``limit`` task instances, each with its declared task (where its code
+        is). A database error is reported and the claim tried again on the next round: the
+        running tasks do not need the worker's database connection."""
         if not connection.in_atomic_block:
             close_old_connections()  # as between requests: drop a broken or too old connection
-        return task_instances_claim(limit=limit)
+        claimed: list[TaskInstance] = []
+        try:
+            claimed = task_instances_claim(limit=limit)
+            if not claimed:
+                return []
+            dag_tasks = {
+                (task.dag_id, task.task_id): task
+                for task in DagTask.objects.filter(
+                    dag_id__in={ti.dag_id for ti in claimed},
+                    task_id__in={ti.task_id for ti in claimed},
+                )
+            }
+        except DatabaseError as exc:
+            self.report(f"claiming failed, trying again: {exc}")
+            self._close_connection()
+            if claimed:
+                self._give_back(claimed, "the worker could not read where their code is")
+            return []
+        return [(ti, dag_tasks.get((ti.dag_id, ti.task_id))) for ti in claimed]
 
-    def _start_all(self, claimed: list[TaskInstance]) -> None:
-        dag_tasks = {
-            (task.dag_id, task.task_id): task
-            for task in DagTask.objects.filter(
-                dag_id__in={ti.dag_id for ti in claimed}, task_id__in={ti.task_id for ti in claimed}
-            )
-        }
-        for index, ti in enumerate(claimed):
+    @staticmethod
+    def _close_connection() -> None:
+        if not connection.in_atomic_block:
+            connection.close()
+
+    def _start_all(self, claimed: list[tuple[TaskInstance, DagTask | None]]) -> None:
+        for index, (ti, dag_task) in enumerate(claimed):
             if self._stop_requested:
-                self._give_back(claimed[index:], "the worker is stopping")
+                self._give_back([ti for ti, _ in claimed[index:]], "the worker is stopping")
                 return
             try:
-                self._start(ti, dag_tasks.get((ti.dag_id, ti.task_id)))
+                self._start(ti, dag_task)
             except OSError as exc:
                 self.report(f"could not start {self._label(ti)}: {exc}")
                 self._give_back([ti], "its process could not be started")
@@ -405,7 +424,12 @@ class Worker:
         self._record(TaskOutcome(str(ti.pk), label, state, detail, None, 0.0))
 
     def _give_back(self, tis: list[TaskInstance], why: str) -> None:
-        given = task_instances_unclaim(task_instance_ids=[ti.pk for ti in tis])
+        try:
+            given = task_instances_unclaim(task_instance_ids=[ti.pk for ti in tis])
+        except DatabaseError as exc:
+            self.report(f"could not give back {len(tis)} task instance(s) ({why}): {exc}")
+            self._close_connection()
+            return
         self.summary.given_back += given
         if given:
             self.report(f"gave back {given} task instance(s) (back to scheduled): {why}")
@@ -428,10 +452,18 @@ class Worker:
         if child.scratch is not None:
             child.scratch.unlink(missing_ok=True)
         seconds = time.monotonic() - child.started
-        state = TaskInstance.objects.filter(pk=child.ti.pk).values_list("state", flat=True).first()
         code = child.process.returncode
         detail = ""
-        if state == TaskInstanceState.QUEUED:
+        try:
+            state = (
+                TaskInstance.objects.filter(pk=child.ti.pk).values_list("state", flat=True).first()
+            )
+        except DatabaseError as exc:
+            self._close_connection()
+            state, detail = None, f"exit code {code}; its state could not be read: {exc}"
+        if state is None:
+            pass
+        elif state == TaskInstanceState.QUEUED:
             detail = f"its process exited ({code}) before starting the task"
             self._give_back([child.ti], detail)
             state = TaskInstanceState.SCHEDULED
@@ -448,18 +480,18 @@ class Worker:
         )
 
     def _drain(self) -> None:
-        """After a stop: let the running tasks finish within the grace period, then end them."""
-        if not self._children:
-            return
-        if self._stop_requested:
-            self.report(
-                f"stopping: waiting up to {self.grace_period:g}s for {len(self._children)} "
-                "running task(s)"
-            )
-            deadline = time.monotonic() + self.grace_period
-        else:
-            deadline = float("inf")  # --once / --max-tasks: wait for them all
-        while self._children and not self._hurry and time.monotonic() < deadline:
+        """Wait for the running tasks: all of them after ``--once`` / ``--max-tasks``; after a
+        stop (also one that comes while waiting), at most the grace period."""
+        deadline: float | None = None
+        while self._children and not self._hurry:
+            if self._stop_requested and deadline is None:
+                self.report(
+                    f"stopping: waiting up to {self.grace_period:g}s for "
+                    f"{len(self._children)} running task(s)"
+                )
+                deadline = time.monotonic() + self.grace_period
+            if deadline is not None and time.monotonic() >= deadline:
+                return
             time.sleep(WAIT_SLICE)
             self._reap()
 

@@ -118,8 +118,11 @@ def test_sigterm_lets_a_running_task_finish_within_the_grace_period(start_worker
     assert "stopping: waiting up to 60s for 1 running task(s)" in worker.output()
 
 
+@pytest.mark.parametrize(
+    "mode", [pytest.param(("--concurrency", "1"), id="loop"), pytest.param(("--once",), id="once")]
+)
 def test_sigterm_ends_a_long_task_after_the_grace_period_and_it_is_reported(
-    start_worker, marker_dir
+    start_worker, marker_dir, mode
 ):
     # given a long task running, with a retry left, and another one that no slot was free for
     declare(
@@ -135,7 +138,7 @@ def test_sigterm_ends_a_long_task_after_the_grace_period_and_it_is_reported(
     )
     (long_ti,) = scheduled_task_instances("d", "t", 1)
     TaskInstance.objects.filter(pk=long_ti.pk).update(max_tries=1)
-    worker = start_worker("--grace-period", "1", "--concurrency", "1")
+    worker = start_worker("--grace-period", "1", *mode)
     wait_until(lambda: (marker_dir / str(long_ti.pk)).exists(), what="the task to start")
     (waiting,) = scheduled_task_instances("d", "u", 1)
 
@@ -163,7 +166,7 @@ def test_a_task_instance_claimed_but_not_started_when_stopping_is_given_back(
     assert states(tis) == ["queued", "queued"]
 
     worker.request_stop()
-    worker._start_all(claimed)
+    worker._start_all([(ti, None) for ti in claimed])  # a stop came right after the claim
 
     assert states(tis) == ["scheduled", "scheduled"]
     assert worker.summary.given_back == 2

@@ -210,9 +210,10 @@ class Command(BaseCommand):
             for link in run_links:
                 event = link.event
                 aliases = ", ".join(a.name for a in event.source_aliases.all())
+                asset = event.asset.uri if event.asset else f"deleted asset #{event.asset_id}"
                 write(
                     f"  {event.source_dag_id}.{event.source_task_id} → event #{event.pk} on "
-                    f"{event.asset.uri}" + (f" (through {aliases})" if aliases else "")
+                    f"{asset}" + (f" (through {aliases})" if aliases else "")
                 )
             run = run_links[0].dag_run
             write(f"    → {run.dag_id} {run.run_id} (run {run.state})")
