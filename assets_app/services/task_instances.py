@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum, StrEnum
@@ -497,3 +497,19 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
             for task_instance in claimed:
                 task_instance.state = TaskInstanceState.QUEUED
     return claimed
+
+
+def task_instances_unclaim(*, task_instance_ids: Collection[uuid.UUID | str]) -> int:
+    """Give back claimed task instances that were never started: ``queued`` → ``scheduled``.
+
+    For a worker that claimed them and then stopped, could not start them, or whose runner
+    exited before ``/run``. Only rows still ``queued`` change (one conditional ``UPDATE``; on
+    PostgreSQL it waits for a concurrent ``/run`` holding the row and then skips it), so a task
+    instance a runner started meanwhile is left alone. Returns how many were given back.
+    """
+    if not task_instance_ids:
+        return 0
+    with transaction.atomic():
+        return TaskInstance.objects.filter(
+            pk__in=list(task_instance_ids), state=TaskInstanceState.QUEUED
+        ).update(state=TaskInstanceState.SCHEDULED, updated_at=timezone.now())
