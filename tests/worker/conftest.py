@@ -50,8 +50,20 @@ def scheduled_task_instances(dag_id: str, task_id: str, count: int) -> list[Task
 
 
 def states(tis: list[TaskInstance]) -> list[str | None]:
-    by_id = dict(TaskInstance.objects.filter(pk__in=[t.pk for t in tis]).values_list("pk", "state"))
-    return [by_id[t.pk] for t in tis]
+    """The task instances' states now, found by run (a retry gives a task instance a new id)."""
+    by_run = dict(
+        TaskInstance.objects.filter(dag_run__in=[t.dag_run_id for t in tis]).values_list(
+            "dag_run_id", "state"
+        )
+    )
+    return [by_run[t.dag_run_id] for t in tis]
+
+
+def run_states(tis: list[TaskInstance]) -> list[str]:
+    by_id = dict(
+        DagRun.objects.filter(pk__in=[t.dag_run_id for t in tis]).values_list("pk", "state")
+    )
+    return [by_id[t.dag_run_id] for t in tis]
 
 
 @dataclass

@@ -15,6 +15,7 @@ from tests.worker.conftest import (
     HERE,
     TASKS,
     declare,
+    run_states,
     scheduled_task_instances,
     states,
     wait_until,
@@ -34,6 +35,7 @@ def test_once_runs_one_claim_up_to_the_concurrency_and_exits(start_worker, marke
     # then it ran the two oldest, each once, and left the third runnable
     assert worker.wait() == 0, worker.output()
     assert states(tis) == ["success", "success", "scheduled"], worker.output()
+    assert run_states(tis) == ["success", "success", "queued"]
     assert sorted(p.name for p in marker_dir.iterdir()) == sorted(str(t.pk) for t in tis[:2])
     out = worker.output()
     assert out.count("finished d.t @ manual__t_") == 2
@@ -87,6 +89,7 @@ def test_a_task_whose_code_cannot_be_found_fails_with_the_message_and_the_worker
     assert worker.wait() == 0, worker.output()
     out = worker.output()
     assert states(tis) == ["failed"] * 4 + ["success", "failed"], out
+    assert run_states(tis) == ["failed"] * 4 + ["success", "failed"]
     assert (
         "code.a_no_code has no code to run: the manifest names no 'callable' for the task "
         "and no 'airflow_dag_file' for its DAG"
@@ -151,6 +154,7 @@ def test_sigterm_ends_a_long_task_after_the_grace_period_and_it_is_reported(
     assert worker.wait(timeout=60) == 0, worker.output()
     assert time.monotonic() - started < 30
     assert states([long_ti, waiting]) == ["up_for_retry", "scheduled"], worker.output()
+    assert run_states([long_ti]) == ["running"]  # a retry is coming
     out = worker.output()
     assert "terminating 1 running task(s)" in out
     assert "finished d.t @ manual__t_0 try 1: up_for_retry" in out

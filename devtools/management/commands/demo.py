@@ -37,6 +37,7 @@ from assets_app.models import (
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
 from assets_app.services.scheduler import scheduler_pass
 from assets_app.worker import TaskOutcome, Worker
+from config.env import BASE_DIR
 from devtools.processes import (
     ServerStartError,
     current_database_url,
@@ -46,7 +47,7 @@ from devtools.processes import (
 from task_sdk.client import Client
 from task_sdk.supervisor import Supervisor
 
-REPO = Path(settings.BASE_DIR)
+REPO = BASE_DIR
 MANIFEST = REPO / "examples" / "dags.yaml"
 #: (dag_id, task_id): the seed's producers, in the seed's order; their code is the manifest's
 #: ``callable``.
@@ -146,8 +147,9 @@ class Command(BaseCommand):
         )
         for event in events:
             aliases = ", ".join(a.name for a in event.source_aliases.all()) or "none"
+            uri = event.asset.uri if event.asset else "(deleted asset)"
             write(
-                f"  #{event.pk} {event.asset.uri} from {event.source_dag_id}."
+                f"  #{event.pk} {uri} from {event.source_dag_id}."
                 f"{event.source_task_id} extra={event.extra} source aliases: {aliases}"
             )
 
