@@ -46,7 +46,7 @@ from typing import IO, Any
 import httpx
 from django.db import DatabaseError, close_old_connections, connection
 
-from assets_app.models import DagTask, TaskInstance, TaskInstanceState
+from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
 from assets_app.services.task_instances import task_instances_claim, task_instances_unclaim
 from assets_app.tokens import token_issue
 from task_sdk.client import Client, ServerResponseError, now
@@ -453,15 +453,12 @@ class Worker:
             child.scratch.unlink(missing_ok=True)
         seconds = time.monotonic() - child.started
         code = child.process.returncode
-        detail = ""
         try:
-            state = _try_outcome(child.ti)
+            state, detail = self._try_outcome(child.ti)
         except DatabaseError as exc:
             self._close_connection()
             state, detail = None, f"exit code {code}; its state could not be read: {exc}"
-        if state is None:
-            pass
-        elif state == TaskInstanceState.QUEUED:
+        if state == TaskInstanceState.QUEUED:
             detail = f"its process exited ({code}) before starting the task"
             self._give_back([child.ti], detail)
             state = TaskInstanceState.SCHEDULED
@@ -470,12 +467,46 @@ class Worker:
                 f"its process exited ({code}) leaving it running; the scheduler's heartbeat "
                 f"timeout will reap it. Log: {child.log_path}"
             )
-        elif state != TaskInstanceState.SUCCESS:
-            detail = _last_error_line(child.log_path) or f"exit code {code}"
-            detail = f"{detail} (log {child.log_path})"
+        elif state is not None and state != TaskInstanceState.SUCCESS:
+            why = detail or _last_error_line(child.log_path) or f"exit code {code}"
+            detail = f"{why} (log {child.log_path})"
         self._record(
             TaskOutcome(str(child.ti.pk), child.label, state, detail, child.log_path, seconds)
         )
+
+    @staticmethod
+    def _try_outcome(ti: TaskInstance) -> tuple[str | None, str]:
+        """The state this try ended in, and the server's failure reason (if any).
+
+        A try that failed with tries left is kept in ``TaskInstanceHistory`` and the task
+        instance moves on under a new id, ``up_for_retry`` (then ``scheduled`` as the next
+        try): that try's outcome is ``up_for_retry``.
+        """
+        live = (
+            TaskInstance.objects.filter(
+                dag_id=ti.dag_id, run_id=ti.run_id, task_id=ti.task_id, map_index=ti.map_index
+            )
+            .values_list("pk", "state", "try_number", "failure_reason")
+            .first()
+        )
+        if live is None:
+            return None, "the task instance no longer exists"
+        pk, state, try_number, reason = live
+        if pk == ti.pk:
+            return state, reason
+        earlier = (
+            TaskInstanceHistory.objects.filter(task_instance_id=ti.pk)
+            .values_list("state", "failure_reason")
+            .first()
+        )
+        if earlier is None:
+            return None, f"the task instance moved on to try {try_number} ({state})"
+        earlier_state, earlier_reason = earlier
+        if earlier_state == TaskInstanceState.FAILED and (
+            state == TaskInstanceState.UP_FOR_RETRY or try_number > ti.try_number
+        ):
+            earlier_state = TaskInstanceState.UP_FOR_RETRY
+        return earlier_state, earlier_reason
 
     def _drain(self) -> None:
         """Wait for the running tasks: all of them after ``--once`` / ``--max-tasks``; after a
@@ -520,21 +551,3 @@ class Worker:
                 child.process.send_signal(sig)
         except ProcessLookupError:
             pass
-
-
-def _try_outcome(ti: TaskInstance) -> str | None:
-    """The state the try ``ti`` ended in. A try that ended ``up_for_retry`` gave its task
-    instance a new id (the next try's), so it is found by its natural key."""
-    found = (
-        TaskInstance.objects.filter(
-            dag_id=ti.dag_id, run_id=ti.run_id, task_id=ti.task_id, map_index=ti.map_index
-        )
-        .values_list("pk", "state")
-        .first()
-    )
-    if found is None:
-        return None
-    pk, state = found
-    if pk != ti.pk:
-        return str(TaskInstanceState.UP_FOR_RETRY)  # this try failed; the next one exists
-    return state

@@ -21,7 +21,7 @@ ALIAS = AssetAlias("example-alias")
 
 def _describe(event: AssetEvent) -> str:
     aliases = ", ".join(alias.name for alias in event.source_aliases or ()) or "none"
-    uri = event.asset.uri if event.asset else "(unknown asset)"
+    uri = event.asset.uri if event.asset else "a deleted asset"
     return (
         f"{uri} from {event.source_dag_id}.{event.source_task_id} "
         f"@ {event.source_run_id} at {event.timestamp.isoformat()} "
@@ -31,7 +31,9 @@ def _describe(event: AssetEvent) -> str:
 
 @task(inlets=[BUCKET])
 def consume_asset_events(
-    *, triggering_asset_events: TriggeringAssetEventsAccessor, inlet_events: InletEventsAccessors
+    *,
+    triggering_asset_events: TriggeringAssetEventsAccessor,
+    inlet_events: InletEventsAccessors,
 ) -> None:
     """DAG ``asset_s3_bucket_consumer``, scheduled on ``s3://bucket/my-task``."""
     for event in triggering_asset_events.get(BUCKET, []):
@@ -42,10 +44,13 @@ def consume_asset_events(
 
 @task(inlets=[ALIAS])
 def consume_asset_alias_events(
-    *, triggering_asset_events: TriggeringAssetEventsAccessor, inlet_events: InletEventsAccessors
+    *,
+    triggering_asset_events: TriggeringAssetEventsAccessor,
+    inlet_events: InletEventsAccessors,
 ) -> None:
     """DAG ``asset_alias_example_alias_consumer``, scheduled on the alias ``example-alias``."""
     for event in triggering_asset_events.get(ALIAS, []):
         print(f"consumed {_describe(event)}")
     latest = inlet_events[ALIAS][-1]
-    print(f"newest event through {ALIAS.name}: #{latest.id} on {_describe(latest)}")
+    uri = latest.asset.uri if latest.asset else "a deleted asset"
+    print(f"newest event through {ALIAS.name}: #{latest.id} on {uri}")

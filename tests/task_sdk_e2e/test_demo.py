@@ -37,6 +37,10 @@ def test_demo_records_the_seed_scenario(transactional_db):
     assert consumed["asset_s3_bucket_consumer"] == {direct, through_alias}
     assert consumed["asset_alias_example_alias_consumer"] == {through_alias}
     assert TaskInstance.objects.filter(dag_run__in=runs.values(), state="success").count() == 2
+    # and the consumers' runs ended success
+    runs_now = DagRun.objects.filter(pk__in=[run.pk for run in runs.values()])
+    assert {run.state for run in runs_now} == {"success"}
+    assert all(run.end_date for run in runs_now)
     assert "example-alias → s3://bucket/my-task" in text
     assert "source aliases: example-alias" in text
     assert "asset_s3_bucket_consumer waits on s3://bucket/my-task" in text
@@ -55,7 +59,7 @@ def test_demo_records_the_seed_scenario(transactional_db):
     assert f"| consumed {by_bucket}" in text
     assert f"| consumed {by_alias}" in text
     bucket_run = runs["asset_s3_bucket_consumer"].run_id
-    assert f"    → asset_s3_bucket_consumer {bucket_run} (run " in text
+    assert f"    → asset_s3_bucket_consumer {bucket_run} (run success)" in text
     assert (
         "    → consume_asset_events: success; it read 2 event(s):\n"
         f"        {by_bucket}\n        {by_alias}\n"

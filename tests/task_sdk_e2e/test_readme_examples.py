@@ -81,6 +81,7 @@ def test_write_a_task_examples_run_as_written(server, transactional_db, tmp_path
     assert worker.returncode == 0, worker.stdout + worker.stderr
     consumer = TaskInstance.objects.get(dag_id="orders_report", run_id=run.run_id)
     assert consumer.state == "success", worker.stdout
+    assert consumer.dag_run.state == "success"
     assert f"finished orders_report.report_orders @ {run.run_id} try 1: success" in worker.stdout
     log = (logs / "orders_report" / run.run_id / "report_orders" / "attempt=1.log").read_text()
     assert "[stdout] triggered by orders/manual__2025-01-01: {'rows': 1234}" in log

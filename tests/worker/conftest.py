@@ -50,14 +50,20 @@ def scheduled_task_instances(dag_id: str, task_id: str, count: int) -> list[Task
 
 
 def states(tis: list[TaskInstance]) -> list[str | None]:
-    """The task instances' states now, found by natural key: a try that ends up_for_retry
-    gives its task instance a new id."""
-    return [
-        TaskInstance.objects.values_list("state", flat=True).get(
-            dag_id=t.dag_id, run_id=t.run_id, task_id=t.task_id, map_index=t.map_index
+    """The task instances' states now, found by run (a retry gives a task instance a new id)."""
+    by_run = dict(
+        TaskInstance.objects.filter(dag_run__in=[t.dag_run_id for t in tis]).values_list(
+            "dag_run_id", "state"
         )
-        for t in tis
-    ]
+    )
+    return [by_run[t.dag_run_id] for t in tis]
+
+
+def run_states(tis: list[TaskInstance]) -> list[str]:
+    by_id = dict(
+        DagRun.objects.filter(pk__in=[t.dag_run_id for t in tis]).values_list("pk", "state")
+    )
+    return [by_id[t.dag_run_id] for t in tis]
 
 
 @dataclass

@@ -4,17 +4,21 @@ scheduled task instances, runs each through the ``task_sdk`` supervisor and repo
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
-from assets_app.models import TaskInstance
+from assets_app.models import TaskInstance, TaskInstanceHistory
 from assets_app.services.task_instances import task_instances_claim
 from assets_app.worker import Worker
+from tests.live_server import REPO, server_env
 from tests.worker.conftest import (
     HERE,
     TASKS,
     declare,
+    run_states,
     scheduled_task_instances,
     states,
     wait_until,
@@ -34,6 +38,7 @@ def test_once_runs_one_claim_up_to_the_concurrency_and_exits(start_worker, marke
     # then it ran the two oldest, each once, and left the third runnable
     assert worker.wait() == 0, worker.output()
     assert states(tis) == ["success", "success", "scheduled"], worker.output()
+    assert run_states(tis) == ["success", "success", "queued"]
     assert sorted(p.name for p in marker_dir.iterdir()) == sorted(str(t.pk) for t in tis[:2])
     out = worker.output()
     assert out.count("finished d.t @ manual__t_") == 2
@@ -87,6 +92,7 @@ def test_a_task_whose_code_cannot_be_found_fails_with_the_message_and_the_worker
     assert worker.wait() == 0, worker.output()
     out = worker.output()
     assert states(tis) == ["failed"] * 4 + ["success", "failed"], out
+    assert run_states(tis) == ["failed"] * 4 + ["success", "failed"]
     assert (
         "code.a_no_code has no code to run: the manifest names no 'callable' for the task "
         "and no 'airflow_dag_file' for its DAG"
@@ -151,6 +157,7 @@ def test_sigterm_ends_a_long_task_after_the_grace_period_and_it_is_reported(
     assert worker.wait(timeout=60) == 0, worker.output()
     assert time.monotonic() - started < 30
     assert states([long_ti, waiting]) == ["up_for_retry", "scheduled"], worker.output()
+    assert run_states([long_ti]) == ["running"]  # a retry is coming
     out = worker.output()
     assert "terminating 1 running task(s)" in out
     assert "finished d.t @ manual__t_0 try 1: up_for_retry" in out
@@ -184,3 +191,57 @@ def test_a_runner_that_exits_before_run_gives_its_task_instance_back(tmp_path, t
     assert states([ti]) == ["scheduled"], lines
     assert summary.given_back == 1
     assert any("before starting the task" in line for line in lines), lines
+
+
+def test_a_failed_try_with_retries_left_is_run_again_by_the_worker(
+    start_worker, marker_dir, server, tmp_path
+):
+    # given a task that fails its first try, with one retry and no delay
+    declare(
+        [
+            {
+                "dag_id": "d",
+                "tasks": [
+                    {
+                        "task_id": "t",
+                        "callable": f"{TASKS}:fail_first_try",
+                        "retries": 1,
+                        "retry_delay": 0,
+                    }
+                ],
+            }
+        ]
+    )
+    (ti,) = scheduled_task_instances("d", "t", 1)
+    TaskInstance.objects.filter(pk=ti.pk).update(max_tries=1)
+
+    # when a worker runs it, next to a scheduler (whose upkeep schedules the due retry)
+    worker = start_worker()
+    with (tmp_path / "scheduler.out").open("w") as out:
+        scheduler = subprocess.Popen(
+            [sys.executable, "manage.py", "scheduler", "--interval", "0.2"],
+            cwd=REPO,
+            env=server_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until(lambda: states([ti]) == ["success"], timeout=90, what="the second try")
+    finally:
+        scheduler.send_signal(signal.SIGTERM)
+        scheduler.wait(timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+
+    # then the first try is kept as failed, the second succeeded, the run is success
+    out = worker.output()
+    assert "finished d.t @ manual__t_0 try 1: up_for_retry" in out
+    assert "RuntimeError: the first try fails" in out
+    assert "finished d.t @ manual__t_0 try 2: success" in out
+    now = TaskInstance.objects.get(dag_run_id=ti.dag_run_id)
+    assert (now.try_number, now.state) == (2, "success")
+    assert now.pk != ti.pk  # a new try has a new id
+    [first] = TaskInstanceHistory.objects.filter(dag_run_id=ti.dag_run_id)
+    assert (first.task_instance_id, first.try_number, first.state) == (ti.pk, 1, "failed")
+    assert (marker_dir / str(now.pk)).read_text() == "try 2"
+    assert run_states([ti]) == ["success"]

@@ -1,5 +1,6 @@
 """Two ``manage.py worker`` processes share 50 runnable task instances (PostgreSQL: the claim's
-``FOR UPDATE SKIP LOCKED`` is what keeps them apart)."""
+``FOR UPDATE SKIP LOCKED`` is what keeps them apart): each runs exactly once, and every run
+ends ``success``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import signal
 
 import pytest
 
-from tests.worker.conftest import TASKS, declare, scheduled_task_instances, states, wait_until
+from tests.worker.conftest import (
+    TASKS,
+    declare,
+    run_states,
+    scheduled_task_instances,
+    states,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -42,3 +50,4 @@ def test_two_workers_run_each_of_50_task_instances_exactly_once(start_worker, ma
     assert not finished[0] & finished[1]
     assert all(finished), "both workers ran task instances"
     assert states(tis) == ["success"] * COUNT
+    assert run_states(tis) == ["success"] * COUNT

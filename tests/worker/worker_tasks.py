@@ -33,3 +33,10 @@ def sleep_then_record(*, ti_id):
 def sleep_long(*, ti_id):
     _mark(ti_id, "started")
     time.sleep(120)
+
+
+@task
+def fail_first_try(*, ti_id, try_number):
+    if try_number == 1:
+        raise RuntimeError("the first try fails")
+    _mark(ti_id, f"try {try_number}")
