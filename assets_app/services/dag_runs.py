@@ -28,6 +28,7 @@ from assets_app.models import (
     DagRun,
     DagRunState,
     DagRunType,
+    DagTask,
     TaskInstance,
     TaskInstanceState,
 )
@@ -71,7 +72,7 @@ def task_instance_create(
     run_id: str,
     map_index: int = -1,
     state: str = TaskInstanceState.QUEUED,
-    max_tries: int = 0,
+    max_tries: int | None = None,
 ) -> CreatedTaskInstance:
     """Get or create the DAG, its run and the task instance.
 
@@ -85,7 +86,7 @@ def task_instance_create(
     _check_id("run id", run_id, pattern=False)
     if map_index < -1:
         raise TaskInstanceInputError(f"map index must be -1 or more, got {map_index}")
-    if max_tries < 0:
+    if max_tries is not None and max_tries < 0:
         raise TaskInstanceInputError(f"max tries must be 0 or more, got {max_tries}")
     if state not in CREATABLE_STATES:
         raise TaskInstanceInputError(
@@ -127,7 +128,7 @@ def task_instance_create(
         defaults={
             "dag_run": dag_run,
             "state": state,
-            "max_tries": max_tries,
+            "max_tries": _declared_retries(dag_id, task_id) if max_tries is None else max_tries,
             "start_date": now if state == TaskInstanceState.RUNNING else None,
         },
     )
@@ -145,6 +146,16 @@ def task_instance_create(
         "created" if run_created else "existing",
     )
     return CreatedTaskInstance(task_instance=task_instance, created=created)
+
+
+def _declared_retries(dag_id: str, task_id: str) -> int:
+    """The task's ``retries`` from its manifest, 0 for a task no manifest declares."""
+    retries = (
+        DagTask.objects.filter(dag_id=dag_id, task_id=task_id)
+        .values_list("retries", flat=True)
+        .first()
+    )
+    return retries or 0
 
 
 def task_instance_token_issue(
