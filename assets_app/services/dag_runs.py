@@ -197,6 +197,9 @@ def dag_run_start(dag_run: DagRun, *, start_date: datetime) -> None:
 def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool:
     """End the run if none of its task instances is unfinished; ``True`` if it ended now.
 
+    ``end_date`` defaults to now (as Airflow's ``DagRun.set_state``: the server's clock, not a
+    runner's).
+
     Call with the run row locked (``SELECT … FOR UPDATE``) in the transaction that finished a
     task instance: then two last task instances finishing at once settle the run once, the
     second seeing the first's committed state. One fixed ``UPDATE`` statement (raw SQL: the
