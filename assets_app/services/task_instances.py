@@ -224,7 +224,7 @@ def task_instance_state_update(
         if isinstance(payload, SuccessPayload):
             _register_asset_changes(task_instance, payload)
         if finishes and isinstance(payload, SuccessPayload | TerminalPayload):
-            dag_run_settle(dag_run_id=task_instance.dag_run_id, end_date=payload.end_date)
+            dag_run_settle(dag_run_id=task_instance.dag_run_id)
     logger.info("task instance %s moved to %s", task_instance_id, payload.state)
     return StateUpdateOutcome.UPDATED
 

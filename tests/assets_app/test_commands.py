@@ -453,3 +453,17 @@ def test_prune_asset_events_deletes_old_events_and_their_links():
 def test_prune_asset_events_rejects_bad_input(args, message):
     with pytest.raises(CommandError, match=message):
         run("prune_asset_events", *args)
+
+
+def test_create_task_instance_max_tries_defaults_to_the_declared_retries(tmp_path):
+    manifest = tmp_path / "dags.yaml"
+    manifest.write_text("dags:\n  - dag_id: d\n    tasks: [{task_id: t, retries: 3}]\n")
+    run("declare_dags", str(manifest))
+
+    declared = json.loads(run("create_task_instance", "--dag-id=d", "--task-id=t", "--run-id=r")[0])
+    undeclared = json.loads(
+        run("create_task_instance", "--dag-id=other", "--task-id=t", "--run-id=r")[0]
+    )
+
+    assert TaskInstance.objects.get(pk=declared["id"]).max_tries == 3
+    assert TaskInstance.objects.get(pk=undeclared["id"]).max_tries == 0
