@@ -44,6 +44,7 @@ from executionapi.serializers import assets as asset_s
 from executionapi.serializers import common
 from executionapi.serializers import task_instances as ti_s
 from executionapi.serializers import xcoms as xcom_s
+from task_sdk.jsonvalues import MAX_JSON_DEPTH
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,12 @@ REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"
 
 
 class JSONBodyParser(BaseParser):
-    """JSON bodies, capped at ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (bigger → 413)."""
+    """JSON bodies, capped at ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (bigger → 413).
+
+    ``NaN``, ``Infinity`` and lone surrogates parse, and the field holding them answers a 422
+    naming it (``common.json_value_error``); a body nested so deep that the parser gives up
+    (Python's recursion limit, ~1,000 levels) is a 422 on the body.
+    """
 
     media_type = "application/json"
 
@@ -69,10 +75,29 @@ class JSONBodyParser(BaseParser):
         raw = stream.read(limit + 1) if limit is not None else stream.read()
         if limit is not None and len(raw) > limit:
             raise PayloadTooLarge()
+        common.REQUEST_BODY_BYTES.set(len(raw))
         try:
             return json.loads(raw)
         except ValueError as exc:
             raise ParseError(f"JSON decode error: {exc}") from exc
+        except RecursionError as exc:  # nested far deeper than any field accepts
+            raise ParseError(
+                f"JSON decode error: nested deeper than {MAX_JSON_DEPTH} levels"
+            ) from exc
+
+
+class UTF8JSONRenderer(JSONRenderer):
+    """DRF's JSON as UTF-8; a lone surrogate, which UTF-8 cannot carry (a 422 naming the key
+    ``"\\udc00"`` that holds one), is written as the JSON escape ``\\udc00`` instead."""
+
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> Any:
+        try:
+            return super().render(data, accepted_media_type, renderer_context)
+        except UnicodeEncodeError:
+            text = json.dumps(data, cls=self.encoder_class, ensure_ascii=True, allow_nan=False)
+            return text.encode("ascii")
 
 
 S = TypeVar("S", bound=BaseSerializer[Any])
@@ -100,7 +125,7 @@ class ExecutionAPIView(APIView):
 
     authentication_classes = [TaskRunnerTokenAuthentication]
     permission_classes = [TokenMatchesTaskInstance]
-    renderer_classes = [JSONRenderer]
+    renderer_classes = [UTF8JSONRenderer]
     parser_classes = [JSONBodyParser]
 
     def get_exception_handler(self) -> Any:

@@ -158,6 +158,9 @@ EXECUTION_API = {
     # Largest number of outlet events accepted in one state patch.
     "MAX_OUTLET_EVENTS": env.int("EXECUTION_API_MAX_OUTLET_EVENTS", default=10_000),
 }
+# Largest `extra` (and `dest_asset_extra`) of an asset event, in bytes of compact JSON, that a
+# task may report; bigger → 422 naming the event. Airflow has no cap: keep it generous.
+ASSET_EVENT_EXTRA_MAX_BYTES = env.int("ASSET_EVENT_EXTRA_MAX_BYTES", default=1024 * 1024)
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 

@@ -88,6 +88,12 @@ class AssetProfileSerializer(LeanSerializer):
 # --- outlet events --------------------------------------------------------------------------
 
 
+def event_extra_field() -> JSONObjectField:
+    """An event's ``extra`` (or ``dest_asset_extra``): storable, at most
+    ``ASSET_EVENT_EXTRA_MAX_BYTES`` as JSON."""
+    return JSONObjectField(required=False, max_bytes_setting="ASSET_EVENT_EXTRA_MAX_BYTES")
+
+
 def _partition_key_field() -> StrictStringField:
     return StrictStringField(
         max_length=PARTITION_KEY_LENGTH, not_blank=True, required=False, allow_null=True
@@ -110,7 +116,7 @@ class AssetOutletEventSerializer(LeanSerializer):
     """What the task wrote for a declared asset (``outlet_events[asset]``)."""
 
     dest_asset_key = AssetKeySerializer()
-    extra = JSONObjectField(required=False)
+    extra = event_extra_field()
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AssetOutletEvent:
@@ -126,8 +132,8 @@ class AliasOutletEventSerializer(LeanSerializer):
 
     source_alias_name = StrictStringField()
     dest_asset_key = AssetKeySerializer()
-    dest_asset_extra = JSONObjectField(required=False)
-    extra = JSONObjectField(required=False)
+    dest_asset_extra = event_extra_field()
+    extra = event_extra_field()
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AliasOutletEvent:
@@ -155,7 +161,7 @@ class SeedOutletEventAccessorSerializer(LeanSerializer):
     """
 
     key = SeedOutletEventKeySerializer()
-    extra = JSONObjectField(required=False)
+    extra = event_extra_field()
     partition_key = _partition_key_field()
     asset_alias_events = AliasOutletEventSerializer(many=True, required=False, allow_null=True)
 

@@ -31,10 +31,9 @@ from assets_app.services.task_instances import (
 )
 from executionapi.serializers.common import (
     INTEGER_MAX,
-    NUL_MESSAGE,
     AwareDateTimeField,
     StrictSerializer,
-    nul_character_path,
+    checked_json_value,
 )
 from executionapi.serializers.outlets import (
     OUTLET_TYPES,
@@ -147,17 +146,15 @@ class TIRescheduleStatePayloadSerializer(BasePayloadSerializer):
 
 
 class JSONObjectOrStringField(serializers.JSONField):
-    default_error_messages = {
-        "invalid_kind": "Input should be a JSON object, a string or null",
-        "null_characters_not_allowed": NUL_MESSAGE,
-    }
+    """``trigger_kwargs``/``next_kwargs``: an object, a (serialized) string or null, storable
+    (:func:`~executionapi.serializers.common.json_value_error`)."""
+
+    default_error_messages = {"invalid_kind": "Input should be a JSON object, a string or null"}
 
     def to_internal_value(self, data: Any) -> Any:
         if data is not None and not isinstance(data, dict | str):
             self.fail("invalid_kind")
-        if nul_character_path(data) is not None:
-            self.fail("null_characters_not_allowed")
-        return data
+        return checked_json_value(data)
 
 
 class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
