@@ -21,6 +21,17 @@ from assets_app.exceptions import TokenError
 ALGORITHM = "HS512"
 #: A token with less than this share of its lifetime left is refreshed in the response.
 REFRESH_WHEN_REMAINING = 0.2
+#: The longest lifetime a token may be issued for: ten years (longer ones overflow dates).
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+
+
+def ttl_problem(ttl_seconds: int) -> str | None:
+    """Why a token lifetime cannot be used (``None`` when it can)."""
+    if ttl_seconds <= 0:
+        return f"must be a positive number of seconds, got {ttl_seconds}"
+    if ttl_seconds > MAX_TTL_SECONDS:
+        return f"must be at most {MAX_TTL_SECONDS} seconds (ten years), got {ttl_seconds}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,8 +58,8 @@ def token_issue(*, task_instance_id: str | uuid.UUID, ttl_seconds: int | None = 
     """Sign a token for one task instance, valid for ``ttl_seconds`` (default from settings)."""
     config = _config()
     ttl = config["JWT_TTL_SECONDS"] if ttl_seconds is None else ttl_seconds
-    if ttl <= 0:
-        raise ValueError("ttl_seconds must be positive")
+    if (problem := ttl_problem(ttl)) is not None:
+        raise ValueError(f"ttl_seconds {problem}")
     now = datetime.now(tz=UTC)
     claims: dict[str, Any] = {
         "sub": str(task_instance_id),
