@@ -32,5 +32,5 @@ class ChunkedBodyMiddleware:
             stream = meta["wsgi.input"]
             body = stream.read(limit + 1) if limit is not None else stream.read()
             meta["CONTENT_LENGTH"] = str(len(body))
-            request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[attr-defined]
+            request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[assignment]
         return self.get_response(request)
