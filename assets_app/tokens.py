@@ -8,13 +8,18 @@ Claims: ``sub`` (task instance UUID), ``aud``, ``iat``, ``nbf``, ``exp``, ``jti`
 
 from __future__ import annotations
 
+import functools
+import os
+import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import jwt
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from assets_app.exceptions import TokenError
 
@@ -54,6 +59,49 @@ def _config() -> dict[str, Any]:
     return settings.EXECUTION_API
 
 
+def signing_secret() -> str:
+    """``EXECUTION_API["JWT_SECRET"]``, else the secret kept in ``DATA_DIR/jwt_secret``,
+    generated there the first time a token is signed or checked."""
+    configured: str = _config()["JWT_SECRET"]
+    return configured or _kept_secret(Path(settings.DATA_DIR) / "jwt_secret")
+
+
+@functools.cache
+def _kept_secret(path: Path) -> str:
+    """The secret in ``path``; a new one written there if there is none.
+
+    The file is created with mode 0600 and appears complete or not at all (written aside,
+    then hard-linked into place); when two processes race, both use the first one linked.
+    """
+    try:
+        return _read_secret(path)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(48)  # 64 characters
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(value)
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(aside, path)
+        except FileExistsError:  # another process was first: use its secret
+            return _read_secret(path)
+    finally:
+        os.unlink(aside)
+    return value
+
+
+def _read_secret(path: Path) -> str:
+    value = path.read_text().strip()
+    if not value:
+        raise ImproperlyConfigured(f"{path} is empty: delete it to have a new secret generated")
+    return value
+
+
 def token_issue(*, task_instance_id: str | uuid.UUID, ttl_seconds: int | None = None) -> str:
     """Sign a token for one task instance, valid for ``ttl_seconds`` (default from settings)."""
     config = _config()
@@ -71,7 +119,7 @@ def token_issue(*, task_instance_id: str | uuid.UUID, ttl_seconds: int | None = 
     }
     if config.get("JWT_ISSUER"):
         claims["iss"] = config["JWT_ISSUER"]
-    return jwt.encode(claims, config["JWT_SECRET"], algorithm=ALGORITHM)
+    return jwt.encode(claims, signing_secret(), algorithm=ALGORITHM)
 
 
 def token_decode(token: str) -> TokenClaims:
@@ -84,7 +132,7 @@ def token_decode(token: str) -> TokenClaims:
     try:
         claims = jwt.decode(
             token,
-            config["JWT_SECRET"],
+            signing_secret(),
             algorithms=[ALGORITHM],
             audience=config["JWT_AUDIENCE"],
             leeway=config["JWT_LEEWAY_SECONDS"],

@@ -1,6 +1,5 @@
 """Settings shared by every environment. Everything configurable comes from ``config.env``."""
 
-import secrets
 from pathlib import Path
 
 import django_stubs_ext
@@ -134,24 +133,10 @@ OPERATOR_API = {
 }
 
 
-def _jwt_secret() -> str:
-    """The JWT signing secret: from the environment, else one generated once and kept locally."""
-    configured = env("JWT_SECRET", default="")
-    if configured:
-        return configured
-    path = DATA_DIR / "jwt_secret"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        value = secrets.token_urlsafe(48)
-        path.write_text(value)
-        path.chmod(0o600)
-        return value
-
-
 EXECUTION_API = {
-    "JWT_SECRET": _jwt_secret(),
+    # The signing secret of task tokens. Empty: one is generated when a token is first signed
+    # or checked, and kept in DATA_DIR/jwt_secret (assets_app.tokens.signing_secret).
+    "JWT_SECRET": env("JWT_SECRET", default=""),
     "JWT_AUDIENCE": env("JWT_AUDIENCE", default="urn:airflow.apache.org:task"),
     "JWT_ISSUER": env("JWT_ISSUER", default=""),
     "JWT_TTL_SECONDS": env.int("JWT_TTL_SECONDS", default=600),
