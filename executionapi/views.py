@@ -7,12 +7,16 @@ Every route authenticates a task runner's bearer JWT; routes under
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import uuid
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db.models import QuerySet
+from django.http import HttpResponseBase, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
@@ -26,6 +30,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
+from assets_app.models import AssetEvent
 from assets_app.selectors import asset_events_query
 from assets_app.services import task_instances as ti_services
 from assets_app.services import xcoms as xcom_services
@@ -297,6 +302,33 @@ class AssetViewSet(ExecutionAPIViewSet):
         return Response(asset_s.AssetResponseSerializer(asset).data)
 
 
+def asset_events_response(events: QuerySet[AssetEvent]) -> HttpResponseBase:
+    """``{"asset_events": [...]}``, read and rendered a page at a time.
+
+    The first page is read here, so that a failing query is answered as an error; when it
+    holds every event the answer is sent whole, else it is streamed page by page (chunked),
+    so that the worker holds one page of events, never all of them.
+    """
+    pages = selectors.asset_events_pages(events)
+    first = next(pages)
+    if len(first) < selectors.ASSET_EVENTS_PAGE:
+        pages.close()
+        return Response(asset_s.AssetEventsResponseSerializer({"asset_events": first}).data)
+    return StreamingHttpResponse(_rendered_pages(first, pages), content_type="application/json")
+
+
+def _rendered_pages(first: list[AssetEvent], rest: Iterator[list[AssetEvent]]) -> Iterator[bytes]:
+    renderer = UTF8JSONRenderer()
+    yield b'{"asset_events":['
+    separator = b""
+    for page in itertools.chain([first], rest):
+        if page:
+            items = renderer.render(asset_s.AssetEventResponseSerializer(page, many=True).data)
+            yield separator + items[1:-1]  # the items without the list's brackets
+            separator = b","
+    yield b"]}"
+
+
 class AssetEventViewSet(ExecutionAPIViewSet):
     """``/asset-events/…``: the events of an asset, or emitted through an alias."""
 
@@ -330,7 +362,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
                 {"reason": "missing_parameter", "message": "Either name or uri must be provided"}
             )
         events = selectors.asset_events_by_asset(name=name, uri=uri, **query.filters())
-        return Response(asset_s.AssetEventsResponseSerializer({"asset_events": events}).data)
+        return asset_events_response(events)
 
     @extend_schema(
         operation_id="get_asset_events_by_asset_alias",
@@ -346,7 +378,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
             location="query",
         )
         events = asset_events_query(alias=query.validated_data["name"], **query.filters())
-        return Response(asset_s.AssetEventsResponseSerializer({"asset_events": events}).data)
+        return asset_events_response(events)
 
 
 # --- xcoms ------------------------------------------------------------------------------------
