@@ -105,6 +105,14 @@ class UTF8JSONRenderer(JSONRenderer):
             return text.encode("ascii")
 
 
+def _body(request: Request) -> Any:
+    """The request's JSON body; none at all is a 422 (DRF would read it as ``{}``)."""
+    if request.META.get("CONTENT_LENGTH") in (None, "", "0"):
+        missing = {"loc": ["body"], "msg": "Field required", "type": "missing"}
+        raise RequestValidationError([missing])
+    return request.data
+
+
 S = TypeVar("S", bound=BaseSerializer[Any])
 
 
@@ -116,10 +124,21 @@ def _valid(serializer: S, *, location: str = "body") -> S:
     return serializer
 
 
-ERRORS = {
+ERRORS: dict[int | tuple[int, str], OpenApiResponse] = {
+    # answered by gunicorn before the app sees the request (limit_request_line, 8190 bytes)
+    (414, "text/html"): OpenApiResponse(
+        OpenApiTypes.STR, description="Request line (path and query) longer than accepted"
+    ),
     401: OpenApiResponse(common.ErrorResponseSerializer, description="No bearer token"),
     403: OpenApiResponse(common.ErrorResponseSerializer, description="Invalid token or wrong sub"),
     422: OpenApiResponse(common.ValidationErrorResponseSerializer, description="Validation error"),
+}
+#: What a route taking a JSON body may answer besides: too large, or not JSON.
+BODY_ERRORS = {
+    413: OpenApiResponse(common.ErrorResponseSerializer, description="Body too large"),
+    415: OpenApiResponse(
+        common.ErrorResponseSerializer, description="Body not sent as application/json"
+    ),
 }
 NOT_FOUND = {404: OpenApiResponse(common.ErrorResponseSerializer, description="Not found")}
 CONFLICT = {409: OpenApiResponse(common.ErrorResponseSerializer, description="Conflicting state")}
@@ -188,7 +207,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         responses={
             204: OpenApiResponse(description="State updated"),
             200: OpenApiResponse(common.MessageSerializer, description="Already in that state"),
-            413: OpenApiResponse(common.ErrorResponseSerializer, description="Body too large"),
+            **BODY_ERRORS,
             **NOT_FOUND,
             **CONFLICT,
             **ERRORS,
@@ -197,7 +216,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     )
     @action(detail=True, methods=["patch"])
     def state(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        payload = _valid(ti_s.state_payload_serializer(request.data)).payload()
+        payload = _valid(ti_s.state_payload_serializer(_body(request))).payload()
         outcome = ti_services.task_instance_state_update(
             task_instance_id=task_instance_id, payload=payload
         )
@@ -210,12 +229,18 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         operation_id="ti_run",
         summary="Mark a queued task instance as running and get its run context",
         request=ti_s.TIEnterRunningPayloadSerializer,
-        responses={200: ti_s.TIRunContextSerializer, **NOT_FOUND, **CONFLICT, **ERRORS},
+        responses={
+            200: ti_s.TIRunContextSerializer,
+            **BODY_ERRORS,
+            **NOT_FOUND,
+            **CONFLICT,
+            **ERRORS,
+        },
         tags=["Task Instances"],
     )
     @action(detail=True, methods=["patch"])
     def run(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        run = _valid(ti_s.TIEnterRunningPayloadSerializer(data=request.data)).run_start()
+        run = _valid(ti_s.TIEnterRunningPayloadSerializer(data=_body(request))).run_start()
         result = ti_services.task_instance_run_start(task_instance_id=task_instance_id, run=run)
         selectors.dag_run_consumed_events_prefetch(dag_run=result.task_instance.dag_run)
         return Response(ti_s.TIRunContextSerializer(result).data)
@@ -224,12 +249,18 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         operation_id="ti_heartbeat",
         summary="Heartbeat from the process running the task instance",
         request=ti_s.TIHeartbeatInfoSerializer,
-        responses={204: OpenApiResponse(description="Recorded"), **NOT_FOUND, **CONFLICT, **ERRORS},
+        responses={
+            204: OpenApiResponse(description="Recorded"),
+            **BODY_ERRORS,
+            **NOT_FOUND,
+            **CONFLICT,
+            **ERRORS,
+        },
         tags=["Task Instances"],
     )
     @action(detail=True, methods=["put"])
     def heartbeat(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        data = _valid(ti_s.TIHeartbeatInfoSerializer(data=request.data)).validated_data
+        data = _valid(ti_s.TIHeartbeatInfoSerializer(data=_body(request))).validated_data
         ti_services.task_instance_heartbeat(
             task_instance_id=task_instance_id, hostname=data["hostname"], pid=data["pid"]
         )
@@ -239,12 +270,12 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         operation_id="ti_put_rtif",
         summary="Store the rendered template fields of a task instance",
         request={"application/json": OpenApiTypes.OBJECT},
-        responses={201: common.MessageSerializer, **NOT_FOUND, **ERRORS},
+        responses={201: common.MessageSerializer, **BODY_ERRORS, **NOT_FOUND, **ERRORS},
         tags=["Task Instances"],
     )
     @action(detail=True, methods=["put"])
     def rtif(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        fields = common.StorableJSONField(object_only=True).run_validation(request.data)
+        fields = common.StorableJSONField(object_only=True).run_validation(_body(request))
         ti_services.task_instance_rendered_fields_set(
             task_instance_id=task_instance_id, rendered_fields=dict(fields)
         )
@@ -394,7 +425,7 @@ class XComView(ExecutionAPIView):
     def _query(self, serializer_class: type[Q]) -> Q:
         """The query parameters, once the path parameters are known to fit their columns."""
         _valid(xcom_s.XComPathSerializer(data=self.kwargs), location="path")
-        return _valid(serializer_class(data=self.request.query_params), location="query")
+        return _valid(serializer_class(data=self.request.query_params.dict()), location="query")
 
     @extend_schema(
         operation_id="get_xcom",
@@ -419,7 +450,7 @@ class XComView(ExecutionAPIView):
         summary="Store an XCom value (the body is the JSON value)",
         parameters=[xcom_s.XComSetQuerySerializer],
         request={"application/json": OpenApiTypes.ANY},
-        responses={201: common.MessageSerializer, **NOT_FOUND, **ERRORS},
+        responses={201: common.MessageSerializer, **BODY_ERRORS, **NOT_FOUND, **ERRORS},
         tags=["XComs"],
     )
     def post(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
@@ -429,7 +460,7 @@ class XComView(ExecutionAPIView):
             run_id=run_id,
             task_id=task_id,
             key=key,
-            value=common.StorableJSONField().run_validation(request.data),
+            value=common.StorableJSONField().run_validation(_body(request)),
             map_index=query.validated_data["map_index"],
         )
         message = {"message": "XCom successfully set"}

@@ -122,6 +122,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_PATCH": False,  # PATCH bodies here are whole payloads, not partial updates
     # this default schema is the execution API's; the operator API serves its own
     "PREPROCESSING_HOOKS": ["operatorapi.schema.exclude_operator_api"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",  # the default
+        "executionapi.schema.request_bodies_required",
+    ],
 }
 
 OPERATOR_API = {

@@ -13,6 +13,7 @@ The error shapes at the end only describe the responses ``executionapi.exception
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -22,7 +23,10 @@ from typing import Any
 
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.extensions import (
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import Direction
 from rest_framework import serializers
@@ -131,14 +135,89 @@ class AwareDateTimeField(serializers.DateTimeField):
             self.fail("invalid")
 
 
+class JSONStringField(serializers.CharField):
+    """A string of a JSON body, never coerced from another type (``0`` is not ``"0"``), as
+    pydantic checks ``str``; otherwise DRF's ``CharField``."""
+
+    default_error_messages = {"string_type": "Input should be a valid string"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("string_type")
+        return super().to_internal_value(data)
+
+
+class JSONStringFieldSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]  # drf-spectacular's registry hook
+    """In the OpenAPI schema such a string (and a :class:`StrictStringField`) holds no U+0000,
+    which no column stores: the server refuses it with a 422."""
+
+    target_class = "executionapi.serializers.common.JSONStringField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> Any:
+        schema = auto_schema._map_serializer_field(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema.setdefault("pattern", NO_NUL_PATTERN)
+        return schema
+
+
+#: A string without U+0000, in the OpenAPI schema (ECMA and Python regex alike).
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+
+
+class JSONIntegerField(serializers.IntegerField):
+    """An integer of a JSON body: a JSON integer, not a string or a float."""
+
+    default_error_messages = {"int_type": "Input should be a valid integer"}
+
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, int) or isinstance(data, bool):
+            self.fail("int_type")
+        return data
+
+
+class JSONNumberField(serializers.FloatField):
+    """A number of a JSON body: a finite JSON number, not a string."""
+
+    default_error_messages = {
+        "float_type": "Input should be a valid number",
+        "finite_number": "Input should be a finite number",
+    }
+
+    def to_internal_value(self, data: Any) -> float:
+        if not isinstance(data, int | float) or isinstance(data, bool):
+            self.fail("float_type")
+        try:
+            value = float(data)
+        except OverflowError:
+            self.fail("finite_number")
+        if not math.isfinite(value):
+            self.fail("finite_number")
+        return value
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """An integer query parameter: decimal digits with an optional ``-``, nothing else (DRF
+    would also take ``1.0``)."""
+
+    default_error_messages = {"int_parsing": "Input should be a valid integer"}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and not _INTEGER_TEXT.fullmatch(data):
+            self.fail("int_parsing")
+        return super().to_internal_value(data)  # type: ignore[no-any-return]
+
+
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")
+
+
 def name_field(**kwargs: Any) -> serializers.CharField:
     """A name or uri: 1 to 1500 characters, kept exactly as sent."""
-    return serializers.CharField(
-        min_length=1, max_length=NAME_LENGTH, trim_whitespace=False, **kwargs
-    )
+    return JSONStringField(min_length=1, max_length=NAME_LENGTH, trim_whitespace=False, **kwargs)
 
 
-class StrictStringField(serializers.CharField):
+class StrictStringField(JSONStringField):
     """A string checked as pydantic checks ``str`` (no coercion), in one pass.
 
     No validator objects: these fields are validated by the thousand. Absent → ``missing``

@@ -32,6 +32,9 @@ from assets_app.services.task_instances import (
 from executionapi.serializers.common import (
     INTEGER_MAX,
     AwareDateTimeField,
+    JSONIntegerField,
+    JSONNumberField,
+    JSONStringField,
     StrictSerializer,
     checked_json_value,
 )
@@ -44,10 +47,10 @@ from executionapi.serializers.outlets import (
 # --- PATCH state ----------------------------------------------------------------------------
 
 
-def rendered_map_index_field() -> serializers.CharField:
+def rendered_map_index_field() -> JSONStringField:
     """Optional; omitted keeps the stored value (``KEEP``), ``null`` clears it."""
     length = TaskInstance._meta.get_field("rendered_map_index").max_length
-    return serializers.CharField(
+    return JSONStringField(
         max_length=length, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
     )
 
@@ -118,8 +121,8 @@ class TIRetryStatePayloadSerializer(BasePayloadSerializer):
     state = serializers.ChoiceField(choices=[TaskInstanceState.UP_FOR_RETRY.value])
     end_date = AwareDateTimeField()
     rendered_map_index = rendered_map_index_field()
-    retry_delay_seconds = serializers.FloatField(required=False, allow_null=True)
-    retry_reason = serializers.CharField(
+    retry_delay_seconds = JSONNumberField(required=False, allow_null=True)
+    retry_reason = JSONStringField(
         required=False, allow_null=True, allow_blank=True, trim_whitespace=False
     )
 
@@ -145,6 +148,23 @@ class TIRescheduleStatePayloadSerializer(BasePayloadSerializer):
         return ReschedulePayload(reschedule_date=data["reschedule_date"], end_date=data["end_date"])
 
 
+class JSONDurationField(serializers.DurationField):
+    """A duration of a JSON body: a string (``"1 00:00:00"``, ``"P1D"``), not a number."""
+
+    default_error_messages = {"string_type": "Input should be a valid duration string"}
+
+    def to_internal_value(self, value: Any) -> timedelta:
+        if not isinstance(value, str):
+            self.fail("string_type")
+        return super().to_internal_value(value)
+
+
+@extend_schema_field(
+    {
+        "anyOf": [{"type": "object", "additionalProperties": {}}, {"type": "string"}],
+        "nullable": True,
+    }
+)
 class JSONObjectOrStringField(serializers.JSONField):
     """``trigger_kwargs``/``next_kwargs``: an object, a (serialized) string or null, storable
     (:func:`~executionapi.serializers.common.json_value_error`)."""
@@ -161,11 +181,11 @@ class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
     """``deferred``: the trigger to run and the method to resume with."""
 
     state = serializers.ChoiceField(choices=[TaskInstanceState.DEFERRED.value])
-    classpath = serializers.CharField(max_length=1000)
+    classpath = JSONStringField(min_length=1, max_length=1000)
     trigger_kwargs = JSONObjectOrStringField(required=False, allow_null=True)
-    trigger_timeout = serializers.DurationField(required=False, allow_null=True)
-    queue = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    next_method = serializers.CharField(max_length=1000)
+    trigger_timeout = JSONDurationField(required=False, allow_null=True)
+    queue = JSONStringField(required=False, allow_null=True, allow_blank=True)
+    next_method = JSONStringField(min_length=1, max_length=1000)
     next_kwargs = JSONObjectOrStringField(required=False, allow_null=True)
     rendered_map_index = rendered_map_index_field()
 
@@ -222,9 +242,9 @@ def state_payload_serializer(data: Any) -> BasePayloadSerializer:
 
 class TIEnterRunningPayloadSerializer(StrictSerializer):
     state = serializers.ChoiceField(choices=[TaskInstanceState.RUNNING.value])
-    hostname = serializers.CharField(max_length=1000)
-    unixname = serializers.CharField(max_length=1000)
-    pid = serializers.IntegerField(min_value=0, max_value=INTEGER_MAX)
+    hostname = JSONStringField(min_length=1, max_length=1000)
+    unixname = JSONStringField(min_length=1, max_length=1000)
+    pid = JSONIntegerField(min_value=0, max_value=INTEGER_MAX)
     start_date = AwareDateTimeField()
 
     def run_start(self) -> RunStart:
@@ -238,8 +258,8 @@ class TIEnterRunningPayloadSerializer(StrictSerializer):
 
 
 class TIHeartbeatInfoSerializer(StrictSerializer):
-    hostname = serializers.CharField(max_length=1000)
-    pid = serializers.IntegerField()
+    hostname = JSONStringField(min_length=1, max_length=1000)
+    pid = JSONIntegerField()
 
 
 # --- the run context (PATCH run's answer) ---------------------------------------------------

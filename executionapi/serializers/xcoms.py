@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from assets_app.models import ID_LENGTH, XCom
-from executionapi.serializers.common import INTEGER_MAX
+from executionapi.serializers.common import INTEGER_MAX, QueryIntegerField
 
 
 class XComPathSerializer(serializers.Serializer[Any]):
@@ -20,7 +20,7 @@ class XComPathSerializer(serializers.Serializer[Any]):
 
 
 class XComQuerySerializer(serializers.Serializer[Any]):
-    map_index = serializers.IntegerField(
+    map_index = QueryIntegerField(
         required=False,
         default=-1,
         min_value=-1,
@@ -34,7 +34,9 @@ class XComGetQuerySerializer(XComQuerySerializer):
 
 
 class XComSetQuerySerializer(XComQuerySerializer):
-    mapped_length = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    mapped_length = QueryIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=INTEGER_MAX
+    )
     dag_result = serializers.BooleanField(required=False, default=False)
 
 
