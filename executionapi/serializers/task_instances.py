@@ -11,8 +11,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import Direction, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
@@ -97,6 +99,22 @@ class TISuccessStatePayloadSerializer(BasePayloadSerializer):
             outlet_events=tuple(data["outlet_events"]),
             rendered_map_index=data.get("rendered_map_index", KEEP),
         )
+
+
+class SuccessPayloadSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]  # drf-spectacular's registry hook
+    """The success payload in the OpenAPI schema: Airflow 3's wire format. The seed format's
+    top-level ``asset_type`` is accepted but not described (see ``AssetProfileSchema``)."""
+
+    target_class = "executionapi.serializers.task_instances.TISuccessStatePayloadSerializer"
+    priority = 1  # over StrictSerializerSchema
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema["additionalProperties"] = False
+        schema["properties"].pop("asset_type", None)
+        return schema
 
 
 class TITerminalStatePayloadSerializer(BasePayloadSerializer):

@@ -11,12 +11,15 @@ from executionapi.serializers.common import INTEGER_MAX, QueryIntegerField
 
 
 class XComPathSerializer(serializers.Serializer[Any]):
-    """The path parameters, within the ``xcom`` columns (``run_id`` arrives unencoded)."""
+    """The path parameters, within the ``xcom`` columns (``run_id`` arrives unencoded); kept
+    exactly as sent (a key of whitespace is a key)."""
 
-    dag_id = serializers.CharField(max_length=ID_LENGTH)
-    run_id = serializers.CharField(max_length=ID_LENGTH)
-    task_id = serializers.CharField(max_length=ID_LENGTH)
-    key = serializers.CharField(max_length=XCom._meta.get_field("key").max_length)
+    dag_id = serializers.CharField(max_length=ID_LENGTH, trim_whitespace=False)
+    run_id = serializers.CharField(max_length=ID_LENGTH, trim_whitespace=False)
+    task_id = serializers.CharField(max_length=ID_LENGTH, trim_whitespace=False)
+    key = serializers.CharField(
+        max_length=XCom._meta.get_field("key").max_length, trim_whitespace=False
+    )
 
 
 class XComQuerySerializer(serializers.Serializer[Any]):
