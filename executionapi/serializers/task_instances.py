@@ -166,6 +166,15 @@ class TIRescheduleStatePayloadSerializer(BasePayloadSerializer):
         return ReschedulePayload(reschedule_date=data["reschedule_date"], end_date=data["end_date"])
 
 
+#: The durations the schema describes (Django parses a few more): ``[DD ][[HH:]MM:]SS[.ffffff]``
+#: or ISO 8601 ``[±]P[nD][T[nH][nM][n[.f]S]]`` as pydantic writes a ``timedelta``.
+DURATION_PATTERN = (
+    r"^(-?[0-9]{1,5} )?([0-9]{1,2}:)?([0-9]{1,2}:)?[0-9]{1,2}(\.[0-9]{1,6})?$"
+    r"|^[-+]?P([0-9]{1,5}D)?(T([0-9]{1,2}H)?([0-9]{1,2}M)?([0-9]{1,2}(\.[0-9]{1,6})?S)?)?$"
+)
+
+
+@extend_schema_field({"type": "string", "pattern": DURATION_PATTERN})
 class JSONDurationField(serializers.DurationField):
     """A duration of a JSON body: a string (``"1 00:00:00"``, ``"P1D"``), not a number."""
 
