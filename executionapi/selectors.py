@@ -7,7 +7,7 @@ serializer that renders them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
@@ -93,7 +93,7 @@ ASSET_EVENTS_PAGE = 500
 
 def asset_events_pages(
     events: QuerySet[AssetEvent], *, page_size: int | None = None
-) -> Iterator[list[AssetEvent]]:
+) -> Generator[list[AssetEvent]]:
     """``events`` in pages of ``page_size`` (:data:`ASSET_EVENTS_PAGE`), each with its assets
     and consumed runs: one query per page for the events (a server-side cursor on
     PostgreSQL), and one for the runs of the page. The last page may be short or empty."""

@@ -11,8 +11,8 @@ import itertools
 import json
 import logging
 import uuid
-from collections.abc import Iterator
-from typing import Any, TypeVar
+from collections.abc import Generator, Iterator
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -348,13 +348,14 @@ def asset_events_response(events: QuerySet[AssetEvent]) -> HttpResponseBase:
     return StreamingHttpResponse(_rendered_pages(first, pages), content_type="application/json")
 
 
-def _rendered_pages(first: list[AssetEvent], rest: Iterator[list[AssetEvent]]) -> Iterator[bytes]:
+def _rendered_pages(first: list[AssetEvent], rest: Generator[list[AssetEvent]]) -> Iterator[bytes]:
     renderer = UTF8JSONRenderer()
     yield b'{"asset_events":['
     separator = b""
     for page in itertools.chain([first], rest):
         if page:
-            items = renderer.render(asset_s.AssetEventResponseSerializer(page, many=True).data)
+            serializer = asset_s.AssetEventResponseSerializer(cast(Any, page), many=True)
+            items = renderer.render(serializer.data)
             yield separator + items[1:-1]  # the items without the list's brackets
             separator = b","
     yield b"]}"
@@ -381,7 +382,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
         tags=["Asset Events"],
     )
     @action(detail=False, methods=["get"], url_path="by-asset")
-    def by_asset(self, request: Request) -> Response:
+    def by_asset(self, request: Request) -> HttpResponseBase:
         query = _valid(
             asset_s.AssetEventsByAssetQuerySerializer(data=request.query_params.dict()),
             location="query",
@@ -403,7 +404,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
         tags=["Asset Events"],
     )
     @action(detail=False, methods=["get"], url_path="by-asset-alias")
-    def by_asset_alias(self, request: Request) -> Response:
+    def by_asset_alias(self, request: Request) -> HttpResponseBase:
         query = _valid(
             asset_s.AssetEventsByAliasQuerySerializer(data=request.query_params.dict()),
             location="query",

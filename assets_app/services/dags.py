@@ -36,6 +36,7 @@ from assets_app.models import (
     DagScheduleAssetNameReference,
     DagScheduleAssetReference,
     DagScheduleAssetUriReference,
+    DagTask,
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
@@ -95,6 +96,7 @@ def dags_declare(*, manifest: Manifest, fileloc: str) -> DeclareResult:
     assets = _assets_upsert(manifest.assets, now=now)
     aliases = _aliases_upsert(manifest.aliases)
     _dags_upsert(manifest.dags, existing=existing, fileloc=fileloc, now=now)
+    _dag_tasks_sync(manifest.dags)
     _dags_mark_stale(stale_ids, now=now)
     _references_sync(
         manifest.dags, dag_ids=touched_ids, asset_ids=assets.ids, alias_ids=aliases.ids
@@ -179,6 +181,26 @@ def _dags_upsert(
             "fileloc",
             "last_parsed_time",
         ],
+    )
+
+
+def _dag_tasks_sync(dags: Iterable[DagDecl]) -> None:
+    """Each declared DAG's ``DagTask`` rows become exactly its declared tasks."""
+    dags = list(dags)
+    DagTask.objects.filter(dag_id__in=[decl.dag_id for decl in dags]).delete()
+    DagTask.objects.bulk_create(
+        [
+            DagTask(
+                dag_id=decl.dag_id,
+                task_id=task.task_id,
+                retries=task.retries,
+                retry_delay=task.retry_delay,
+                callable=task.callable,
+                airflow_dag_file=task.airflow_dag_file,
+            )
+            for decl in dags
+            for task in decl.tasks
+        ]
     )
 
 

@@ -6,10 +6,14 @@ when the file name ends in ``.json``)::
     dags:
       - dag_id: asset_s3_bucket_producer     # 1-250 chars of letters, digits, _ . -
         is_paused: false                     # optional; default false on creation, kept after
+        airflow_dag_file: dags/producer.py   # optional: a real Airflow DAG file runs the tasks
         tasks:
           - task_id: produce_asset_events
             outlets: [{asset: {uri: "s3://bucket/my-task"}}]
             inlets: []
+            retries: 2                       # optional; default 0 (Airflow's default)
+            retry_delay: 60                  # optional; seconds, default 300
+            callable: tasks/orders.py:export # optional: task_sdk code (or package.module:func)
       - dag_id: asset_s3_bucket_consumer
         schedule: {asset: {uri: "s3://bucket/my-task"}}
 
@@ -22,7 +26,11 @@ Inlet/outlet entries and schedule leaves:
 - ``{alias: NAME}`` or ``{alias: {name: NAME, group: G}}``.
 
 A schedule is one leaf, ``{all: [...]}``, ``{any: [...]}`` (nestable), or a plain list (all
-of). It parses into an ``assets_app.conditions`` tree whose leaves are the task SDK's keys and
+of). Paths in ``callable`` and ``airflow_dag_file`` are relative to the manifest's folder;
+a task has either (its own ``callable`` wins over its DAG's ``airflow_dag_file``) or neither
+(then nothing can run it automatically; ``create_task_instance`` still works).
+
+A schedule parses into an ``assets_app.conditions`` tree whose leaves are the task SDK's keys and
 references; ``conditions.condition_expression`` is its stored form. The assets and aliases a
 manifest declares (with the group/extra the upserts need) are merged across the whole file: an
 asset declared twice with two different groups or extras is an error.
@@ -77,11 +85,20 @@ class AliasDecl:
 Declaration = AssetDecl | AliasDecl
 
 
+#: Airflow's defaults for ``retries`` and ``retry_delay`` (seconds).
+DEFAULT_RETRIES = 0
+DEFAULT_RETRY_DELAY = 300.0
+
+
 @dataclass(frozen=True)
 class TaskDecl:
     task_id: str
     outlets: tuple[Leaf, ...] = ()
     inlets: tuple[Leaf, ...] = ()
+    retries: int = DEFAULT_RETRIES
+    retry_delay: float = DEFAULT_RETRY_DELAY
+    callable: str = ""  # absolute "path/file.py:function" or "package.module:function"
+    airflow_dag_file: str = ""  # absolute path of a real Airflow DAG file
 
 
 @dataclass(frozen=True)
@@ -137,17 +154,24 @@ def manifest_read(path: Path) -> Any:
 
 def manifest_load(path: Path) -> Manifest:
     """Read and validate a manifest file; error places start with the file's name."""
-    return manifest_parse(manifest_read(path), source=path.name)
+    resolved = path.expanduser().resolve()
+    return manifest_parse(manifest_read(resolved), source=path.name, base_dir=resolved.parent)
 
 
-def manifest_parse(document: Any, *, source: str = "manifest") -> Manifest:
-    """Validate a raw manifest document (see the module docstring) into typed declarations."""
+def manifest_parse(
+    document: Any, *, source: str = "manifest", base_dir: Path | None = None
+) -> Manifest:
+    """Validate a raw manifest document (see the module docstring) into typed declarations.
+
+    Relative code paths resolve against ``base_dir`` (default: the current directory).
+    """
     spec = _check_keys(document, source, allowed={"dags"}, required={"dags"})
     if not isinstance(spec["dags"], list):
         raise ManifestError(f"{source}.dags: expected a list")
     declared: list[Declaration] = []
+    base = (base_dir or Path.cwd()).resolve()
     dags = tuple(
-        _parse_dag(dag, f"{source}.dags[{i}]", declared) for i, dag in enumerate(spec["dags"])
+        _parse_dag(dag, f"{source}.dags[{i}]", declared, base) for i, dag in enumerate(spec["dags"])
     )
     _check_unique([dag.dag_id for dag in dags], f"{source}: duplicate dag_id(s)")
     return Manifest(dags=dags, assets=_merge_assets(declared), aliases=_merge_aliases(declared))
@@ -299,29 +323,75 @@ def _parse_leaves(value: Any, where: str, declared: list[Declaration]) -> tuple[
 # --- tasks and DAGs --------------------------------------------------------------------------
 
 
-def _parse_task(value: Any, where: str, declared: list[Declaration]) -> TaskDecl:
-    spec = _check_keys(value, where, allowed={"task_id", "outlets", "inlets"}, required={"task_id"})
+_TASK_KEYS = {"task_id", "outlets", "inlets", "retries", "retry_delay", "callable"}
+_DAG_KEYS = {"dag_id", "is_paused", "tasks", "schedule", "airflow_dag_file"}
+
+
+def _parse_task(
+    value: Any, where: str, declared: list[Declaration], base: Path, airflow_dag_file: str
+) -> TaskDecl:
+    spec = _check_keys(value, where, allowed=_TASK_KEYS, required={"task_id"})
+    retries = spec.get("retries", DEFAULT_RETRIES)
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10_000:
+        raise ManifestError(f"{where}.retries: expected a whole number from 0 to 10000")
+    retry_delay = spec.get("retry_delay", DEFAULT_RETRY_DELAY)
+    if (
+        isinstance(retry_delay, bool)
+        or not isinstance(retry_delay, int | float)
+        or not 0 <= retry_delay <= 365 * 86400
+    ):
+        raise ManifestError(f"{where}.retry_delay: expected seconds from 0 to 31536000")
+    code = (
+        _parse_callable(spec["callable"], f"{where}.callable", base) if "callable" in spec else ""
+    )
     return TaskDecl(
         task_id=_check_id(spec["task_id"], f"{where}.task_id"),
         outlets=_parse_leaves(spec.get("outlets"), f"{where}.outlets", declared),
         inlets=_parse_leaves(spec.get("inlets"), f"{where}.inlets", declared),
+        retries=retries,
+        retry_delay=float(retry_delay),
+        callable=code,
+        airflow_dag_file="" if code else airflow_dag_file,
     )
 
 
-def _parse_dag(value: Any, where: str, declared: list[Declaration]) -> DagDecl:
-    spec = _check_keys(
-        value, where, allowed={"dag_id", "is_paused", "tasks", "schedule"}, required={"dag_id"}
-    )
+def _parse_callable(value: Any, where: str, base: Path) -> str:
+    """``file.py:function`` (made absolute) or ``package.module:function``."""
+    if not isinstance(value, str) or value.count(":") != 1:
+        raise ManifestError(
+            f"{where}: expected 'path/to/file.py:function' or 'package.module:function', "
+            f"got {value!r}"
+        )
+    target, function = value.split(":")
+    if not function.isidentifier():
+        raise ManifestError(f"{where}: {function!r} is not a function name")
+    if target.endswith(".py"):
+        return f"{(base / target).resolve()}:{function}"
+    if not all(part.isidentifier() for part in target.split(".")):
+        raise ManifestError(f"{where}: {target!r} is neither a .py file nor a module path")
+    return value
+
+
+def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) -> DagDecl:
+    spec = _check_keys(value, where, allowed=_DAG_KEYS, required={"dag_id"})
     dag_id = _check_id(spec["dag_id"], f"{where}.dag_id")
     is_paused = spec.get("is_paused")
     if is_paused is not None and not isinstance(is_paused, bool):
         raise ManifestError(f"{where}.is_paused: expected true or false")
+    airflow_dag_file = spec.get("airflow_dag_file", "")
+    if not isinstance(airflow_dag_file, str) or (
+        airflow_dag_file and not airflow_dag_file.endswith(".py")
+    ):
+        raise ManifestError(f"{where}.airflow_dag_file: expected the path of a .py file")
+    if airflow_dag_file:
+        airflow_dag_file = str((base / airflow_dag_file).resolve())
     tasks_raw = spec.get("tasks") or []
     if not isinstance(tasks_raw, list):
         raise ManifestError(f"{where}.tasks: expected a list")
     task_declared: list[Declaration] = []
     tasks = tuple(
-        _parse_task(task, f"{where}.tasks[{i}]", task_declared) for i, task in enumerate(tasks_raw)
+        _parse_task(task, f"{where}.tasks[{i}]", task_declared, base, airflow_dag_file)
+        for i, task in enumerate(tasks_raw)
     )
     _check_unique([task.task_id for task in tasks], f"{where}: duplicate task_id(s)")
     schedule = None

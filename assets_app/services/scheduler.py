@@ -28,8 +28,9 @@ under locks:
 4. Create the ``DagRun`` (``asset_triggered``, state ``queued``, ``logical_date`` and data
    interval null, ``run_after`` = newest queue row's ``created_at``, run id
    ``asset_triggered__<run_after ISO>_<8 random chars>`` — as Airflow 3), its
-   ``dagrun_asset_event`` rows, one ``queued`` task instance per declared task
-   (``Dag.task_ids``; else the task ids of its inlet/outlet references), and delete the locked
+   ``dagrun_asset_event`` rows, one ``scheduled`` task instance per declared task
+   (``Dag.task_ids``; else the task ids of its inlet/outlet references; ``max_tries`` = the
+   task's ``retries``) for a worker to claim, and delete the locked
    queue rows. If every event was already consumed (a queue row re-added by a producer whose
    event the previous run took), the rows are deleted and no run is created: never two runs
    for one set of events.
@@ -95,6 +96,7 @@ from assets_app.models import (
     DagRunAssetEvent,
     DagRunState,
     DagRunType,
+    DagTask,
     TaskInletAssetReference,
     TaskInstance,
     TaskInstanceState,
@@ -291,6 +293,11 @@ def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
             [DagRunAssetEvent(dag_run=run, event_id=event_id) for event_id in event_ids]
         )
         task_ids = _dag_task_ids(dag)
+        retries = dict(
+            DagTask.objects.filter(dag_id=dag_id, task_id__in=task_ids).values_list(
+                "task_id", "retries"
+            )
+        )
         TaskInstance.objects.bulk_create(
             [
                 TaskInstance(
@@ -300,8 +307,8 @@ def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
                     task_id=task_id,
                     map_index=-1,
                     try_number=1,
-                    max_tries=0,
-                    state=TaskInstanceState.QUEUED,
+                    max_tries=retries.get(task_id, 0),
+                    state=TaskInstanceState.SCHEDULED,
                 )
                 for task_id in task_ids
             ]

@@ -151,6 +151,10 @@ EXECUTION_API = {
 # Largest `extra` (and `dest_asset_extra`) of an asset event, in bytes of compact JSON, that a
 # task may report; bigger → 422 naming the event. Airflow has no cap: keep it generous.
 ASSET_EVENT_EXTRA_MAX_BYTES = env.int("ASSET_EVENT_EXTRA_MAX_BYTES", default=1024 * 1024)
+# Seconds without a heartbeat (or, before the first, since its start) after which the scheduler
+# fails a running task instance, or sets it up_for_retry while tries remain (Airflow's
+# [scheduler] task_instance_heartbeat_timeout).
+TASK_INSTANCE_HEARTBEAT_TIMEOUT = env.float("TASK_INSTANCE_HEARTBEAT_TIMEOUT", default=300.0)
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 

@@ -206,7 +206,7 @@ class QueryIntegerField(serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, str) and not _INTEGER_TEXT.fullmatch(data):
             self.fail("int_parsing")
-        return super().to_internal_value(data)  # type: ignore[no-any-return]
+        return super().to_internal_value(data)
 
 
 _INTEGER_TEXT = re.compile(r"-?[0-9]+")

@@ -21,6 +21,7 @@ from assets_app.models import (
     DagScheduleAssetNameReference,
     DagScheduleAssetReference,
     DagScheduleAssetUriReference,
+    DagTask,
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
@@ -110,6 +111,53 @@ def test_declaring_the_example_twice_gives_the_same_rows():
     # then
     assert snapshot() == first
     assert result.assets_created == 0
+
+
+def test_declared_tasks_are_stored_with_retries_and_code_and_replaced_on_redeclare(tmp_path):
+    # given
+    path = write(
+        tmp_path,
+        {
+            "dags": [
+                {
+                    "dag_id": "d",
+                    "tasks": [
+                        {"task_id": "a", "retries": 3, "retry_delay": 10, "callable": "t.py:f"},
+                        {"task_id": "b"},
+                    ],
+                }
+            ]
+        },
+    )
+    declare(path)
+    assert list(DagTask.objects.values_list("task_id", "retries", "retry_delay")) == [
+        ("a", 3, 10.0),
+        ("b", 0, 300.0),
+    ]
+
+    # when: declared again without task a
+    path.write_text(json.dumps({"dags": [{"dag_id": "d", "tasks": [{"task_id": "b"}]}]}))
+    declare(path)
+
+    # then
+    assert list(
+        DagTask.objects.values_list("dag_id", "task_id", "retries", "retry_delay", "callable")
+    ) == [("d", "b", 0, 300.0, "")]
+
+
+def test_declared_task_rows_keep_retries_and_absolute_callable(tmp_path):
+    path = write(
+        tmp_path,
+        {
+            "dags": [
+                {"dag_id": "d", "tasks": [{"task_id": "a", "retries": 3, "callable": "t.py:f"}]}
+            ]
+        },
+    )
+    declare(path)
+    assert list(DagTask.objects.values_list("task_id", "retries", "callable")) == [
+        ("a", 3, f"{tmp_path.resolve()}/t.py:f")
+    ]
 
 
 def test_all_of_any_of_nested_and_refs_are_stored(tmp_path):

@@ -252,6 +252,41 @@ def test_json_manifest_is_read_as_json(tmp_path):
             id="airflow-scheme",
         ),
         pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, retries: -1}]}",
+            "dags[0].tasks[0].retries: expected a whole number",
+            id="retries-negative",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, retries: true}]}",
+            "retries: expected a whole number",
+            id="retries-bool",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, retry_delay: '5m'}]}",
+            "retry_delay: expected seconds",
+            id="retry-delay-string",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, callable: 'tasks.py'}]}",
+            "callable: expected 'path/to/file.py:function'",
+            id="callable-no-function",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, callable: 'tasks.py:1x'}]}",
+            "is not a function name",
+            id="callable-bad-function",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, tasks: [{task_id: t, callable: 'a b/c:f'}]}",
+            "neither a .py file nor a module path",
+            id="callable-bad-target",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, airflow_dag_file: dags.txt}",
+            "airflow_dag_file: expected the path of a .py file",
+            id="airflow-dag-file",
+        ),
+        pytest.param(
             "dags:\n  - dag_id: d\n    tasks:\n      - task_id: t\n        outlets:\n"
             "          - {asset: {name: a, extra: {v: 1}}}\n"
             "          - {asset: {name: a, extra: {v: 2}}}",
@@ -271,6 +306,31 @@ def test_invalid_manifest_is_rejected_with_a_precise_message(tmp_path, content, 
 
     # then
     assert message in str(error.value)
+
+
+def test_task_retries_and_code_locations_parse_relative_to_the_manifest(tmp_path):
+    # given
+    path = tmp_path / "sub" / "dags.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        "dags:\n"
+        "  - dag_id: d\n"
+        "    airflow_dag_file: airflow/d.py\n"
+        "    tasks:\n"
+        "      - {task_id: own, callable: 'tasks/orders.py:export', retries: 2, retry_delay: 1.5}\n"
+        "      - {task_id: mod, callable: 'pkg.mod:run'}\n"
+        "      - {task_id: dagfile}\n"
+    )
+
+    # when
+    own, mod, dagfile = manifest_load(path).dags[0].tasks
+
+    # then
+    assert (own.retries, own.retry_delay) == (2, 1.5)
+    assert own.callable == f"{tmp_path}/sub/tasks/orders.py:export"
+    assert own.airflow_dag_file == ""
+    assert (mod.callable, mod.retries, mod.retry_delay) == ("pkg.mod:run", 0, 300.0)
+    assert (dagfile.callable, dagfile.airflow_dag_file) == ("", f"{tmp_path}/sub/airflow/d.py")
 
 
 def test_error_places_start_with_the_file_name(tmp_path):

@@ -32,6 +32,7 @@ from assets_app.services.scheduler import (
     dag_asset_triggered_run_create,
     scheduler_pass,
 )
+from assets_app.services.task_instances import task_instances_claim
 from assets_app.tokens import token_issue
 from task_sdk.definitions import AssetUniqueKey
 from tests.factories import (
@@ -140,7 +141,7 @@ def test_seed_alias_event_triggers_both_consumers_once(seed_consumers):
         assert run.data_interval_start is None
         assert RUN_ID.fullmatch(run.run_id)
         assert list(run.task_instances.values_list("task_id", "state", "try_number")) == [
-            (dag.task_ids[0], "queued", 1)
+            (dag.task_ids[0], "scheduled", 1)
         ]
     assert set(event.created_dagruns.values_list("dag_id", flat=True)) == {
         "asset_alias_example_alias_consumer",
@@ -189,11 +190,12 @@ def test_scheduled_task_instance_starts_with_its_runs_consumed_events(seed_consu
     event = emit(asset, via=alias)
     queue(by_alias, asset)
     (created,) = scheduler_pass().created
-    ti = TaskInstance.objects.get(dag_run_id=created.dag_run_pk)
+    (ti,) = task_instances_claim(limit=10)
+    assert ti.dag_run_id == created.dag_run_pk
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(task_instance_id=ti.pk)}")
 
-    # when: the worker starts the queued task instance
+    # when: the worker starts the task instance it claimed
     response = client.patch(
         f"/execution/task-instances/{ti.pk}/run",
         {
@@ -587,9 +589,9 @@ def test_task_instances_from_declared_tasks():
     # then
     tis = TaskInstance.objects.filter(dag_run_id=created.dag_run_pk).order_by("task_id")
     assert [(ti.task_id, ti.state, ti.run_id, ti.map_index) for ti in tis] == [
-        ("extract", "queued", created.run_id, -1),
-        ("load", "queued", created.run_id, -1),
-        ("transform", "queued", created.run_id, -1),
+        ("extract", "scheduled", created.run_id, -1),
+        ("load", "scheduled", created.run_id, -1),
+        ("transform", "scheduled", created.run_id, -1),
     ]
 
 
@@ -629,14 +631,15 @@ def test_query_count_per_triggered_dag_is_constant(django_assert_num_queries):
     queue(dag, x)
 
     # when / then
-    with django_assert_num_queries(16):
+    with django_assert_num_queries(17):
         # the pass, no locks:  1 queue rows  2 their DAGs' expressions  3 assets by key
         #                      4 alias → assets
         # the DAG's transaction (here a SAVEPOINT inside the test's transaction), the same on
         # PostgreSQL and SQLite (no table lock):
         #   lock the DAG row, lock its queue rows, assets by key, alias → assets,
         #   previous run's created_at, unconsumed event ids, insert the run, insert its
-        #   consumed events, insert its TIs, delete the queue rows, RELEASE SAVEPOINT
+        #   consumed events, the tasks' retries, insert its TIs, delete the queue rows,
+        #   RELEASE SAVEPOINT
         (created,) = scheduler_pass().created
     assert len(created.event_ids) == 60
 

@@ -34,7 +34,7 @@ def test_demo_records_the_seed_scenario(transactional_db):
     consumed = {dag_id: set(run.consumed_events.all()) for dag_id, run in runs.items()}
     assert consumed["asset_s3_bucket_consumer"] == {direct, through_alias}
     assert consumed["asset_alias_example_alias_consumer"] == {through_alias}
-    assert TaskInstance.objects.filter(dag_run__in=runs.values(), state="queued").count() == 2
+    assert TaskInstance.objects.filter(dag_run__in=runs.values(), state="scheduled").count() == 2
     assert "example-alias → s3://bucket/my-task" in text
     assert "source aliases: example-alias" in text
     assert "asset_s3_bucket_consumer waits on s3://bucket/my-task" in text

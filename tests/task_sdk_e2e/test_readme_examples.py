@@ -12,11 +12,12 @@ import re
 import pytest
 import yaml
 
-from assets_app.models import AssetEvent, TaskInstance, XCom
+from assets_app.models import AssetEvent, XCom
 from assets_app.services.dag_runs import task_instance_create
 from assets_app.services.dags import dags_declare
 from assets_app.services.manifest import manifest_parse
 from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.task_instances import task_instances_claim
 from tests.live_server import REPO
 from tests.task_sdk_e2e.test_task_sdk_e2e import run_task_instance
 
@@ -69,7 +70,8 @@ def test_write_a_task_examples_run_as_written(server, transactional_db, tmp_path
     assert events["s3://warehouse/exports/manual__2025-01-01"].extra == {"rows": 1234}
 
     [run] = [r for r in scheduler_pass().created if r.dag_id == "orders_report"]
-    consumer = TaskInstance.objects.get(dag_id="orders_report", run_id=run.run_id)
+    (consumer,) = task_instances_claim(limit=1)  # as the worker does
+    assert (consumer.dag_id, consumer.run_id) == ("orders_report", run.run_id)
     consumed = run_task_instance(
         server.url, consumer, f"{tasks / 'report_orders.py'}:report_orders"
     )

@@ -34,6 +34,7 @@ from assets_app.services.dag_runs import task_instance_create
 from assets_app.services.dags import dags_declare
 from assets_app.services.manifest import manifest_parse
 from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.task_instances import task_instances_claim
 from assets_app.tokens import token_issue
 from tests.live_server import REPO
 
@@ -328,7 +329,8 @@ def test_consumer_reads_the_events_the_producers_recorded(server, declared):
     assert [r.process.returncode for r in (first, second, aliased)] == [0, 0, 0]
     [first_event], [second_event] = first.events, second.events
     [created] = [run for run in scheduler_pass().created if run.dag_id == "e2e_orders_consumer"]
-    consumer = TaskInstance.objects.get(dag_id="e2e_orders_consumer", task_id="consume")
+    (consumer,) = task_instances_claim(limit=1)  # as the worker does
+    assert (consumer.dag_id, consumer.task_id) == ("e2e_orders_consumer", "consume")
     assert consumer.run_id == created.run_id
 
     # when

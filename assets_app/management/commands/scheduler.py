@@ -1,4 +1,6 @@
-"""``manage.py scheduler``: create asset-triggered DAG runs from the queue, pass after pass."""
+"""``manage.py scheduler``: create asset-triggered DAG runs from the queue, pass after pass,
+each pass also doing the task instances' upkeep (reaping timed-out ones, scheduling due
+retries: ``assets_app.services.upkeep``)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, close_old_connections, connection
 
 from assets_app.services.scheduler import Outcome, SchedulerPassResult, scheduler_pass
+from assets_app.services.upkeep import UpkeepResult, upkeep_pass
 
 
 class Command(BaseCommand):
     help = (
         "Turn asset_dag_run_queue rows into asset-triggered DAG runs when a consumer's asset "
-        "condition is met. Runs passes every --interval seconds until stopped (SIGTERM or "
-        "Ctrl-C), or one pass with --once. Several schedulers may run at once."
+        "condition is met; fail (or retry) running task instances whose heartbeat timed out "
+        "(TASK_INSTANCE_HEARTBEAT_TIMEOUT) and schedule retries whose delay has passed. Runs "
+        "passes every --interval seconds until stopped (SIGTERM or Ctrl-C), or one pass with "
+        "--once. Several schedulers may run at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -60,6 +65,7 @@ class Command(BaseCommand):
             while not stop.is_set():
                 self._refresh_connection()
                 try:
+                    self._report_upkeep(upkeep_pass())
                     result = scheduler_pass(max_dags=options["max_dags"])
                 except DatabaseError as exc:
                     # e.g. the database restarted: report, drop the connection, try again.
@@ -91,6 +97,18 @@ class Command(BaseCommand):
         failed = result.count(Outcome.FAILED)
         if failed:
             self.stderr.write(f"{failed} DAG(s) failed this pass; see the log")
+
+    def _report_upkeep(self, result: UpkeepResult) -> None:
+        for reaped in result.reaped:
+            self.stdout.write(
+                f"reaped {reaped.label} try {reaped.try_number} (heartbeat timed out): "
+                f"{reaped.state}"
+            )
+        if result.retries_scheduled or result.reschedules_scheduled:
+            self.stdout.write(
+                f"scheduled {result.retries_scheduled} retry(ies), "
+                f"{result.reschedules_scheduled} reschedule(s)"
+            )
 
     @staticmethod
     def _refresh_connection() -> None:

@@ -12,7 +12,6 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +29,7 @@ from assets_app.models import (
 )
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
 from assets_app.services.scheduler import scheduler_pass
+from config.env import BASE_DIR
 from devtools.processes import (
     ServerStartError,
     current_database_url,
@@ -39,7 +39,7 @@ from devtools.processes import (
 from task_sdk.client import Client
 from task_sdk.supervisor import Supervisor
 
-REPO = Path(settings.BASE_DIR)
+REPO = BASE_DIR
 MANIFEST = REPO / "examples" / "dags.yaml"
 TASKS = REPO / "examples" / "tasks" / "seed_producers.py"
 #: (dag_id, task_id, function in TASKS): the seed's producers, in the seed's order.
@@ -137,8 +137,9 @@ class Command(BaseCommand):
         )
         for event in events:
             aliases = ", ".join(a.name for a in event.source_aliases.all()) or "none"
+            uri = event.asset.uri if event.asset else "(deleted asset)"
             write(
-                f"  #{event.pk} {event.asset.uri} from {event.source_dag_id}."
+                f"  #{event.pk} {uri} from {event.source_dag_id}."
                 f"{event.source_task_id} extra={event.extra} source aliases: {aliases}"
             )
 
@@ -158,7 +159,7 @@ class Command(BaseCommand):
             write(
                 f"  created {run.dag_id} {run.run_id}: consumed event(s) "
                 f"{', '.join(f'#{pk}' for pk in run.event_ids)}, "
-                f"queued task(s) {', '.join(run.task_ids) or 'none'}"
+                f"scheduled task(s) {', '.join(run.task_ids) or 'none'}"
             )
         if not created:
             write("  no consumer was ready")
