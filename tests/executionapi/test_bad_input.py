@@ -160,6 +160,15 @@ CASES = [
     ),
     pytest.param(RTIF, f'{{"d": {nested(1000)}}}', [], id="rtif-1000-levels"),
     pytest.param(XCOM, nested(5000), [], id="xcom-5000-levels"),
+    # 5. what the schema says: a string is not coerced from a number; a body is required
+    pytest.param(
+        STATE,
+        f'{{"state": "failed", "end_date": "{END}", "rendered_map_index": 0}}',
+        ["rendered_map_index"],
+        id="rendered-map-index-int",
+    ),
+    pytest.param(RTIF, "", [], id="rtif-no-body"),
+    pytest.param(XCOM, "", [], id="xcom-no-body"),
 ]
 
 
