@@ -8,19 +8,35 @@ Claims: ``sub`` (task instance UUID), ``aud``, ``iat``, ``nbf``, ``exp``, ``jti`
 
 from __future__ import annotations
 
+import functools
+import os
+import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import jwt
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from assets_app.exceptions import TokenError
 
 ALGORITHM = "HS512"
 #: A token with less than this share of its lifetime left is refreshed in the response.
 REFRESH_WHEN_REMAINING = 0.2
+#: The longest lifetime a token may be issued for: ten years (longer ones overflow dates).
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+
+
+def ttl_problem(ttl_seconds: int) -> str | None:
+    """Why a token lifetime cannot be used (``None`` when it can)."""
+    if ttl_seconds <= 0:
+        return f"must be a positive number of seconds, got {ttl_seconds}"
+    if ttl_seconds > MAX_TTL_SECONDS:
+        return f"must be at most {MAX_TTL_SECONDS} seconds (ten years), got {ttl_seconds}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -43,12 +59,55 @@ def _config() -> dict[str, Any]:
     return settings.EXECUTION_API
 
 
+def signing_secret() -> str:
+    """``EXECUTION_API["JWT_SECRET"]``, else the secret kept in ``DATA_DIR/jwt_secret``,
+    generated there the first time a token is signed or checked."""
+    configured: str = _config()["JWT_SECRET"]
+    return configured or _kept_secret(Path(settings.DATA_DIR) / "jwt_secret")
+
+
+@functools.cache
+def _kept_secret(path: Path) -> str:
+    """The secret in ``path``; a new one written there if there is none.
+
+    The file is created with mode 0600 and appears complete or not at all (written aside,
+    then hard-linked into place); when two processes race, both use the first one linked.
+    """
+    try:
+        return _read_secret(path)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(48)  # 64 characters
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(value)
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(aside, path)
+        except FileExistsError:  # another process was first: use its secret
+            return _read_secret(path)
+    finally:
+        os.unlink(aside)
+    return value
+
+
+def _read_secret(path: Path) -> str:
+    value = path.read_text().strip()
+    if not value:
+        raise ImproperlyConfigured(f"{path} is empty: delete it to have a new secret generated")
+    return value
+
+
 def token_issue(*, task_instance_id: str | uuid.UUID, ttl_seconds: int | None = None) -> str:
     """Sign a token for one task instance, valid for ``ttl_seconds`` (default from settings)."""
     config = _config()
     ttl = config["JWT_TTL_SECONDS"] if ttl_seconds is None else ttl_seconds
-    if ttl <= 0:
-        raise ValueError("ttl_seconds must be positive")
+    if (problem := ttl_problem(ttl)) is not None:
+        raise ValueError(f"ttl_seconds {problem}")
     now = datetime.now(tz=UTC)
     claims: dict[str, Any] = {
         "sub": str(task_instance_id),
@@ -60,7 +119,7 @@ def token_issue(*, task_instance_id: str | uuid.UUID, ttl_seconds: int | None = 
     }
     if config.get("JWT_ISSUER"):
         claims["iss"] = config["JWT_ISSUER"]
-    return jwt.encode(claims, config["JWT_SECRET"], algorithm=ALGORITHM)
+    return jwt.encode(claims, signing_secret(), algorithm=ALGORITHM)
 
 
 def token_decode(token: str) -> TokenClaims:
@@ -73,7 +132,7 @@ def token_decode(token: str) -> TokenClaims:
     try:
         claims = jwt.decode(
             token,
-            config["JWT_SECRET"],
+            signing_secret(),
             algorithms=[ALGORITHM],
             audience=config["JWT_AUDIENCE"],
             leeway=config["JWT_LEEWAY_SECONDS"],

@@ -1,10 +1,13 @@
-"""The rule for DAG, task and run ids, shared by the manifest and ``create_task_instance``."""
+"""Input rules shared by several entry points: DAG, task and run ids (the manifest and
+``create_task_instance``), and the JSON values every route stores."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from assets_app.models import ID_LENGTH
+from task_sdk.jsonvalues import JSONProblem, json_problem
 
 #: Airflow's rule for DAG and task ids (run ids only have the length limit).
 KEY_PATTERN = re.compile(r"^[\w.-]+$")
@@ -27,3 +30,29 @@ def validate_id(value: object, *, pattern: bool = True) -> str:
             f"{value!r} may only contain letters, digits, underscores, dots and dashes"
         )
     return value
+
+
+def json_value_problem(value: object, *, max_bytes: int | None = None) -> JSONProblem | None:
+    """Why a JSON value (an event's ``extra``, an XCom value, rendered fields …) cannot be
+    stored, or ``None`` when it can.
+
+    The rule is the task SDK's (:func:`task_sdk.jsonvalues.json_problem`), so runners and the
+    server refuse the same values: ``NaN``, ``±Infinity`` (also a number such as ``1e400`` that
+    overflows to it when parsed), U+0000 and lone surrogates (PostgreSQL's ``jsonb`` and text
+    refuse them), and objects or lists nested deeper than
+    :data:`~task_sdk.jsonvalues.MAX_JSON_DEPTH` (64) levels, the outermost being level 1.
+    With ``max_bytes``, a value longer than that as compact UTF-8 JSON is refused too
+    (code ``too_large``).
+    """
+    problem = json_problem(value)
+    if problem is None and max_bytes is not None:
+        size = json_size(value)
+        if size > max_bytes:
+            message = f"is {size} bytes as JSON, more than the {max_bytes} accepted"
+            problem = JSONProblem((), message, "too_large")
+    return problem
+
+
+def json_size(value: object) -> int:
+    """Bytes of ``value`` as compact UTF-8 JSON, as stored."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())

@@ -2,12 +2,15 @@
 the operator API at /api/v1/ (scripts and other services)."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
+
+from executionapi.exceptions import not_found
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
     path("execution/", include("executionapi.urls")),
+    re_path(r"^execution\Z", not_found),  # the API's root without its slash: its JSON 404
     path("api/v1/", include("operatorapi.urls")),
 ]

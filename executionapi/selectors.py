@@ -7,6 +7,7 @@ serializer that renders them.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Generator
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
@@ -83,3 +84,24 @@ def asset_events_by_asset(
             return AssetEvent.objects.none()
         name, uri = key
     return asset_events_query(name=name, uri=uri, **filters)
+
+
+#: Events read (and rendered) at a time by the ``/asset-events`` routes: a request's memory is
+#: bounded by this many events, however many it answers with.
+ASSET_EVENTS_PAGE = 500
+
+
+def asset_events_pages(
+    events: QuerySet[AssetEvent], *, page_size: int | None = None
+) -> Generator[list[AssetEvent]]:
+    """``events`` in pages of ``page_size`` (:data:`ASSET_EVENTS_PAGE`), each with its assets
+    and consumed runs: one query per page for the events (a server-side cursor on
+    PostgreSQL), and one for the runs of the page. The last page may be short or empty."""
+    size = page_size or ASSET_EVENTS_PAGE
+    page: list[AssetEvent] = []
+    for event in events.iterator(chunk_size=size):
+        page.append(event)
+        if len(page) == size:
+            yield page
+            page = []
+    yield page

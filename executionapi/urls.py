@@ -29,5 +29,6 @@ urlpatterns = [
     ),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="executionapi:openapi"), name="docs"),
-    re_path(r"^.*$", not_found, name="not-found"),
+    # any other path, newlines included (a plain ``.`` stops at one): the JSON 404
+    re_path(r"^[\s\S]*\Z", not_found, name="not-found"),
 ]

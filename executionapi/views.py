@@ -7,12 +7,16 @@ Every route authenticates a task runner's bearer JWT; routes under
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import uuid
-from typing import Any, TypeVar
+from collections.abc import Generator, Iterator
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
+from django.db.models import QuerySet
+from django.http import HttpResponseBase, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
@@ -26,6 +30,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
+from assets_app.models import AssetEvent
 from assets_app.selectors import asset_events_query
 from assets_app.services import task_instances as ti_services
 from assets_app.services import xcoms as xcom_services
@@ -44,6 +49,7 @@ from executionapi.serializers import assets as asset_s
 from executionapi.serializers import common
 from executionapi.serializers import task_instances as ti_s
 from executionapi.serializers import xcoms as xcom_s
+from task_sdk.jsonvalues import MAX_JSON_DEPTH
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +58,12 @@ REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"
 
 
 class JSONBodyParser(BaseParser):
-    """JSON bodies, capped at ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (bigger → 413)."""
+    """JSON bodies, capped at ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (bigger → 413).
+
+    ``NaN``, ``Infinity`` and lone surrogates parse, and the field holding them answers a 422
+    naming it (``common.json_value_error``); a body nested so deep that the parser gives up
+    (Python's recursion limit, ~1,000 levels) is a 422 on the body.
+    """
 
     media_type = "application/json"
 
@@ -69,10 +80,37 @@ class JSONBodyParser(BaseParser):
         raw = stream.read(limit + 1) if limit is not None else stream.read()
         if limit is not None and len(raw) > limit:
             raise PayloadTooLarge()
+        common.REQUEST_BODY_BYTES.set(len(raw))
         try:
             return json.loads(raw)
         except ValueError as exc:
             raise ParseError(f"JSON decode error: {exc}") from exc
+        except RecursionError as exc:  # nested far deeper than any field accepts
+            raise ParseError(
+                f"JSON decode error: nested deeper than {MAX_JSON_DEPTH} levels"
+            ) from exc
+
+
+class UTF8JSONRenderer(JSONRenderer):
+    """DRF's JSON as UTF-8; a lone surrogate, which UTF-8 cannot carry (a 422 naming the key
+    ``"\\udc00"`` that holds one), is written as the JSON escape ``\\udc00`` instead."""
+
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> Any:
+        try:
+            return super().render(data, accepted_media_type, renderer_context)
+        except UnicodeEncodeError:
+            text = json.dumps(data, cls=self.encoder_class, ensure_ascii=True, allow_nan=False)
+            return text.encode("ascii")
+
+
+def _body(request: Request) -> Any:
+    """The request's JSON body; none at all is a 422 (DRF would read it as ``{}``)."""
+    if request.META.get("CONTENT_LENGTH") in (None, "", "0"):
+        missing = {"loc": ["body"], "msg": "Field required", "type": "missing"}
+        raise RequestValidationError([missing])
+    return request.data
 
 
 S = TypeVar("S", bound=BaseSerializer[Any])
@@ -86,10 +124,21 @@ def _valid(serializer: S, *, location: str = "body") -> S:
     return serializer
 
 
-ERRORS = {
+ERRORS: dict[int | tuple[int, str], OpenApiResponse] = {
+    # answered by gunicorn before the app sees the request (limit_request_line, 8190 bytes)
+    (414, "text/html"): OpenApiResponse(
+        OpenApiTypes.STR, description="Request line (path and query) longer than accepted"
+    ),
     401: OpenApiResponse(common.ErrorResponseSerializer, description="No bearer token"),
     403: OpenApiResponse(common.ErrorResponseSerializer, description="Invalid token or wrong sub"),
     422: OpenApiResponse(common.ValidationErrorResponseSerializer, description="Validation error"),
+}
+#: What a route taking a JSON body may answer besides: too large, or not JSON.
+BODY_ERRORS = {
+    413: OpenApiResponse(common.ErrorResponseSerializer, description="Body too large"),
+    415: OpenApiResponse(
+        common.ErrorResponseSerializer, description="Body not sent as application/json"
+    ),
 }
 NOT_FOUND = {404: OpenApiResponse(common.ErrorResponseSerializer, description="Not found")}
 CONFLICT = {409: OpenApiResponse(common.ErrorResponseSerializer, description="Conflicting state")}
@@ -100,7 +149,7 @@ class ExecutionAPIView(APIView):
 
     authentication_classes = [TaskRunnerTokenAuthentication]
     permission_classes = [TokenMatchesTaskInstance]
-    renderer_classes = [JSONRenderer]
+    renderer_classes = [UTF8JSONRenderer]
     parser_classes = [JSONBodyParser]
 
     def get_exception_handler(self) -> Any:
@@ -158,7 +207,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         responses={
             204: OpenApiResponse(description="State updated"),
             200: OpenApiResponse(common.MessageSerializer, description="Already in that state"),
-            413: OpenApiResponse(common.ErrorResponseSerializer, description="Body too large"),
+            **BODY_ERRORS,
             **NOT_FOUND,
             **CONFLICT,
             **ERRORS,
@@ -167,7 +216,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     )
     @action(detail=True, methods=["patch"])
     def state(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        payload = _valid(ti_s.state_payload_serializer(request.data)).payload()
+        payload = _valid(ti_s.state_payload_serializer(_body(request))).payload()
         outcome = ti_services.task_instance_state_update(
             task_instance_id=task_instance_id, payload=payload
         )
@@ -180,12 +229,18 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         operation_id="ti_run",
         summary="Mark a queued task instance as running and get its run context",
         request=ti_s.TIEnterRunningPayloadSerializer,
-        responses={200: ti_s.TIRunContextSerializer, **NOT_FOUND, **CONFLICT, **ERRORS},
+        responses={
+            200: ti_s.TIRunContextSerializer,
+            **BODY_ERRORS,
+            **NOT_FOUND,
+            **CONFLICT,
+            **ERRORS,
+        },
         tags=["Task Instances"],
     )
     @action(detail=True, methods=["patch"])
     def run(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        run = _valid(ti_s.TIEnterRunningPayloadSerializer(data=request.data)).run_start()
+        run = _valid(ti_s.TIEnterRunningPayloadSerializer(data=_body(request))).run_start()
         result = ti_services.task_instance_run_start(task_instance_id=task_instance_id, run=run)
         selectors.dag_run_consumed_events_prefetch(dag_run=result.task_instance.dag_run)
         return Response(ti_s.TIRunContextSerializer(result).data)
@@ -194,12 +249,18 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         operation_id="ti_heartbeat",
         summary="Heartbeat from the process running the task instance",
         request=ti_s.TIHeartbeatInfoSerializer,
-        responses={204: OpenApiResponse(description="Recorded"), **NOT_FOUND, **CONFLICT, **ERRORS},
+        responses={
+            204: OpenApiResponse(description="Recorded"),
+            **BODY_ERRORS,
+            **NOT_FOUND,
+            **CONFLICT,
+            **ERRORS,
+        },
         tags=["Task Instances"],
     )
     @action(detail=True, methods=["put"])
     def heartbeat(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        data = _valid(ti_s.TIHeartbeatInfoSerializer(data=request.data)).validated_data
+        data = _valid(ti_s.TIHeartbeatInfoSerializer(data=_body(request))).validated_data
         ti_services.task_instance_heartbeat(
             task_instance_id=task_instance_id, hostname=data["hostname"], pid=data["pid"]
         )
@@ -209,12 +270,12 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         operation_id="ti_put_rtif",
         summary="Store the rendered template fields of a task instance",
         request={"application/json": OpenApiTypes.OBJECT},
-        responses={201: common.MessageSerializer, **NOT_FOUND, **ERRORS},
+        responses={201: common.MessageSerializer, **BODY_ERRORS, **NOT_FOUND, **ERRORS},
         tags=["Task Instances"],
     )
     @action(detail=True, methods=["put"])
     def rtif(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        fields = common.StorableJSONField(object_only=True).run_validation(request.data)
+        fields = common.StorableJSONField(object_only=True).run_validation(_body(request))
         ti_services.task_instance_rendered_fields_set(
             task_instance_id=task_instance_id, rendered_fields=dict(fields)
         )
@@ -272,6 +333,34 @@ class AssetViewSet(ExecutionAPIViewSet):
         return Response(asset_s.AssetResponseSerializer(asset).data)
 
 
+def asset_events_response(events: QuerySet[AssetEvent]) -> HttpResponseBase:
+    """``{"asset_events": [...]}``, read and rendered a page at a time.
+
+    The first page is read here, so that a failing query is answered as an error; when it
+    holds every event the answer is sent whole, else it is streamed page by page (chunked),
+    so that the worker holds one page of events, never all of them.
+    """
+    pages = selectors.asset_events_pages(events)
+    first = next(pages)
+    if len(first) < selectors.ASSET_EVENTS_PAGE:
+        pages.close()
+        return Response(asset_s.AssetEventsResponseSerializer({"asset_events": first}).data)
+    return StreamingHttpResponse(_rendered_pages(first, pages), content_type="application/json")
+
+
+def _rendered_pages(first: list[AssetEvent], rest: Generator[list[AssetEvent]]) -> Iterator[bytes]:
+    renderer = UTF8JSONRenderer()
+    yield b'{"asset_events":['
+    separator = b""
+    for page in itertools.chain([first], rest):
+        if page:
+            serializer = asset_s.AssetEventResponseSerializer(cast(Any, page), many=True)
+            items = renderer.render(serializer.data)
+            yield separator + items[1:-1]  # the items without the list's brackets
+            separator = b","
+    yield b"]}"
+
+
 class AssetEventViewSet(ExecutionAPIViewSet):
     """``/asset-events/…``: the events of an asset, or emitted through an alias."""
 
@@ -293,7 +382,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
         tags=["Asset Events"],
     )
     @action(detail=False, methods=["get"], url_path="by-asset")
-    def by_asset(self, request: Request) -> Response:
+    def by_asset(self, request: Request) -> HttpResponseBase:
         query = _valid(
             asset_s.AssetEventsByAssetQuerySerializer(data=request.query_params.dict()),
             location="query",
@@ -305,7 +394,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
                 {"reason": "missing_parameter", "message": "Either name or uri must be provided"}
             )
         events = selectors.asset_events_by_asset(name=name, uri=uri, **query.filters())
-        return Response(asset_s.AssetEventsResponseSerializer({"asset_events": events}).data)
+        return asset_events_response(events)
 
     @extend_schema(
         operation_id="get_asset_events_by_asset_alias",
@@ -315,13 +404,13 @@ class AssetEventViewSet(ExecutionAPIViewSet):
         tags=["Asset Events"],
     )
     @action(detail=False, methods=["get"], url_path="by-asset-alias")
-    def by_asset_alias(self, request: Request) -> Response:
+    def by_asset_alias(self, request: Request) -> HttpResponseBase:
         query = _valid(
             asset_s.AssetEventsByAliasQuerySerializer(data=request.query_params.dict()),
             location="query",
         )
         events = asset_events_query(alias=query.validated_data["name"], **query.filters())
-        return Response(asset_s.AssetEventsResponseSerializer({"asset_events": events}).data)
+        return asset_events_response(events)
 
 
 # --- xcoms ------------------------------------------------------------------------------------
@@ -337,7 +426,7 @@ class XComView(ExecutionAPIView):
     def _query(self, serializer_class: type[Q]) -> Q:
         """The query parameters, once the path parameters are known to fit their columns."""
         _valid(xcom_s.XComPathSerializer(data=self.kwargs), location="path")
-        return _valid(serializer_class(data=self.request.query_params), location="query")
+        return _valid(serializer_class(data=self.request.query_params.dict()), location="query")
 
     @extend_schema(
         operation_id="get_xcom",
@@ -362,7 +451,7 @@ class XComView(ExecutionAPIView):
         summary="Store an XCom value (the body is the JSON value)",
         parameters=[xcom_s.XComSetQuerySerializer],
         request={"application/json": OpenApiTypes.ANY},
-        responses={201: common.MessageSerializer, **NOT_FOUND, **ERRORS},
+        responses={201: common.MessageSerializer, **BODY_ERRORS, **NOT_FOUND, **ERRORS},
         tags=["XComs"],
     )
     def post(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
@@ -372,7 +461,7 @@ class XComView(ExecutionAPIView):
             run_id=run_id,
             task_id=task_id,
             key=key,
-            value=common.StorableJSONField().run_validation(request.data),
+            value=common.StorableJSONField().run_validation(_body(request)),
             map_index=query.validated_data["map_index"],
         )
         message = {"message": "XCom successfully set"}

@@ -24,6 +24,7 @@ from assets_app.models import (
     Dag,
     DagRun,
 )
+from assets_app.validators import json_value_problem
 
 # --- output -------------------------------------------------------------------------------------
 
@@ -223,6 +224,11 @@ class JSONObjectField(serializers.DictField):
         if where is not None:
             raise serializers.ValidationError(
                 NUL_MESSAGE.format(where=f"{self.field_name}{where}"), code="null_characters"
+            )
+        problem = json_value_problem(value)  # the rule of every route that stores JSON
+        if problem is not None:
+            raise serializers.ValidationError(
+                f"Cannot be stored: {problem.describe(self.field_name or '')}.", code=problem.code
             )
         limit = settings.OPERATOR_API["MAX_EXTRA_BYTES"]
         size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())

@@ -14,23 +14,40 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-GOOD_SECRET = "s" * 40
+GOOD_SECRET = "s" * 64
 
 PRINT_SETTINGS = """
-import json, django
+import json, sys, django
 from django.conf import settings
 django.setup()
+from assets_app.tokens import signing_secret
 db = settings.DATABASES["default"]
 print(json.dumps({
     "engine": db["ENGINE"], "name": str(db["NAME"]), "options": db.get("OPTIONS", {}),
-    "debug": settings.DEBUG, "jwt_secret": settings.EXECUTION_API["JWT_SECRET"],
-    "append_slash": settings.APPEND_SLASH,
+    "debug": settings.DEBUG, "append_slash": settings.APPEND_SLASH,
+    "jwt_secret": signing_secret() if "--sign" in sys.argv else None,
     "heartbeat_timeout": settings.TASK_INSTANCE_HEARTBEAT_TIMEOUT,
 }))
 """
 
 
-def load(module: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def load(
+    module: str, tmp_path: Path, *, sign: bool = True, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Import ``module`` in a fresh interpreter and print its values; with ``sign``, the
+    secret tokens are signed with (which generates the kept one when none is configured)."""
+    return subprocess.run(
+        [sys.executable, "-c", PRINT_SETTINGS, *(["--sign"] if sign else [])],
+        cwd=tmp_path,  # no .env file here
+        env=_clean_env(module, tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _clean_env(module: str, tmp_path: Path, **env: str) -> dict[str, str]:
     clean = {
         key: value
         for key, value in os.environ.items()
@@ -42,15 +59,7 @@ def load(module: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess
         PYTHONPATH=str(REPO),
         **env,
     )
-    return subprocess.run(
-        [sys.executable, "-c", PRINT_SETTINGS],
-        cwd=tmp_path,  # no .env file here
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return clean
 
 
 def test_local_defaults_to_an_embedded_sqlite_database_that_queues_writers(tmp_path):
@@ -77,10 +86,42 @@ def test_jwt_secret_is_generated_once_and_kept(tmp_path):
     first = json.loads(load("config.settings.local", tmp_path).stdout)["jwt_secret"]
     second = json.loads(load("config.settings.local", tmp_path).stdout)["jwt_secret"]
     assert first == second
-    assert len(first) >= 32
+    assert len(first.encode()) >= 64
     secret_file = tmp_path / "var" / "jwt_secret"
     assert secret_file.read_text() == first
-    assert secret_file.stat().st_mode & 0o077 == 0  # readable by the owner only
+    assert secret_file.stat().st_mode & 0o777 == 0o600  # readable by the owner only
+    assert [p.name for p in secret_file.parent.iterdir()] == ["jwt_secret"]  # nothing aside
+
+
+def test_jwt_secret_file_is_written_only_when_a_token_is_signed(tmp_path):
+    result = load("config.settings.local", tmp_path, sign=False)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "var" / "jwt_secret").exists()
+
+
+def test_jwt_secret_file_is_created_with_mode_600_whatever_the_umask(tmp_path):
+    old = os.umask(0)  # the child inherits it: a plain write would make the file 0666
+    try:
+        result = load("config.settings.local", tmp_path)
+    finally:
+        os.umask(old)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "var" / "jwt_secret").stat().st_mode & 0o777 == 0o600
+
+
+def test_racing_processes_share_one_kept_secret(tmp_path):
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", PRINT_SETTINGS, "--sign"],
+            cwd=tmp_path,
+            env=_clean_env("config.settings.local", tmp_path),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    secrets = {json.loads(p.communicate(timeout=60)[0])["jwt_secret"] for p in processes}
+    assert secrets == {(tmp_path / "var" / "jwt_secret").read_text()}
 
 
 def test_jwt_secret_from_the_environment_wins(tmp_path):
@@ -117,6 +158,11 @@ def test_database_url_selects_postgresql(tmp_path):
             id="no-jwt-secret",
         ),
         pytest.param(
+            {"DJANGO_SECRET_KEY": GOOD_SECRET, "JWT_SECRET": "j" * 63, "DATABASE_URL": "x://"},
+            "JWT_SECRET must be set to a random string of 64+ bytes",
+            id="jwt-secret-below-64-bytes",
+        ),
+        pytest.param(
             {"DJANGO_SECRET_KEY": GOOD_SECRET, "JWT_SECRET": GOOD_SECRET},
             "DATABASE_URL",
             id="no-database-url",
@@ -128,6 +174,7 @@ def test_production_refuses_to_start_without_real_secrets(tmp_path, env, message
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
     assert message in result.stderr
+    assert not (tmp_path / "var").exists()  # no secret file written by a refused start
 
 
 def test_production_starts_with_real_secrets(tmp_path):

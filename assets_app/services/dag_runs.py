@@ -32,11 +32,13 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.tokens import token_issue
+from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import validate_id
 
 logger = logging.getLogger(__name__)
 
+#: The largest ``map_index`` and ``max_tries``: their columns are 32-bit integers.
+INTEGER_MAX = 2**31 - 1
 FINISHED_RUN_STATES = (DagRunState.SUCCESS, DagRunState.FAILED)
 
 #: States a task instance may be created in: waiting for a runner, or already claimed.
@@ -55,6 +57,13 @@ def run_type_from_run_id(run_id: str) -> str:
     if separator and prefix in DagRunType.values:
         return prefix
     return DagRunType.MANUAL
+
+
+def token_ttl_check(ttl_seconds: int | None) -> None:
+    """Raise ``TaskInstanceInputError`` unless ``ttl_seconds`` is ``None`` (the default) or
+    a usable token lifetime (1 s to ten years)."""
+    if ttl_seconds is not None and (problem := ttl_problem(ttl_seconds)) is not None:
+        raise TaskInstanceInputError(f"ttl {problem}")
 
 
 def _check_id(label: str, value: str, *, pattern: bool = True) -> None:
@@ -84,10 +93,18 @@ def task_instance_create(
     _check_id("dag id", dag_id)
     _check_id("task id", task_id)
     _check_id("run id", run_id, pattern=False)
-    if map_index < -1:
-        raise TaskInstanceInputError(f"map index must be -1 or more, got {map_index}")
-    if max_tries is not None and max_tries < 0:
-        raise TaskInstanceInputError(f"max tries must be 0 or more, got {max_tries}")
+    if not -1 <= map_index <= INTEGER_MAX:
+        raise TaskInstanceInputError(
+            f"map index must be -1 to {INTEGER_MAX}, got {map_index}"
+            if map_index > INTEGER_MAX
+            else f"map index must be -1 or more, got {map_index}"
+        )
+    if max_tries is not None and not 0 <= max_tries <= INTEGER_MAX:
+        raise TaskInstanceInputError(
+            f"max tries must be 0 to {INTEGER_MAX}, got {max_tries}"
+            if max_tries > INTEGER_MAX
+            else f"max tries must be 0 or more, got {max_tries}"
+        )
     if state not in CREATABLE_STATES:
         raise TaskInstanceInputError(
             f"state must be one of {', '.join(CREATABLE_STATES)}, got {state!r}"
@@ -172,8 +189,7 @@ def task_instance_token_issue(
         raise TaskInstanceInputError(
             f"malformed task instance id {str(task_instance_id)!r}: expected a UUID"
         ) from exc
-    if ttl_seconds is not None and ttl_seconds <= 0:
-        raise TaskInstanceInputError(f"ttl must be a positive number of seconds, got {ttl_seconds}")
+    token_ttl_check(ttl_seconds)
     if not TaskInstance.objects.filter(pk=ti_id).exists():
         raise TaskInstanceNotFoundError(f"no task instance with id {ti_id}")
     return token_issue(task_instance_id=ti_id, ttl_seconds=ttl_seconds)

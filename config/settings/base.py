@@ -1,6 +1,5 @@
 """Settings shared by every environment. Everything configurable comes from ``config.env``."""
 
-import secrets
 from pathlib import Path
 
 import django_stubs_ext
@@ -37,6 +36,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.ChunkedBodyMiddleware",  # before anything reads a body
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -122,6 +122,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_PATCH": False,  # PATCH bodies here are whole payloads, not partial updates
     # this default schema is the execution API's; the operator API serves its own
     "PREPROCESSING_HOOKS": ["operatorapi.schema.exclude_operator_api"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",  # the default
+        "executionapi.schema.request_bodies_required",
+    ],
 }
 
 OPERATOR_API = {
@@ -133,24 +137,10 @@ OPERATOR_API = {
 }
 
 
-def _jwt_secret() -> str:
-    """The JWT signing secret: from the environment, else one generated once and kept locally."""
-    configured = str(env("JWT_SECRET", default=""))
-    if configured:
-        return configured
-    path = DATA_DIR / "jwt_secret"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        value = secrets.token_urlsafe(48)
-        path.write_text(value)
-        path.chmod(0o600)
-        return value
-
-
 EXECUTION_API = {
-    "JWT_SECRET": _jwt_secret(),
+    # The signing secret of task tokens. Empty: one is generated when a token is first signed
+    # or checked, and kept in DATA_DIR/jwt_secret (assets_app.tokens.signing_secret).
+    "JWT_SECRET": env("JWT_SECRET", default=""),
     "JWT_AUDIENCE": env("JWT_AUDIENCE", default="urn:airflow.apache.org:task"),
     "JWT_ISSUER": env("JWT_ISSUER", default=""),
     "JWT_TTL_SECONDS": env.int("JWT_TTL_SECONDS", default=600),
@@ -158,6 +148,9 @@ EXECUTION_API = {
     # Largest number of outlet events accepted in one state patch.
     "MAX_OUTLET_EVENTS": env.int("EXECUTION_API_MAX_OUTLET_EVENTS", default=10_000),
 }
+# Largest `extra` (and `dest_asset_extra`) of an asset event, in bytes of compact JSON, that a
+# task may report; bigger → 422 naming the event. Airflow has no cap: keep it generous.
+ASSET_EVENT_EXTRA_MAX_BYTES = env.int("ASSET_EVENT_EXTRA_MAX_BYTES", default=1024 * 1024)
 # Seconds without a heartbeat (or, before the first, since its start) after which the scheduler
 # fails a running task instance, or sets it up_for_retry while tries remain (Airflow's
 # [scheduler] task_instance_heartbeat_timeout).

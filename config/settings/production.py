@@ -8,8 +8,9 @@ from config.settings.base import *  # noqa: F403
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="")
 if not SECRET_KEY or SECRET_KEY.startswith("insecure") or len(SECRET_KEY) < 32:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set to a random string of 32+ characters")
-if len(env("JWT_SECRET", default="")) < 32:
-    raise ImproperlyConfigured("JWT_SECRET must be set to a random string of 32+ characters")
+# HS512 wants a key of at least 64 bytes (PyJWT warns on every token signed with less)
+if len(env("JWT_SECRET", default="").encode()) < 64:
+    raise ImproperlyConfigured("JWT_SECRET must be set to a random string of 64+ bytes")
 if not env("DATABASE_URL", default=""):
     raise ImproperlyConfigured("DATABASE_URL must be set in production")
 

@@ -11,7 +11,12 @@ from typing import Any
 from rest_framework import serializers
 
 from assets_app.models import Asset, AssetEvent, DagRun
-from executionapi.serializers.common import AwareDateTimeField, name_field
+from executionapi.serializers.common import (
+    BIGINT_MAX,
+    AwareDateTimeField,
+    QueryIntegerField,
+    name_field,
+)
 
 # --- query parameters -------------------------------------------------------------------------
 
@@ -41,7 +46,13 @@ class AssetEventsQuerySerializer(serializers.Serializer[Any]):
     ascending = serializers.BooleanField(
         required=False, default=True, help_text="Oldest first (default true)"
     )
-    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    limit = QueryIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=BIGINT_MAX,
+        help_text="At most this many events (default: all of them)",
+    )
 
     def filters(self) -> dict[str, Any]:
         data = self.validated_data

@@ -13,13 +13,20 @@ The error shapes at the end only describe the responses ``executionapi.exception
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+import re
+from collections.abc import Mapping
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
+from django.conf import settings
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.extensions import (
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import Direction
 from rest_framework import serializers
@@ -27,54 +34,63 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.fields import SkipField, empty
 
 from assets_app.models import NAME_LENGTH
+from assets_app.validators import json_value_problem
+from task_sdk.jsonvalues import string_problem
 
 #: The largest value of the integer columns the API writes (``pid``, ``map_index``): 32-bit.
 INTEGER_MAX = 2**31 - 1
+#: The largest 64-bit integer: a ``LIMIT`` (or ``bigint``) beyond it is a database error.
+BIGINT_MAX = 2**63 - 1
 
 #: A JSON value holding U+0000 cannot be stored (PostgreSQL's ``jsonb`` and text reject it).
 NUL_MESSAGE = "Input should not contain NUL characters (\\u0000)"
 
+#: U+0000 or a lone surrogate: a string holding one cannot be stored (one search).
+_UNSTORABLE_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+
 #: The 422 entry of an unknown key.
 EXTRA_FORBIDDEN = ErrorDetail("Extra inputs are not permitted", "extra_forbidden")
 
-_Trail = tuple[Any, str | int] | None  # (parent trail, key): a path built only when needed
+
+def json_value_error(
+    value: Any, *, max_bytes: int | None = None
+) -> serializers.ValidationError | None:
+    """The 422 of a JSON value that cannot be stored (``assets_app.validators``), at the
+    very value: ``{"a": {"b": [ErrorDetail]}}`` for ``value["a"]["b"]``; else ``None``."""
+    problem = json_value_problem(value, max_bytes=max_bytes)
+    if problem is None:
+        return None
+    if problem.code == "null_characters_not_allowed":
+        message = NUL_MESSAGE
+    elif problem.code == "too_large":
+        message = f"Input {problem.message}"
+    else:
+        message = f"Input is not storable JSON: {problem.message}"
+    detail: Any = [ErrorDetail(message, problem.code)]
+    for key in reversed(problem.path):
+        detail = {key: detail}
+    return serializers.ValidationError(detail)
 
 
-def nul_character_path(value: Any) -> list[str | int] | None:
-    """Where in a JSON value a string (or object key) holds U+0000, or ``None``.
-
-    Iterative (any nesting depth), and the path is assembled only for the string found.
-    """
-    if isinstance(value, str):
-        return [] if "\x00" in value else None
-    stack: list[tuple[Any, _Trail]] = [(value, None)]
-    while stack:
-        node, trail = stack.pop()
-        items: Iterable[tuple[Any, Any]]
-        if isinstance(node, dict):
-            items = node.items()
-            for key in node:
-                if "\x00" in key:
-                    return _path((trail, key))
-        elif isinstance(node, list):
-            items = enumerate(node)
-        else:
-            continue
-        for key, child in items:
-            if isinstance(child, str):
-                if "\x00" in child:
-                    return _path((trail, key))
-            elif isinstance(child, dict | list):
-                stack.append((child, (trail, key)))
-    return None
+def checked_json_value(value: Any, *, max_bytes: int | None = None) -> Any:
+    """``value`` once storable (:func:`json_value_error`), else raises that 422."""
+    error = json_value_error(value, max_bytes=max_bytes)
+    if error is not None:
+        raise error
+    return value
 
 
-def _path(trail: _Trail) -> list[str | int]:
-    path: list[str | int] = []
-    while trail is not None:
-        trail, key = trail
-        path.append(key)
-    return path[::-1]
+#: Bytes of the request body being parsed (set by the execution API's parser): a JSON value
+#: in it cannot be longer, so a size limit at least this large needs no measuring.
+REQUEST_BODY_BYTES: ContextVar[int | None] = ContextVar("REQUEST_BODY_BYTES", default=None)
+
+
+def size_limit_to_check(max_bytes: int | None) -> int | None:
+    """``max_bytes``, or ``None`` when the current request body is no longer than that."""
+    body = REQUEST_BODY_BYTES.get()
+    if max_bytes is None or (body is not None and body <= max_bytes):
+        return None
+    return max_bytes
 
 
 # --- fields -------------------------------------------------------------------------------
@@ -119,20 +135,95 @@ class AwareDateTimeField(serializers.DateTimeField):
             self.fail("invalid")
 
 
+class JSONStringField(serializers.CharField):
+    """A string of a JSON body, never coerced from another type (``0`` is not ``"0"``), as
+    pydantic checks ``str``; otherwise DRF's ``CharField``."""
+
+    default_error_messages = {"string_type": "Input should be a valid string"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("string_type")
+        return super().to_internal_value(data)
+
+
+class JSONStringFieldSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]  # drf-spectacular's registry hook
+    """In the OpenAPI schema such a string (and a :class:`StrictStringField`) holds no U+0000,
+    which no column stores: the server refuses it with a 422."""
+
+    target_class = "executionapi.serializers.common.JSONStringField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> Any:
+        schema = auto_schema._map_serializer_field(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema.setdefault("pattern", NO_NUL_PATTERN)
+        return schema
+
+
+#: A string without U+0000, in the OpenAPI schema (ECMA and Python regex alike).
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+
+
+class JSONIntegerField(serializers.IntegerField):
+    """An integer of a JSON body: a JSON integer, not a string or a float."""
+
+    default_error_messages = {"int_type": "Input should be a valid integer"}
+
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, int) or isinstance(data, bool):
+            self.fail("int_type")
+        return data
+
+
+class JSONNumberField(serializers.FloatField):
+    """A number of a JSON body: a finite JSON number, not a string."""
+
+    default_error_messages = {
+        "float_type": "Input should be a valid number",
+        "finite_number": "Input should be a finite number",
+    }
+
+    def to_internal_value(self, data: Any) -> float:
+        if not isinstance(data, int | float) or isinstance(data, bool):
+            self.fail("float_type")
+        try:
+            value = float(data)
+        except OverflowError:
+            self.fail("finite_number")
+        if not math.isfinite(value):
+            self.fail("finite_number")
+        return value
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """An integer query parameter: decimal digits with an optional ``-``, nothing else (DRF
+    would also take ``1.0``)."""
+
+    default_error_messages = {"int_parsing": "Input should be a valid integer"}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and not _INTEGER_TEXT.fullmatch(data):
+            self.fail("int_parsing")
+        return super().to_internal_value(data)
+
+
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")
+
+
 def name_field(**kwargs: Any) -> serializers.CharField:
     """A name or uri: 1 to 1500 characters, kept exactly as sent."""
-    return serializers.CharField(
-        min_length=1, max_length=NAME_LENGTH, trim_whitespace=False, **kwargs
-    )
+    return JSONStringField(min_length=1, max_length=NAME_LENGTH, trim_whitespace=False, **kwargs)
 
 
-class StrictStringField(serializers.CharField):
+class StrictStringField(JSONStringField):
     """A string checked as pydantic checks ``str`` (no coercion), in one pass.
 
-    No validator objects and no scan for surrogates: these fields are validated by the
-    thousand. Absent → ``missing`` when required; ``null`` → ``string_type`` unless
-    ``allow_null``; then length (1 to ``max_length``), U+0000, and with ``not_blank`` a
-    whitespace-only value.
+    No validator objects: these fields are validated by the thousand. Absent → ``missing``
+    when required; ``null`` → ``string_type`` unless ``allow_null``; then length (1 to
+    ``max_length``), U+0000 and lone surrogates (which no database column stores), and with
+    ``not_blank`` a whitespace-only value.
     """
 
     default_error_messages = {
@@ -141,6 +232,7 @@ class StrictStringField(serializers.CharField):
         "string_too_short": "String should have at least 1 character",
         "string_too_long": "String should have at most {max_length} characters",
         "null_characters_not_allowed": NUL_MESSAGE,
+        "string_unicode": "Input should be valid Unicode: {problem}",
         "string_blank": "String should not be only whitespace",
     }
 
@@ -160,36 +252,45 @@ class StrictStringField(serializers.CharField):
             self.fail("string_too_short")
         if len(data) > self.longest:
             self.fail("string_too_long", max_length=self.longest)
-        if "\x00" in data:
-            self.fail("null_characters_not_allowed")
+        if _UNSTORABLE_CHARACTER.search(data):
+            if "\x00" in data:
+                self.fail("null_characters_not_allowed")
+            self.fail("string_unicode", problem=string_problem(data))
         if self.not_blank and data.isspace():
             self.fail("string_blank")
         return data
 
 
 class JSONObjectField(serializers.DictField):
-    """A JSON object stored as is (``extra``): any keys and values, but no U+0000."""
+    """A JSON object stored as is (``extra``): any keys and values the database can store
+    (:func:`json_value_error`); with ``max_bytes_setting``, at most that setting's number of
+    bytes as compact JSON."""
 
     default_error_messages = {
         "missing": "Field required",
         "dict_type": "Input should be a JSON object",
-        "null_characters_not_allowed": NUL_MESSAGE,
     }
+
+    def __init__(self, *, max_bytes_setting: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_bytes_setting = max_bytes_setting
 
     def run_validation(self, data: Any = empty) -> dict[str, Any] | None:
         if null_or_skipped(self, data):
             return None
         if not isinstance(data, dict):
             self.fail("dict_type")
-        if nul_character_path(data) is not None:
-            self.fail("null_characters_not_allowed")
+        max_bytes = None
+        if self.max_bytes_setting is not None:
+            max_bytes = size_limit_to_check(getattr(settings, self.max_bytes_setting))
+        checked_json_value(data, max_bytes=max_bytes)
         return data
 
 
 class StorableJSONField(serializers.JSONField):
     """A JSON value stored as sent (an XCom value, rendered template fields).
 
-    422 at the very string (or key) holding U+0000, which the database cannot store; with
+    422 at the very value the database cannot store (:func:`json_value_error`); with
     ``object_only`` the value must be a JSON object.
     """
 
@@ -202,13 +303,7 @@ class StorableJSONField(serializers.JSONField):
     def run_validation(self, data: Any = empty) -> Any:
         if self.object_only and not isinstance(data, dict):
             self.fail("dict_type")
-        path = nul_character_path(data)
-        if path is not None:
-            detail: Any = [ErrorDetail(NUL_MESSAGE, "null_characters_not_allowed")]
-            for key in reversed(path):
-                detail = {key: detail}
-            raise serializers.ValidationError(detail)
-        return data
+        return checked_json_value(data)
 
 
 # --- bases --------------------------------------------------------------------------------

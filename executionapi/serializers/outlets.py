@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import Direction, PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from assets_app.models import PARTITION_KEY_LENGTH
+from assets_app.models import NAME_LENGTH, PARTITION_KEY_LENGTH
 from assets_app.outlets import (
     AliasOutletEvent,
     AssetOutletEvent,
@@ -25,6 +27,7 @@ from assets_app.outlets import (
     OutletType,
 )
 from executionapi.serializers.common import (
+    NO_NUL_PATTERN,
     JSONObjectField,
     LeanSerializer,
     StrictStringField,
@@ -40,6 +43,44 @@ _REQUIRED_BY_TYPE = {
     OutletType.URI_REF: ("uri",),
     OutletType.ALIAS: ("name",),
 }
+
+
+class AssetProfileSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]  # drf-spectacular's registry hook
+    """In the OpenAPI schema a declared outlet is one of four shapes, told by its ``type`` (the
+    Airflow 3 wire format), each with the keys that type requires. The seed format's
+    ``asset_type`` (here, and at the top of the payload) is still accepted but not described:
+    with it, a profile may lack ``type``, which no schema of the profile alone can say."""
+
+    target_class = "executionapi.serializers.outlets.AssetProfileSerializer"
+    priority = 1  # over StrictSerializerSchema
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        text = {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": NAME_LENGTH,
+            "pattern": NO_NUL_PATTERN,
+        }
+        ignored = {**text, "nullable": True}
+        shapes = []
+        for kind, required in _REQUIRED_BY_TYPE.items():
+            properties = {
+                # wrapped: drf-spectacular's enum hook would merge the four one-value enums
+                # of one component into a single (wrong) one
+                "type": {"allOf": [{"type": "string", "enum": [kind.value]}]},
+                "name": text if "name" in required else ignored,
+                "uri": text if "uri" in required else ignored,
+            }
+            shapes.append(
+                {
+                    "type": "object",
+                    "title": kind.value,
+                    "properties": properties,
+                    "required": ["type", *required],
+                    "additionalProperties": False,
+                }
+            )
+        return {"oneOf": shapes}
 
 
 class AssetProfileSerializer(LeanSerializer):
@@ -88,6 +129,12 @@ class AssetProfileSerializer(LeanSerializer):
 # --- outlet events --------------------------------------------------------------------------
 
 
+def event_extra_field() -> JSONObjectField:
+    """An event's ``extra`` (or ``dest_asset_extra``): storable, at most
+    ``ASSET_EVENT_EXTRA_MAX_BYTES`` as JSON."""
+    return JSONObjectField(required=False, max_bytes_setting="ASSET_EVENT_EXTRA_MAX_BYTES")
+
+
 def _partition_key_field() -> StrictStringField:
     return StrictStringField(
         max_length=PARTITION_KEY_LENGTH, not_blank=True, required=False, allow_null=True
@@ -110,7 +157,7 @@ class AssetOutletEventSerializer(LeanSerializer):
     """What the task wrote for a declared asset (``outlet_events[asset]``)."""
 
     dest_asset_key = AssetKeySerializer()
-    extra = JSONObjectField(required=False)
+    extra = event_extra_field()
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AssetOutletEvent:
@@ -126,8 +173,8 @@ class AliasOutletEventSerializer(LeanSerializer):
 
     source_alias_name = StrictStringField()
     dest_asset_key = AssetKeySerializer()
-    dest_asset_extra = JSONObjectField(required=False)
-    extra = JSONObjectField(required=False)
+    dest_asset_extra = event_extra_field()
+    extra = event_extra_field()
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AliasOutletEvent:
@@ -155,7 +202,7 @@ class SeedOutletEventAccessorSerializer(LeanSerializer):
     """
 
     key = SeedOutletEventKeySerializer()
-    extra = JSONObjectField(required=False)
+    extra = event_extra_field()
     partition_key = _partition_key_field()
     asset_alias_events = AliasOutletEventSerializer(many=True, required=False, allow_null=True)
 

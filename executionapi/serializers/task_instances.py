@@ -11,8 +11,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import Direction, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
@@ -31,10 +33,12 @@ from assets_app.services.task_instances import (
 )
 from executionapi.serializers.common import (
     INTEGER_MAX,
-    NUL_MESSAGE,
     AwareDateTimeField,
+    JSONIntegerField,
+    JSONNumberField,
+    JSONStringField,
     StrictSerializer,
-    nul_character_path,
+    checked_json_value,
 )
 from executionapi.serializers.outlets import (
     OUTLET_TYPES,
@@ -45,10 +49,10 @@ from executionapi.serializers.outlets import (
 # --- PATCH state ----------------------------------------------------------------------------
 
 
-def rendered_map_index_field() -> serializers.CharField:
+def rendered_map_index_field() -> JSONStringField:
     """Optional; omitted keeps the stored value (``KEEP``), ``null`` clears it."""
     length = TaskInstance._meta.get_field("rendered_map_index").max_length
-    return serializers.CharField(
+    return JSONStringField(
         max_length=length, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
     )
 
@@ -97,6 +101,22 @@ class TISuccessStatePayloadSerializer(BasePayloadSerializer):
         )
 
 
+class SuccessPayloadSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]  # drf-spectacular's registry hook
+    """The success payload in the OpenAPI schema: Airflow 3's wire format. The seed format's
+    top-level ``asset_type`` is accepted but not described (see ``AssetProfileSchema``)."""
+
+    target_class = "executionapi.serializers.task_instances.TISuccessStatePayloadSerializer"
+    priority = 1  # over StrictSerializerSchema
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema["additionalProperties"] = False
+        schema["properties"].pop("asset_type", None)
+        return schema
+
+
 class TITerminalStatePayloadSerializer(BasePayloadSerializer):
     """``failed``, ``skipped``, ``removed`` or ``upstream_failed``."""
 
@@ -119,8 +139,8 @@ class TIRetryStatePayloadSerializer(BasePayloadSerializer):
     state = serializers.ChoiceField(choices=[TaskInstanceState.UP_FOR_RETRY.value])
     end_date = AwareDateTimeField()
     rendered_map_index = rendered_map_index_field()
-    retry_delay_seconds = serializers.FloatField(required=False, allow_null=True)
-    retry_reason = serializers.CharField(
+    retry_delay_seconds = JSONNumberField(required=False, allow_null=True)
+    retry_reason = JSONStringField(
         required=False, allow_null=True, allow_blank=True, trim_whitespace=False
     )
 
@@ -146,29 +166,53 @@ class TIRescheduleStatePayloadSerializer(BasePayloadSerializer):
         return ReschedulePayload(reschedule_date=data["reschedule_date"], end_date=data["end_date"])
 
 
-class JSONObjectOrStringField(serializers.JSONField):
-    default_error_messages = {
-        "invalid_kind": "Input should be a JSON object, a string or null",
-        "null_characters_not_allowed": NUL_MESSAGE,
+#: The durations the schema describes (Django parses a few more): ``[DD ][[HH:]MM:]SS[.ffffff]``
+#: or ISO 8601 ``[±]P[nD][T[nH][nM][n[.f]S]]`` as pydantic writes a ``timedelta``.
+DURATION_PATTERN = (
+    r"^(-?[0-9]{1,5} )?([0-9]{1,2}:)?([0-9]{1,2}:)?[0-9]{1,2}(\.[0-9]{1,6})?$"
+    r"|^[-+]?P([0-9]{1,5}D)?(T([0-9]{1,2}H)?([0-9]{1,2}M)?([0-9]{1,2}(\.[0-9]{1,6})?S)?)?$"
+)
+
+
+@extend_schema_field({"type": "string", "pattern": DURATION_PATTERN})
+class JSONDurationField(serializers.DurationField):
+    """A duration of a JSON body: a string (``"1 00:00:00"``, ``"P1D"``), not a number."""
+
+    default_error_messages = {"string_type": "Input should be a valid duration string"}
+
+    def to_internal_value(self, value: Any) -> timedelta:
+        if not isinstance(value, str):
+            self.fail("string_type")
+        return super().to_internal_value(value)
+
+
+@extend_schema_field(
+    {
+        "anyOf": [{"type": "object", "additionalProperties": {}}, {"type": "string"}],
+        "nullable": True,
     }
+)
+class JSONObjectOrStringField(serializers.JSONField):
+    """``trigger_kwargs``/``next_kwargs``: an object, a (serialized) string or null, storable
+    (:func:`~executionapi.serializers.common.json_value_error`)."""
+
+    default_error_messages = {"invalid_kind": "Input should be a JSON object, a string or null"}
 
     def to_internal_value(self, data: Any) -> Any:
         if data is not None and not isinstance(data, dict | str):
             self.fail("invalid_kind")
-        if nul_character_path(data) is not None:
-            self.fail("null_characters_not_allowed")
-        return data
+        return checked_json_value(data)
 
 
 class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
     """``deferred``: the trigger to run and the method to resume with."""
 
     state = serializers.ChoiceField(choices=[TaskInstanceState.DEFERRED.value])
-    classpath = serializers.CharField(max_length=1000)
+    classpath = JSONStringField(min_length=1, max_length=1000)
     trigger_kwargs = JSONObjectOrStringField(required=False, allow_null=True)
-    trigger_timeout = serializers.DurationField(required=False, allow_null=True)
-    queue = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    next_method = serializers.CharField(max_length=1000)
+    trigger_timeout = JSONDurationField(required=False, allow_null=True)
+    queue = JSONStringField(required=False, allow_null=True, allow_blank=True)
+    next_method = JSONStringField(min_length=1, max_length=1000)
     next_kwargs = JSONObjectOrStringField(required=False, allow_null=True)
     rendered_map_index = rendered_map_index_field()
 
@@ -225,9 +269,9 @@ def state_payload_serializer(data: Any) -> BasePayloadSerializer:
 
 class TIEnterRunningPayloadSerializer(StrictSerializer):
     state = serializers.ChoiceField(choices=[TaskInstanceState.RUNNING.value])
-    hostname = serializers.CharField(max_length=1000)
-    unixname = serializers.CharField(max_length=1000)
-    pid = serializers.IntegerField(min_value=0, max_value=INTEGER_MAX)
+    hostname = JSONStringField(min_length=1, max_length=1000)
+    unixname = JSONStringField(min_length=1, max_length=1000)
+    pid = JSONIntegerField(min_value=0, max_value=INTEGER_MAX)
     start_date = AwareDateTimeField()
 
     def run_start(self) -> RunStart:
@@ -241,8 +285,8 @@ class TIEnterRunningPayloadSerializer(StrictSerializer):
 
 
 class TIHeartbeatInfoSerializer(StrictSerializer):
-    hostname = serializers.CharField(max_length=1000)
-    pid = serializers.IntegerField()
+    hostname = JSONStringField(min_length=1, max_length=1000)
+    pid = JSONIntegerField()
 
 
 # --- the run context (PATCH run's answer) ---------------------------------------------------

@@ -7,20 +7,23 @@ from typing import Any
 from rest_framework import serializers
 
 from assets_app.models import ID_LENGTH, XCom
-from executionapi.serializers.common import INTEGER_MAX
+from executionapi.serializers.common import INTEGER_MAX, QueryIntegerField
 
 
 class XComPathSerializer(serializers.Serializer[Any]):
-    """The path parameters, within the ``xcom`` columns (``run_id`` arrives unencoded)."""
+    """The path parameters, within the ``xcom`` columns (``run_id`` arrives unencoded); kept
+    exactly as sent (a key of whitespace is a key)."""
 
-    dag_id = serializers.CharField(max_length=ID_LENGTH)
-    run_id = serializers.CharField(max_length=ID_LENGTH)
-    task_id = serializers.CharField(max_length=ID_LENGTH)
-    key = serializers.CharField(max_length=XCom._meta.get_field("key").max_length)
+    dag_id = serializers.CharField(max_length=ID_LENGTH, trim_whitespace=False)
+    run_id = serializers.CharField(max_length=ID_LENGTH, trim_whitespace=False)
+    task_id = serializers.CharField(max_length=ID_LENGTH, trim_whitespace=False)
+    key = serializers.CharField(
+        max_length=XCom._meta.get_field("key").max_length, trim_whitespace=False
+    )
 
 
 class XComQuerySerializer(serializers.Serializer[Any]):
-    map_index = serializers.IntegerField(
+    map_index = QueryIntegerField(
         required=False,
         default=-1,
         min_value=-1,
@@ -34,7 +37,9 @@ class XComGetQuerySerializer(XComQuerySerializer):
 
 
 class XComSetQuerySerializer(XComQuerySerializer):
-    mapped_length = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    mapped_length = QueryIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=INTEGER_MAX
+    )
     dag_result = serializers.BooleanField(required=False, default=False)
 
 

@@ -276,7 +276,22 @@ def test_create_task_instance_for_a_declared_dag_needs_a_declared_task():
     [
         pytest.param(["--map-index=-2"], "map index must be -1 or more", id="map-index"),
         pytest.param(["--max-tries=-1"], "max tries must be 0 or more", id="max-tries"),
-        pytest.param(["--ttl=0"], "--ttl must be a positive", id="ttl"),
+        pytest.param(["--ttl=0"], "ttl must be a positive", id="ttl"),
+        pytest.param(
+            ["--map-index=2147483648"],
+            "map index must be -1 to 2147483647, got 2147483648",
+            id="map-index-beyond-int32",
+        ),
+        pytest.param(
+            ["--max-tries=2147483648"],
+            "max tries must be 0 to 2147483647, got 2147483648",
+            id="max-tries-beyond-int32",
+        ),
+        pytest.param(
+            ["--ttl=999999999999"],
+            "ttl must be at most 315360000 seconds \\(ten years\\), got 999999999999",
+            id="ttl-overflow",
+        ),
         pytest.param(["--dag-id=bad dag"], "dag id 'bad dag' may only contain", id="dag-id"),
         pytest.param([f"--run-id={'r' * 251}"], "run id must be 1-250", id="run-id"),
     ],
@@ -289,6 +304,7 @@ def test_create_task_instance_rejects_bad_input(extra_args, message):
     with pytest.raises(CommandError, match=message):
         run("create_task_instance", *args)
     assert not TaskInstance.objects.exists()
+    assert not DagRun.objects.exists()
 
 
 def test_create_task_instance_rejects_an_unknown_state():
@@ -327,10 +343,23 @@ def test_issue_token_rejects_bad_ids(ti_id, message):
         run("issue_token", ti_id)
 
 
-def test_issue_token_rejects_a_non_positive_ttl():
+@pytest.mark.parametrize(
+    ("ttl", "message"),
+    [
+        pytest.param("0", "ttl must be a positive", id="zero"),
+        pytest.param("999999999999", "ttl must be at most 315360000 seconds", id="overflow"),
+    ],
+)
+def test_issue_token_rejects_an_unusable_ttl(ttl, message):
     ti = TaskInstanceFactory()
-    with pytest.raises(CommandError, match="ttl must be a positive"):
-        run("issue_token", str(ti.pk), "--ttl=0")
+    with pytest.raises(CommandError, match=message):
+        run("issue_token", str(ti.pk), f"--ttl={ttl}")
+
+
+def test_the_longest_ttl_is_ten_years():
+    ti = TaskInstanceFactory()
+    out, _ = run("issue_token", str(ti.pk), "--ttl=315360000")
+    assert token_decode(out.strip()).lifetime == timedelta(days=3650)
 
 
 # --- ensure_admin ---------------------------------------------------------------------------

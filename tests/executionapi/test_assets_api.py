@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from assets_app.models import Asset, AssetActive, AssetEvent, DagRun, DagRunAssetEvent
+from executionapi import selectors
 from tests.executionapi.conftest import ASSET_EVENT_ITEM_KEYS, client_for, wire_sample
 from tests.factories import (
     AssetAliasFactory,
@@ -244,3 +246,45 @@ def test_asset_events_by_alias_query_count_is_flat(client, active_asset, django_
         with django_assert_num_queries(2):
             response = client.get("/execution/asset-events/by-asset-alias", {"name": "al"})
         assert response.status_code == 200
+
+
+@pytest.mark.parametrize("count", [4, 5])
+@pytest.mark.parametrize("route", ["by-asset", "by-asset-alias"])
+def test_more_events_than_a_page_are_streamed_a_page_at_a_time(
+    client, active_asset, monkeypatch, django_assert_num_queries, count, route
+):
+    # given pages of 2 events, and 4 or 5 events (the last page full or short)
+    monkeypatch.setattr(selectors, "ASSET_EVENTS_PAGE", 2)
+    alias = AssetAliasFactory(name="al")
+    for minute in range(count):
+        event = AssetEventFactory(asset=active_asset, extra={"m": minute})
+        AssetEvent.objects.filter(pk=event.pk).update(timestamp=T0 + timedelta(minutes=minute))
+        event.source_aliases.add(alias)
+        DagRunAssetEvent.objects.create(dag_run=DagRunFactory(), event=event)
+    params = {"name": "al"} if route == "by-asset-alias" else {"name": "by_name_asset"}
+    whole = client.get(f"/execution/asset-events/{route}", {**params, "limit": 1}).json()
+
+    # when: the events once, then the consumed runs of each page
+    pages = -(-count // 2)
+    queries = (1 if route == "by-asset" else 0) + 1 + pages
+    with django_assert_num_queries(queries):
+        response = client.get(f"/execution/asset-events/{route}", params)
+        body = b"".join(response.streaming_content)
+
+    # then
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    events = json.loads(body)["asset_events"]
+    assert [item["extra"]["m"] for item in events] == list(range(count))
+    assert events[0] == whole["asset_events"][0]  # items as a whole answer renders them
+    assert all(len(item["created_dagruns"]) == 1 for item in events)
+
+
+def test_a_page_or_less_is_answered_whole(client, active_asset, monkeypatch):
+    monkeypatch.setattr(selectors, "ASSET_EVENTS_PAGE", 2)
+    AssetEventFactory(asset=active_asset)
+
+    response = client.get("/execution/asset-events/by-asset", {"name": "by_name_asset"})
+
+    assert not response.streaming
+    assert len(response.json()["asset_events"]) == 1

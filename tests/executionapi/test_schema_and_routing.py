@@ -92,6 +92,7 @@ def test_openapi_schema_describes_the_three_outlet_event_shapes(schema):
         "nullable": True,
         "maxLength": 250,
         "minLength": 1,
+        "pattern": "^[^\\u0000]*$",  # no U+0000: a 422
     }
     assert components["AssetKey"]["required"] == ["name", "uri"]
     accessor = components["SeedOutletEventAccessor"]["properties"]
@@ -110,9 +111,15 @@ def test_openapi_schema_describes_every_answer(schema):
     for path, method, operation in operations:
         responses = operation["responses"]
         assert {"401", "403", "422"} <= set(responses), (path, method)
+        assert "414" in responses, (path, method)  # gunicorn's, before the app
+        if "requestBody" in operation:
+            assert operation["requestBody"]["required"] is True, (path, method)
+            assert {"413", "415"} <= set(responses), (path, method)
         for code, response in responses.items():
             if code == "204":
                 assert "content" not in response, (path, method)
+            elif code == "414":
+                assert set(response["content"]) == {"text/html"}, (path, method)
             else:
                 assert response["content"]["application/json"]["schema"], (path, method, code)
     run = schema["paths"]["/execution/task-instances/{task_instance_id}/run"]["patch"]

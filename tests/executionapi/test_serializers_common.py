@@ -1,7 +1,8 @@
-"""executionapi.serializers.common: U+0000 detection, the strict bases, the leaf fields."""
+"""executionapi.serializers.common: storable JSON values, the strict bases, the leaf fields."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -13,31 +14,64 @@ from executionapi.serializers.common import (
     StorableJSONField,
     StrictSerializer,
     StrictStringField,
-    nul_character_path,
+    json_value_error,
 )
+from task_sdk.jsonvalues import MAX_JSON_DEPTH
+
+
+def _error(value: Any, max_bytes: int | None = None) -> tuple[list[Any], str] | None:
+    error = json_value_error(value, max_bytes=max_bytes)
+    if error is None:
+        return None
+    [item] = validation_errors(error.detail)
+    return item["loc"], item["type"]
 
 
 @pytest.mark.parametrize(
-    ("value", "path"),
+    ("value", "expected"),
     [
         pytest.param({"a": [1, "x", {"b": None}], "c": 2.5, "d": True}, None, id="clean"),
         pytest.param(7, None, id="scalar"),
-        pytest.param("a\x00", [], id="top-level-string"),
-        pytest.param({"a": [1, {"b": "x\x00y"}]}, ["a", 1, "b"], id="nested-value"),
-        pytest.param({"a": {"k\x00": 1}}, ["a", "k\x00"], id="key"),
-        pytest.param([[[["\x00"]]]], [0, 0, 0, 0], id="lists"),
+        pytest.param("a\x00", (["body"], "null_characters_not_allowed"), id="top-level-string"),
+        pytest.param(
+            {"a": [1, {"b": "x\x00y"}]},
+            (["body", "a", 1, "b"], "null_characters_not_allowed"),
+            id="nested-nul",
+        ),
+        pytest.param(
+            {"a": {"k\x00": 1}}, (["body", "a", "k\x00"], "null_characters_not_allowed"), id="key"
+        ),
+        pytest.param(
+            [[[["\x00"]]]], (["body", 0, 0, 0, 0], "null_characters_not_allowed"), id="lists"
+        ),
+        pytest.param({"r": math.nan}, (["body", "r"], "finite_number"), id="nan"),
+        pytest.param({"r": [math.inf]}, (["body", "r", 0], "finite_number"), id="inf"),
+        pytest.param({"r": "\ud800"}, (["body", "r"], "string_unicode"), id="surrogate"),
+        pytest.param({"\udfff": 1}, (["body", "\udfff"], "string_unicode"), id="surrogate-key"),
     ],
 )
-def test_nul_character_path(value, path):
-    assert nul_character_path(value) == path
+def test_json_value_error_names_the_value(value, expected):
+    assert _error(value) == expected
 
 
-def test_nul_character_path_has_no_depth_limit():
-    value: Any = "\x00"
+def test_json_value_depth_limit_is_the_task_sdks():
+    fits: Any = []
+    for _ in range(MAX_JSON_DEPTH - 1):
+        fits = [fits]
+    assert _error(fits) is None
+    # level 65 is the list at [0][0]...[0], 64 indexes down
+    assert _error([fits]) == (["body", *[0] * MAX_JSON_DEPTH], "too_deep")
+
+    deep: Any = "x"  # far deeper than any recursion limit: checked iteratively
     for _ in range(5000):
-        value = {"k": [value]}
+        deep = {"k": [deep]}
+    assert _error(deep) == (["body", *["k", 0] * 32], "too_deep")
 
-    assert nul_character_path(value) == ["k", 0] * 5000
+
+def test_json_value_size_limit():
+    assert _error({"k": "abc"}, max_bytes=11) is None  # {"k":"abc"} is 11 bytes
+    assert _error({"k": "abcd"}, max_bytes=11) == (["body"], "too_large")
+    assert _error({"k": "é"}, max_bytes=9) == (["body"], "too_large")  # UTF-8 bytes count
 
 
 @pytest.mark.parametrize(

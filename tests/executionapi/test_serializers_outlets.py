@@ -159,7 +159,7 @@ def test_null_or_omitted_outlets_are_none():
             [{"dest_asset_key": KEY, "extra": {"k": [{"x\x00": 1}]}}],
             [
                 (
-                    [0, "extra"],
+                    [0, "extra", "k", 0, "x\x00"],
                     "Input should not contain NUL characters (\\u0000)",
                     "null_characters_not_allowed",
                 )

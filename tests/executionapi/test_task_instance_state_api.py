@@ -537,7 +537,7 @@ def test_explicit_null_rendered_map_index_clears_the_stored_one(make_ti):
         ),
         pytest.param(
             _success(outlet_events=[{**ASSET_EVENT, "extra": {"k": ["v\x00"]}}]),
-            ["body", "outlet_events", 0, "extra"],
+            ["body", "outlet_events", 0, "extra", "k", 0],
             id="nul-in-extra",
         ),
         pytest.param(

@@ -574,6 +574,33 @@ def test_post_event_bad_payloads_are_400_naming_the_field(api, orders_with_consu
     assert not AssetEvent.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        pytest.param('{"r": 1e400}', "extra['r']: Infinity is not valid JSON", id="1e400"),
+        pytest.param(
+            '{"r": ["\\ud800"]}',
+            "extra['r'][0]: contains the lone surrogate U+D800, which is not valid Unicode",
+            id="surrogate",
+        ),
+        pytest.param(
+            '{"d": ' + "[" * 64 + "]" * 64 + "}",
+            "extra['d'][0][0][0][…][0]: nested deeper than 64 levels",
+            id="too-deep",
+        ),
+    ],
+)
+def test_post_event_with_an_extra_no_database_stores_is_400(
+    api, orders_with_consumer, extra, message
+):
+    body = f'{{"name": "orders", "extra": {extra}}}'
+    response = api.post(f"{API}/asset-events", body, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    assert response.json() == {"extra": [f"Cannot be stored: {message}."]}
+    assert not AssetEvent.objects.exists()
+
+
 def test_post_event_extra_too_large_is_400(api, orders_with_consumer, settings):
     settings.OPERATOR_API = {**settings.OPERATOR_API, "MAX_EXTRA_BYTES": 20}
 

@@ -14,6 +14,7 @@ from assets_app.services.dag_runs import (
     CREATABLE_STATES,
     task_instance_create,
     task_instance_token_issue,
+    token_ttl_check,
 )
 
 
@@ -49,13 +50,12 @@ class Command(BaseCommand):
             "--ttl",
             type=int,
             default=None,
-            help="token lifetime in seconds (default from settings)",
+            help="token lifetime in seconds, at most ten years (default from settings)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["ttl"] is not None and options["ttl"] <= 0:
-            raise CommandError(f"--ttl must be a positive number of seconds, got {options['ttl']}")
         try:
+            token_ttl_check(options["ttl"])  # before anything is written
             result = task_instance_create(
                 dag_id=options["dag_id"],
                 task_id=options["task_id"],
