@@ -16,9 +16,12 @@ from django_stubs_ext import WithAnnotations
 from assets_app.admin.common import (
     EMPTY,
     AssetColumnsMixin,
+    change_link,
     change_url,
     changelist_url,
     count_of,
+    link_list,
+    when,
 )
 from assets_app.admin.filters import AliasFilter, AssetActiveFilter
 from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
@@ -32,6 +35,7 @@ RELATION_LABELS = {"schedule": "schedules on it", "outlet": "produces it", "inle
 
 class _LatestEvent(TypedDict):
     latest_event_timestamp: datetime | None
+    latest_event_pk: int | None
 
 
 class _LinkedAssets(TypedDict):
@@ -64,15 +68,7 @@ class AliasAssetLinkInline(_AliasLinkInline[AssetAlias]):
 
 @admin.register(Asset)
 class AssetAdmin(admin.ModelAdmin[Asset]):
-    list_display = (
-        "name",
-        "uri",
-        "group",
-        "is_active",
-        "alias_names",
-        "latest_event_at",
-        "updated_at",
-    )
+    list_display = ("name", "uri", "group", "is_active", "alias_names", "latest_event")
     list_select_related = ("active",)
     list_filter = (AssetActiveFilter, "group")
     search_fields = ("name", "uri")
@@ -87,11 +83,14 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Asset]:
-        latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp")
+        latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp", "-id")
         return (
             super()
             .get_queryset(request)
-            .annotate(latest_event_timestamp=Subquery(latest.values("timestamp")[:1]))
+            .annotate(
+                latest_event_timestamp=Subquery(latest.values("timestamp")[:1]),
+                latest_event_pk=Subquery(latest.values("pk")[:1]),
+            )
             .prefetch_related("aliases")
         )
 
@@ -106,12 +105,14 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
         return hasattr(obj, "active")
 
     @admin.display(description="aliases")
-    def alias_names(self, obj: Asset) -> str:
-        return ", ".join(alias.name for alias in obj.aliases.all()) or EMPTY
+    def alias_names(self, obj: Asset) -> SafeString | str:
+        return link_list((change_url("assetalias", a.pk), a.name) for a in obj.aliases.all())
 
     @admin.display(description="latest event", ordering="latest_event_timestamp")
-    def latest_event_at(self, obj: WithAnnotations[Asset, _LatestEvent]) -> datetime | str:
-        return obj.latest_event_timestamp or EMPTY
+    def latest_event(self, obj: WithAnnotations[Asset, _LatestEvent]) -> SafeString | str:
+        if obj.latest_event_pk is None:
+            return EMPTY
+        return change_link("assetevent", obj.latest_event_pk, when(obj.latest_event_timestamp))
 
     @admin.display(description="declared by DAGs")
     def dag_references(self, obj: Asset) -> SafeString | str:
@@ -179,9 +180,13 @@ class AssetAliasAdmin(admin.ModelAdmin[AssetAlias]):
 
 @admin.register(AssetAliasAsset)
 class AssetAliasAssetAdmin(AssetColumnsMixin, admin.ModelAdmin[AssetAliasAsset]):
-    list_display = ("id", "alias", "asset_name", "asset_uri")
+    list_display = ("id", "alias_link", "asset_name", "asset_uri")
     list_select_related = ("alias", "asset")
     list_filter = (AliasFilter,)
     search_fields = ("alias__name", "asset__name", "asset__uri")
     autocomplete_fields = ("alias", "asset")
     ordering = ("alias__name", "asset__name", "asset__uri")
+
+    @admin.display(description="alias", ordering="alias__name")
+    def alias_link(self, obj: AssetAliasAsset) -> SafeString:
+        return change_link("assetalias", obj.alias_id, obj.alias.name)

@@ -83,7 +83,6 @@ class DagAdmin(admin.ModelAdmin[Dag]):
         "schedule",
         "tasks",
         "queued_assets_count",
-        "fileloc",
         "last_parsed_time",
     )
     list_filter = ("is_paused", "is_stale", HasScheduleFilter)
@@ -170,6 +169,7 @@ class AssetDagRunQueueAdmin(
     AssetColumnsMixin, ReadOnlyAdminMixin, admin.ModelAdmin[AssetDagRunQueue]
 ):
     list_display = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    date_hierarchy = "created_at"
     list_select_related = ("asset",)
     list_filter = (TargetDagFilter, ("created_at", admin.DateFieldListFilter))
     search_fields = ("=target_dag__dag_id", "asset__name", "asset__uri")

@@ -8,17 +8,24 @@ from typing import TypedDict
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
 from assets_app.admin.common import (
+    EMPTY,
     BigTableAdminMixin,
     LinkedEventColumnsMixin,
     ReadOnlyAdminMixin,
     ReadOnlyTabularInline,
     change_link,
     count_of,
+    dag_link,
+    duration,
     pretty_json,
+    source_links,
+    source_run_pk,
+    task_link,
 )
 from assets_app.admin.filters import DagIdFilter
 from assets_app.models import DagRun, DagRunAssetEvent, TaskInstance
@@ -36,14 +43,22 @@ class ConsumedEventInline(LinkedEventColumnsMixin, ReadOnlyTabularInline[DagRunA
     verbose_name_plural = "consumed asset events"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DagRunAssetEvent]:
-        return super().get_queryset(request).select_related("event__asset")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("event__asset")
+            .annotate(source_run_pk=source_run_pk(event="event__"))
+        )
 
     @admin.display(description="source")
-    def source(self, obj: DagRunAssetEvent) -> str:
+    def source(self, obj: DagRunAssetEvent) -> SafeString | str:
         event = obj.event
-        if event.source_dag_id is None:
-            return "manual"
-        return f"{event.source_dag_id}.{event.source_task_id} @ {event.source_run_id}"
+        return source_links(
+            event.source_dag_id,
+            event.source_task_id,
+            getattr(obj, "source_run_pk", None),
+            event.source_run_id,
+        )
 
 
 class RunTaskInstanceInline(ReadOnlyTabularInline[TaskInstance, DagRun]):
@@ -62,9 +77,9 @@ class DagRunAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRu
         "run_type",
         "state",
         "run_after",
-        "logical_date",
         "start_date",
         "end_date",
+        "run_duration",
         "consumed_events_count",
     )
     list_filter = (DagIdFilter, "run_type", "state", ("run_after", admin.DateFieldListFilter))
@@ -96,6 +111,12 @@ class DagRunAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRu
     def dag_link(self, obj: DagRun) -> SafeString:
         return change_link("dag", obj.dag_id, obj.dag_id)
 
+    @admin.display(description="duration")
+    def run_duration(self, obj: DagRun) -> str:
+        if obj.start_date is None:
+            return EMPTY
+        return duration((obj.end_date or timezone.now()) - obj.start_date)
+
     @admin.display(description="consumed events", ordering="consumed_event_total")
     def consumed_events_count(self, obj: WithAnnotations[DagRun, _ConsumedEvents]) -> int:
         return obj.consumed_event_total or 0
@@ -109,17 +130,15 @@ class DagRunAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRu
 class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[TaskInstance]):
     list_display = (
         "short_id",
-        "dag_id",
-        "task_id",
+        "dag_link",
+        "task_link",
         "run_link",
         "map_index",
         "state",
         "try_number",
-        "max_tries",
         "start_date",
         "end_date",
         "duration",
-        "hostname",
     )
     list_filter = (DagIdFilter, "state", ("start_date", admin.DateFieldListFilter))
     search_fields = ("=dag_id", "task_id", "run_id")
@@ -165,6 +184,14 @@ class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
     @admin.display(description="id")
     def short_id(self, obj: TaskInstance) -> str:
         return str(obj.pk)[:8]
+
+    @admin.display(description="DAG", ordering="dag_id")
+    def dag_link(self, obj: TaskInstance) -> SafeString | str:
+        return dag_link(obj.dag_id)
+
+    @admin.display(description="task", ordering="task_id")
+    def task_link(self, obj: TaskInstance) -> SafeString | str:
+        return task_link(obj.dag_id, obj.task_id)
 
     @admin.display(description="run", ordering="run_id")
     def run_link(self, obj: TaskInstance) -> SafeString:
