@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, TypedDict, TypeVar
 
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.http import HttpRequest
-from django.utils.html import format_html, format_html_join
+from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
@@ -18,19 +16,13 @@ from assets_app.admin.common import (
     AssetColumnsMixin,
     change_link,
     change_url,
-    changelist_url,
     count_of,
     link_list,
     when,
 )
 from assets_app.admin.filters import AliasFilter, AssetActiveFilter
+from assets_app.admin.panels import asset_panel
 from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
-from assets_app.selectors import asset_dag_references
-
-LATEST_EVENTS_SHOWN = 10
-
-#: How the asset page words each kind of DAG reference.
-RELATION_LABELS = {"schedule": "schedules on it", "outlet": "produces it", "inlet": "reads it"}
 
 
 class _LatestEvent(TypedDict):
@@ -74,13 +66,7 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
     search_fields = ("name", "uri")
     ordering = ("name", "uri")
     inlines = (AssetAliasLinkInline,)
-    readonly_fields = (
-        "is_active",
-        "created_at",
-        "updated_at",
-        "dag_references",
-        "latest_events",
-    )
+    readonly_fields = ("is_active", "created_at", "updated_at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Asset]:
         latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp", "-id")
@@ -114,51 +100,19 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
             return EMPTY
         return change_link("assetevent", obj.latest_event_pk, when(obj.latest_event_timestamp))
 
-    @admin.display(description="declared by DAGs")
-    def dag_references(self, obj: Asset) -> SafeString | str:
-        rows = [
-            (
-                RELATION_LABELS[ref.relation],
-                f"{ref.dag_id}.{ref.task_id}" if ref.task_id else ref.dag_id,
-            )
-            for ref in asset_dag_references(asset=obj)
-        ]
-        if not rows:
-            return EMPTY
-        # inline margin: the admin's "form .aligned ul" rule would indent it a second 160px
-        return format_html(
-            '<ul style="margin:0; padding:0">{}</ul>',
-            format_html_join("", "<li>{}: {}</li>", rows),
-        )
-
-    @admin.display(description=f"latest {LATEST_EVENTS_SHOWN} events")
-    def latest_events(self, obj: Asset) -> SafeString | str:
-        events = list(
-            AssetEvent.objects.filter(asset=obj).order_by("-timestamp", "-id")[:LATEST_EVENTS_SHOWN]
-        )
-        if not events:
-            return EMPTY
-        rows = format_html_join(
-            "",
-            '<tr><td><a href="{}">{}</a></td><td style="white-space:nowrap">{}</td>'
-            "<td>{}</td><td>{}</td></tr>",
-            (
-                (
-                    change_url("assetevent", event.pk),
-                    event.pk,
-                    event.timestamp.isoformat(timespec="seconds"),
-                    event.source_dag_id or "manual",
-                    json.dumps(event.extra, sort_keys=True),
-                )
-                for event in events
-            ),
-        )
-        return format_html(
-            "<table><tr><th>event</th><th>timestamp</th><th>source DAG</th><th>extra</th></tr>"
-            '{}</table><a href="{}">all events of this asset</a>',
-            rows,
-            changelist_url("assetevent", asset__id__exact=obj.pk),
-        )
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Asset | None = None,
+    ) -> HttpResponse:
+        # the events chart, the lineage and the latest events (assets_app.admin.panels)
+        if obj is not None:
+            context["panel"] = asset_panel(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 @admin.register(AssetAlias)

@@ -9,7 +9,18 @@ from django import template
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import Max, Min
 from django.utils import formats, timezone
+from django.utils.safestring import SafeString
 from django.utils.text import capfirst
+
+from assets_app.admin.common import (
+    EMPTY,
+    asset_link,
+    changelist_url,
+    duration,
+    source_links,
+    when,
+)
+from assets_app.admin.panels import EventRow, Overview, overview
 
 register = template.Library()
 
@@ -98,3 +109,40 @@ def range_date_hierarchy(cl: ChangeList) -> dict[str, Any]:
             for y in range(first.year, last.year + 1)
         ],
     }
+
+
+# --- panels -----------------------------------------------------------------------------------
+
+
+@register.simple_tag
+def registry_overview() -> Overview:
+    """The overview the admin index shows (``assets_app.admin.panels.overview``)."""
+    return overview()
+
+
+@register.filter
+def ar_when(value: datetime.datetime | None) -> str:
+    return when(value)
+
+
+@register.filter
+def ar_duration(value: datetime.timedelta | None) -> str:
+    return duration(value) if value is not None else EMPTY
+
+
+@register.simple_tag
+def ar_source(row: EventRow) -> SafeString | str:
+    event = row.event
+    return source_links(
+        event.source_dag_id, event.source_task_id, row.source_run_pk, event.source_run_id
+    )
+
+
+@register.simple_tag
+def ar_asset(row: EventRow) -> SafeString | str:
+    return asset_link(row.event.asset, row.event.asset_id)
+
+
+@register.simple_tag(takes_context=False)
+def ar_changelist(model_name: str, **params: Any) -> str:
+    return changelist_url(model_name, **params)
