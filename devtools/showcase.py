@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import transaction
@@ -33,8 +31,9 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
+from devtools.processes import REPO
 
-MANIFEST = Path(settings.BASE_DIR) / "examples" / "dags.yaml"
+MANIFEST = REPO / "examples" / "dags.yaml"
 PRODUCER = ("asset_s3_bucket_producer", "produce_asset_events")
 CONSUMER = ("asset_s3_bucket_consumer", "consume_asset_events")
 ALIAS_PRODUCER = ("asset_alias_example_alias_producer", "produce_asset_events_through_asset_alias")
@@ -64,9 +63,9 @@ def _run(dag_id: str, task_id: str, at: datetime, *, state: str, run_type: str) 
         end_date=None if state == DagRunState.RUNNING else at + timedelta(seconds=40 + at.minute),
     )
     ti_state = {
-        DagRunState.SUCCESS: TaskInstanceState.SUCCESS,
-        DagRunState.FAILED: TaskInstanceState.FAILED,
-        DagRunState.RUNNING: TaskInstanceState.RUNNING,
+        "success": TaskInstanceState.SUCCESS,
+        "failed": TaskInstanceState.FAILED,
+        "running": TaskInstanceState.RUNNING,
     }[state]
     TaskInstance.objects.create(
         dag_run=run,

@@ -69,7 +69,7 @@ def latest_events(events: QuerySet[AssetEvent], *, limit: int) -> list[EventRow]
         )
         .order_by("-timestamp", "-id")[:limit]
     )
-    asset_ids = {event.asset_id for event in rows}
+    asset_ids = {event.asset_id for event in rows if event.asset_id is not None}
     queued: dict[int, list[tuple[str, datetime]]] = {}
     for asset_id, dag_id, since in (
         AssetDagRunQueue.objects.filter(asset_id__in=asset_ids)
@@ -80,7 +80,7 @@ def latest_events(events: QuerySet[AssetEvent], *, limit: int) -> list[EventRow]
     return [
         EventRow(
             event=event,
-            source_run_pk=event.source_run_pk,  # type: ignore[attr-defined]
+            source_run_pk=event.source_run_pk,
             consumer_runs=list(event.created_dagruns.all()),
             # a queue row waits since its asset's oldest unconsumed event (registration stamps
             # the event and the row with the same time)
@@ -388,8 +388,8 @@ def dag_lineage(dag: Dag) -> Lineage:
             waiting=is_queued,
         )
         lineage.link(lineage.add(node), me)
-    for ref in DagScheduleAssetAliasReference.objects.filter(dag=dag).select_related("alias"):
-        alias: AssetAlias = ref.alias
+    for alias_ref in DagScheduleAssetAliasReference.objects.filter(dag=dag).select_related("alias"):
+        alias: AssetAlias = alias_ref.alias
         node = Node(
             key=f"alias:{alias.pk}",
             label=alias.name,
@@ -418,11 +418,11 @@ def dag_lineage(dag: Dag) -> Lineage:
             note="schedule: Asset.ref(uri)",
         )
         lineage.link(lineage.add(node), me)
-    for ref in TaskInletAssetReference.objects.filter(dag=dag).select_related("asset"):
-        node = _asset_node(f"in:{ref.asset_id}", ref.asset, note=f"inlet of {ref.task_id}")
+    for inlet in TaskInletAssetReference.objects.filter(dag=dag).select_related("asset"):
+        node = _asset_node(f"in:{inlet.asset_id}", inlet.asset, note=f"inlet of {inlet.task_id}")
         lineage.link(lineage.add(node), me)
-    for ref in TaskOutletAssetReference.objects.filter(dag=dag).select_related("asset"):
-        task = lineage.add(_task_node(dag.dag_id, ref.task_id, role="task"))
+    for outlet in TaskOutletAssetReference.objects.filter(dag=dag).select_related("asset"):
+        task = lineage.add(_task_node(dag.dag_id, outlet.task_id, role="task"))
         lineage.link(me, task)
-        lineage.link(task, lineage.add(_asset_node(f"out:{ref.asset_id}", ref.asset)))
+        lineage.link(task, lineage.add(_asset_node(f"out:{outlet.asset_id}", outlet.asset)))
     return lineage

@@ -18,10 +18,16 @@ from django.db import connection
 from django.test.utils import setup_test_environment, teardown_test_environment
 
 from devtools.browser import BrowserMissingError, chromium_start, full_page_png, log_in
-from devtools.processes import ServerStartError, current_database_url, process_stop, server_start
+from devtools.processes import (
+    REPO,
+    ServerStartError,
+    current_database_url,
+    process_stop,
+    server_start,
+)
 from devtools.showcase import PASSWORD, USERNAME, Showcase, showcase_seed
 
-OUT = Path(settings.BASE_DIR) / "docs" / "screenshots"
+OUT = REPO / "docs" / "screenshots"
 
 
 def pages(showcase: Showcase) -> list[tuple[str, str]]:
