@@ -8,6 +8,7 @@ from typing import Any, TypedDict, TypeVar
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, path
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
@@ -20,6 +21,7 @@ from assets_app.admin.common import (
     link_list,
     when,
 )
+from assets_app.admin.emit import EMIT_PERMISSION, emit_event_view
 from assets_app.admin.filters import AliasFilter, AssetActiveFilter
 from assets_app.admin.panels import asset_panel
 from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
@@ -100,6 +102,16 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
             return EMPTY
         return change_link("assetevent", obj.latest_event_pk, when(obj.latest_event_timestamp))
 
+    def get_urls(self) -> list[URLPattern]:
+        def emit(request: HttpRequest, object_id: str) -> HttpResponse:
+            return emit_event_view(self, request, object_id)
+
+        view = self.admin_site.admin_view(emit)
+        return [
+            path("<path:object_id>/emit/", view, name="assets_app_asset_emit"),
+            *super().get_urls(),
+        ]
+
     def render_change_form(
         self,
         request: HttpRequest,
@@ -112,6 +124,7 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
         # the events chart, the lineage and the latest events (assets_app.admin.panels)
         if obj is not None:
             context["panel"] = asset_panel(obj)
+            context["can_emit"] = request.user.has_perm(EMIT_PERMISSION)
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 
