@@ -68,7 +68,7 @@ def emit_event_view(
     """GET: the form; POST: create the event, log it on the asset, back to the asset page."""
     asset = model_admin.get_object(request, object_id)
     if asset is None:
-        return model_admin._get_obj_does_not_exist_redirect(  # type: ignore[no-any-return]
+        return model_admin._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined,no-any-return]
             request, Asset._meta, object_id
         )
     if not (
