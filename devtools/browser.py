@@ -97,12 +97,15 @@ def full_page_png(driver: Any, path: Path) -> Path:
 def log_in(driver: Any, base_url: str, username: str, password: str) -> None:
     """Log in through the admin's login form."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(f"{base_url}/admin/login/")
     driver.find_element(By.ID, "id_username").send_keys(username)
     driver.find_element(By.ID, "id_password").send_keys(password)
-    old = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.CSS_SELECTOR, "#login-form [type=submit]").click()
-    WebDriverWait(driver, 15).until(ec.staleness_of(old))
+    WebDriverWait(driver, 15).until(
+        lambda d: (
+            "/admin/login/" not in d.current_url
+            and d.execute_script("return document.readyState") == "complete"
+        )
+    )

@@ -23,5 +23,8 @@ from assets_app.admin import assets, dags, events, runs
 
 # the index opens with the overview (assets_app.admin.panels.overview) above the model list
 admin.site.index_template = "admin/assets_app/index.html"
+# the lists fit 1400 px only without the model sidebar (276 px); breadcrumbs and the index
+# link every page
+admin.site.enable_nav_sidebar = False
 
 __all__ = ["assets", "dags", "events", "runs"]

@@ -133,9 +133,9 @@ class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
         "dag_link",
         "task_link",
         "run_link",
-        "map_index",
+        "map",
         "state",
-        "try_number",
+        "tries",
         "start_date",
         "end_date",
         "duration",
@@ -184,6 +184,14 @@ class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
     @admin.display(description="id")
     def short_id(self, obj: TaskInstance) -> str:
         return str(obj.pk)[:8]
+
+    @admin.display(description="map", ordering="map_index")
+    def map(self, obj: TaskInstance) -> int:
+        return obj.map_index
+
+    @admin.display(description="try", ordering="try_number")
+    def tries(self, obj: TaskInstance) -> str:
+        return f"{obj.try_number}/{obj.max_tries + 1}"
 
     @admin.display(description="DAG", ordering="dag_id")
     def dag_link(self, obj: TaskInstance) -> SafeString | str:

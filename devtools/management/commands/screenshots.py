@@ -55,8 +55,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         out = Path(options["out"])
         with tempfile.TemporaryDirectory() as scratch:
+            # a database of its own, never the test runner's test_<name>
             if connection.vendor == "sqlite":  # a file, so that the server process shares it
-                connection.settings_dict["TEST"]["NAME"] = os.path.join(scratch, "db.sqlite3")
+                scratch_db = os.path.join(scratch, "db.sqlite3")
+            else:
+                scratch_db = f"screenshots_{connection.settings_dict['NAME']}"[:63]
+            connection.settings_dict["TEST"]["NAME"] = scratch_db
             setup_test_environment()
             old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
             try:
