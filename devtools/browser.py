@@ -60,6 +60,7 @@ def chromium_start(profile_dir: Path, *, width: int = WIDTH, height: int = 1200)
         raise BrowserMissingError("no chromedriver found (apt-get install chromium-driver)")
     from selenium import webdriver
 
+    profile_dir.mkdir(parents=True, exist_ok=True)
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in (*CHROMIUM_FLAGS, f"--window-size={width},{height}"):
@@ -78,9 +79,12 @@ def chromium_start(profile_dir: Path, *, width: int = WIDTH, height: int = 1200)
     return driver
 
 
-def full_page_png(driver: Any, path: Path) -> Path:
-    """Save a screenshot of the whole page (not only the window) as a PNG file."""
+def full_page_png(driver: Any, path: Path, *, max_height: int | None = None) -> Path:
+    """Save a screenshot of the whole page (not only the window), or of its top
+    ``max_height`` px, as a PNG file."""
     size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    if max_height is not None:
+        size = {**size, "height": min(size["height"], max_height)}
     shot = driver.execute_cdp_cmd(
         "Page.captureScreenshot",
         {

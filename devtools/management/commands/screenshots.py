@@ -30,15 +30,20 @@ from devtools.showcase import PASSWORD, USERNAME, Showcase, showcase_seed
 OUT = REPO / "docs" / "screenshots"
 
 
-def pages(showcase: Showcase) -> list[tuple[str, str]]:
-    """(file name, path) of every page the README shows."""
+#: How much of a long page is shown: its top, about two screens.
+TOP = 1300
+
+
+def pages(showcase: Showcase) -> list[tuple[str, str, int | None]]:
+    """(file name, path, height cut or None for the whole page) of every page the README
+    shows."""
     asset, dag = showcase.asset.pk, showcase.waiting_dag_id
     return [
-        ("overview.png", "/admin/"),
-        ("asset.png", f"/admin/assets_app/asset/{asset}/change/"),
-        ("dag.png", f"/admin/assets_app/dag/{dag}/change/"),
-        ("events.png", "/admin/assets_app/assetevent/"),
-        ("emit-event.png", f"/admin/assets_app/asset/{asset}/emit/"),
+        ("overview.png", "/admin/", TOP),
+        ("asset.png", f"/admin/assets_app/asset/{asset}/change/", TOP),
+        ("dag.png", f"/admin/assets_app/dag/{dag}/change/", 900),
+        ("events.png", "/admin/assets_app/assetevent/", 900),
+        ("emit-event.png", f"/admin/assets_app/asset/{asset}/emit/", 600),
     ]
 
 
@@ -73,7 +78,7 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {path}")
 
     def _capture(
-        self, scratch: Path, out: Path, width: int, targets: list[tuple[str, str]]
+        self, scratch: Path, out: Path, width: int, targets: list[tuple[str, str, int | None]]
     ) -> list[Path]:
         env = {
             **os.environ,
@@ -93,9 +98,9 @@ class Command(BaseCommand):
             try:
                 log_in(driver, url, USERNAME, PASSWORD)
                 written = []
-                for name, path in targets:
+                for name, path, max_height in targets:
                     driver.get(f"{url}{path}")
-                    written.append(full_page_png(driver, out / name))
+                    written.append(full_page_png(driver, out / name, max_height=max_height))
                 return written
             finally:
                 driver.quit()
