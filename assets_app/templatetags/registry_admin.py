@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import Max, Min
+from django.db.models import QuerySet, Subquery
 from django.utils import formats, timezone
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
@@ -32,6 +32,21 @@ def _months(first: datetime.date, last: datetime.date) -> list[datetime.date]:
         months.append(datetime.date(year, month, 1))
         year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return months
+
+
+def _first_and_last(queryset: QuerySet[Any], field_name: str) -> dict[str, Any]:
+    """The selection's first and last ``field_name`` in one query, each an ``ORDER BY ...
+    LIMIT 1`` subquery: PostgreSQL walks the field's index from either end until a row matches
+    the filters, where ``MIN``/``MAX`` over a filtered selection would join it whole."""
+    first = queryset.order_by(field_name).values(field_name)[:1]
+    last = queryset.order_by(f"-{field_name}").values(field_name)[:1]
+    row = (
+        queryset.model._default_manager.order_by()
+        .annotate(first=Subquery(first), last=Subquery(last))
+        .values("first", "last")
+        .first()
+    )
+    return row or {"first": None, "last": None}
 
 
 @register.inclusion_tag("admin/date_hierarchy.html")
@@ -67,7 +82,7 @@ def range_date_hierarchy(cl: ChangeList) -> dict[str, Any]:
             },
             "choices": [{"title": fmt(chosen, "MONTH_DAY_FORMAT")}],
         }
-    span = cl.queryset.aggregate(first=Min(field_name), last=Max(field_name))
+    span = _first_and_last(cl.queryset, field_name)
     if span["first"] is None or span["last"] is None:
         return {"show": False}
     first = timezone.localtime(span["first"]).date()
