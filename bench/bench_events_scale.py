@@ -1,4 +1,5 @@
-"""Benchmark the event-reading pages, routes and commands over a big ``asset_event`` table.
+"""Benchmark the event-reading pages, routes and commands over a big ``asset_event`` table
+(among them the admin's overview, asset page and DAG page, whose query counts must not grow).
 
 Usage (from the repository root)::
 
