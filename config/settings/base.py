@@ -93,6 +93,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# one timestamp format everywhere (the admin): with seconds and the time zone
+FORMAT_MODULE_PATH = ["assets_app.formats"]
 
 STATIC_URL = "static/"
 # Only needed for `collectstatic`; unset, the files are served from the installed apps.
