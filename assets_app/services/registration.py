@@ -25,7 +25,10 @@ input is an empty set and a big one needs no batching. Values that are the same 
 6. ``INSERT`` the events, ``RETURNING id``;
 7. ``INSERT`` the alias → event links;
 8. ``INSERT`` the queue rows of every live consumer DAG (found in the same statement over the
-   four schedule reference tables) as an upsert, ``RETURNING`` the queued pairs.
+   four schedule reference tables) as an upsert, ``RETURNING`` the queued pairs; on
+   PostgreSQL the same statement notifies the schedulers (``pg_notify`` on
+   :data:`assets_app.notify.QUEUE_CHANNEL`, delivered when the transaction commits, only if
+   it queued something).
 
 Concurrency
 -----------
@@ -77,6 +80,7 @@ from assets_app.models import (
     DagScheduleAssetUriReference,
     TaskInstance,
 )
+from assets_app.notify import QUEUE_CHANNEL, notify_sql
 from assets_app.outlets import (
     AliasOutletEvent,
     AssetOutletEvent,
@@ -659,6 +663,22 @@ def asset_event_consumers_queue(
         key=lambda row: (row[0], row[1] or 0),
     )
     rows = sql.rows(asset_id="bigint", alias_id="bigint", name="text", uri="text")
+    upsert = f"""
+            INSERT INTO {QUEUE} AS q (asset_id, target_dag_id, created_at)
+            SELECT c.asset_id, c.dag_id, %s
+            FROM consumer c JOIN {DAG} d ON d.dag_id = c.dag_id
+            WHERE NOT d.is_paused AND NOT d.is_stale
+            ORDER BY c.asset_id, c.dag_id
+            ON CONFLICT (asset_id, target_dag_id) DO UPDATE SET created_at = q.created_at
+            RETURNING asset_id, target_dag_id
+    """
+    if sql.postgresql:
+        # Wake the schedulers when this transaction commits (one notification however many
+        # rows: PostgreSQL folds a transaction's identical ones), in the same statement.
+        upsert = f"""
+            , queued AS ({upsert})
+            SELECT asset_id, target_dag_id, {notify_sql(QUEUE_CHANNEL)} FROM queued
+        """
     with connection.cursor() as cursor:
         sql.execute(
             cursor,
@@ -676,14 +696,7 @@ def asset_event_consumers_queue(
                 UNION
                 SELECT e.asset_id, s.dag_id FROM emitted e
                 JOIN {SCHEDULE_ON_URI} s ON s.uri = e.uri
-            )
-            INSERT INTO {QUEUE} AS q (asset_id, target_dag_id, created_at)
-            SELECT c.asset_id, c.dag_id, %s
-            FROM consumer c JOIN {DAG} d ON d.dag_id = c.dag_id
-            WHERE NOT d.is_paused AND NOT d.is_stale
-            ORDER BY c.asset_id, c.dag_id
-            ON CONFLICT (asset_id, target_dag_id) DO UPDATE SET created_at = q.created_at
-            RETURNING asset_id, target_dag_id
+            ){upsert}
             """,
             [
                 sql.json(
@@ -693,7 +706,7 @@ def asset_event_consumers_queue(
                 sql.datetime(now),
             ],
         )
-        return sorted(cursor.fetchall())
+        return sorted((asset_id, dag_id) for asset_id, dag_id, *_ in cursor.fetchall())
 
 
 def asset_changes_notify(*, events: Sequence[EmittedEvent]) -> None:

@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, close_old_connections, connection
 
-from assets_app.services.scheduler import Outcome, SchedulerPassResult, scheduler_pass
+from assets_app.notify import QUEUE_CHANNEL, Listener
+from assets_app.services.scheduler import (
+    Outcome,
+    QueueWatch,
+    SchedulerPassResult,
+    scheduler_pass,
+)
+
+#: How often (seconds) a waiting scheduler checks whether it was asked to stop.
+STOP_CHECK = 0.25
 
 
 class Command(BaseCommand):
     help = (
         "Turn asset_dag_run_queue rows into asset-triggered DAG runs when a consumer's asset "
-        "condition is met. Runs passes every --interval seconds until stopped (SIGTERM or "
-        "Ctrl-C), or one pass with --once. Several schedulers may run at once."
+        "condition is met. Runs passes until stopped (SIGTERM or Ctrl-C), or one pass with "
+        "--once: on PostgreSQL as soon as producers commit queue rows (LISTEN), at the latest "
+        "every --interval seconds. Several schedulers may run at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,7 +37,8 @@ class Command(BaseCommand):
             "--interval",
             type=float,
             default=1.0,
-            help="seconds to sleep between passes (default 1)",
+            help="the longest wait between passes (default 1); on PostgreSQL a pass starts "
+            "as soon as a producer commits queue rows",
         )
         parser.add_argument(
             "--max-passes",
@@ -54,13 +66,17 @@ class Command(BaseCommand):
         stop = threading.Event()
         previous = self._install_stop_handler(stop)
         passes = created = 0
+        watch = QueueWatch()  # passes after the first look at new queue rows only
+        listener = Listener(QUEUE_CHANNEL)  # only sleeps on SQLite
+        if max_passes != 1:
+            listener.listen()  # before the first pass: no commit after it goes unnoticed
         self.stdout.write(f"scheduler started (interval {interval}s)")
         self.stdout.flush()
         try:
             while not stop.is_set():
                 self._refresh_connection()
                 try:
-                    result = scheduler_pass(max_dags=options["max_dags"])
+                    result = scheduler_pass(max_dags=options["max_dags"], watch=watch)
                 except DatabaseError as exc:
                     # e.g. the database restarted: report, drop the connection, try again.
                     self.stderr.write(f"scheduler pass failed: {exc}")
@@ -72,10 +88,11 @@ class Command(BaseCommand):
                 passes += 1
                 if max_passes is not None and passes >= max_passes:
                     break
-                stop.wait(interval)
+                self._wait(listener, stop, interval)
         except KeyboardInterrupt:
             pass
         finally:
+            listener.close()
             self._restore_stop_handler(previous)
             self._close_connection()
         self.stdout.write(
@@ -91,6 +108,15 @@ class Command(BaseCommand):
         failed = result.count(Outcome.FAILED)
         if failed:
             self.stderr.write(f"{failed} DAG(s) failed this pass; see the log")
+
+    @staticmethod
+    def _wait(listener: Listener, stop: threading.Event, interval: float) -> None:
+        """Until a producer's commit is notified, ``interval`` passed, or a stop requested."""
+        deadline = time.monotonic() + interval
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or listener.wait(min(left, STOP_CHECK)):
+                return
 
     @staticmethod
     def _refresh_connection() -> None:
