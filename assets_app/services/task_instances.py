@@ -7,6 +7,7 @@ serializes writers), then re-checks the state and writes.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from datetime import datetime, timedelta
 from enum import Enum, StrEnum
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from assets_app.exceptions import (
@@ -123,17 +124,36 @@ class RunStartResult:
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _lock(task_instance_id: uuid.UUID | str) -> TaskInstance:
-    """Lock and return the task instance; call inside ``transaction.atomic``."""
-    task_instance = (
-        TaskInstance.objects.select_for_update(of=("self",))
-        .select_related("dag_run")
-        .filter(pk=task_instance_id)
-        .first()
-    )
-    if task_instance is None:
+def _lock(task_instance_id: uuid.UUID | str, *, with_dag_run: bool = False) -> TaskInstance:
+    """Lock and return the task instance; call inside ``transaction.atomic``.
+
+    One statement by primary key, no ``ORDER BY`` and no join (``with_dag_run`` adds the run,
+    in the same statement), its SQL built once per process: this is on every request's path.
+    """
+    if with_dag_run:
+        try:
+            return (
+                TaskInstance.objects.select_for_update(of=("self",))
+                .select_related("dag_run")
+                .get(pk=task_instance_id)
+            )
+        except TaskInstance.DoesNotExist:
+            raise TaskInstanceNotFoundError(task_instance_id=str(task_instance_id)) from None
+    pk = TaskInstance._meta.pk.get_db_prep_value(task_instance_id, connection)
+    found = list(TaskInstance.objects.raw(_lock_statement(connection.vendor), [pk]))
+    if not found:
         raise TaskInstanceNotFoundError(task_instance_id=str(task_instance_id))
-    return task_instance
+    return found[0]
+
+
+@functools.cache
+def _lock_statement(vendor: str) -> str:
+    """``SELECT`` every column of one task instance by id, ``FOR UPDATE`` where supported."""
+    quote = connection.ops.quote_name
+    meta = TaskInstance._meta
+    columns = ", ".join(quote(field.column) for field in meta.concrete_fields)
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s{lock}"
 
 
 def _duration(task_instance: TaskInstance, end_date: datetime) -> float | None:
@@ -167,7 +187,7 @@ def task_instance_state_update(
     with transaction.atomic():
         task_instance = _lock(task_instance_id)
         if task_instance.state == payload.state:
-            logger.info(
+            logger.debug(
                 "task instance %s already in state %s; nothing written",
                 task_instance.pk,
                 payload.state,
@@ -180,7 +200,7 @@ def task_instance_state_update(
         task_instance.save(update_fields=[*fields, "updated_at"])
         if isinstance(payload, SuccessPayload):
             _register_asset_changes(task_instance, payload)
-    logger.info("task instance %s moved to %s", task_instance.pk, payload.state)
+    logger.debug("task instance %s moved to %s", task_instance.pk, payload.state)
     return StateUpdateOutcome.UPDATED
 
 
@@ -276,7 +296,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
     writing; anything else raises ``TaskInstanceInvalidStateError``.
     """
     with transaction.atomic():
-        task_instance = _lock(task_instance_id)
+        task_instance = _lock(task_instance_id, with_dag_run=True)
         if task_instance.state == TaskInstanceState.RUNNING and (
             task_instance.hostname,
             task_instance.unixname,
@@ -310,7 +330,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
                 "updated_at",
             ]
         )
-    logger.info("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
+    logger.debug("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
     return RunStartResult(task_instance=task_instance, previous_state=previous_state)
 
 

@@ -728,3 +728,55 @@ def test_success_query_count_is_identical_across_kinds(declare, make_ti):
 
     assert AssetEvent.objects.count() == 1 + 100 + 1000 + 1
     assert counts == [2 + 2 + 8] * 4, counts
+
+
+def test_success_without_outlets_is_the_floor_of_two_statements(make_ti):
+    # given: a running task that declares no outlet
+    ti = make_ti()
+    client = client_for(ti)
+
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        response = client.patch(state_url(ti), _success(), format="json")
+
+    # then: the API's transaction (a SAVEPOINT/RELEASE pair inside the test's transaction)
+    # around two statements: lock the TI, update it
+    assert response.status_code == 204, response.content
+    sqls = [query["sql"] for query in queries.captured_queries]
+    assert len(sqls) == 2 + 2, sqls
+    update = sqls[2]
+    assert update.startswith('UPDATE "task_instance"'), update
+
+
+@pytest.mark.parametrize("body", [_success(), {"state": "failed", "end_date": END}])
+def test_the_task_instance_is_locked_by_one_cheap_statement(make_ti, body):
+    # given
+    ti = make_ti()
+    client = client_for(ti)
+
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        response = client.patch(state_url(ti), body, format="json")
+
+    # then: by primary key, no join, no ORDER BY, FOR UPDATE where the database has it
+    assert response.status_code == 204, response.content
+    lock = queries.captured_queries[1]["sql"]
+    assert lock.startswith("SELECT ") and ' FROM "task_instance" WHERE "id" = ' in lock, lock
+    assert "JOIN" not in lock and "ORDER BY" not in lock, lock
+    assert lock.endswith(" FOR UPDATE") == (connection.vendor == "postgresql"), lock
+    ti.refresh_from_db()
+    assert ti.state == body["state"]
+
+
+def test_a_success_logs_nothing_at_info(make_ti, caplog):
+    # given
+    ti = make_ti()
+    client = client_for(ti)
+
+    # when
+    with caplog.at_level("INFO"):
+        response = client.patch(state_url(ti), _success(), format="json")
+
+    # then: no per-request line by default (the access log is the server's business)
+    assert response.status_code == 204, response.content
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 20] == []
