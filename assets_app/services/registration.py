@@ -643,6 +643,10 @@ def asset_event_consumers_queue(
     with a partition key does not queue non-partitioned consumers, and no DAG is partitioned
     yet (the model has no such flag), so partitioned events queue nothing.
 
+    Each consumer's DAG row is checked by a subquery, which PostgreSQL cannot turn into a join:
+    it plans the JSON row set as 100 rows, and a join then read the whole ``dag`` table on every
+    event; the subquery is one index lookup per consumer.
+
     The queue rows are upserted in (asset, DAG) order; an existing row keeps its
     ``created_at`` (the oldest wait). Returns the queued ``(asset_id, dag_id)`` pairs, sorted,
     whether inserted now or already waiting.
@@ -666,8 +670,10 @@ def asset_event_consumers_queue(
     upsert = f"""
             INSERT INTO {QUEUE} AS q (asset_id, target_dag_id, created_at)
             SELECT c.asset_id, c.dag_id, %s
-            FROM consumer c JOIN {DAG} d ON d.dag_id = c.dag_id
-            WHERE NOT d.is_paused AND NOT d.is_stale
+            FROM consumer c
+            WHERE (
+                SELECT NOT d.is_paused AND NOT d.is_stale FROM {DAG} d WHERE d.dag_id = c.dag_id
+            )
             ORDER BY c.asset_id, c.dag_id
             ON CONFLICT (asset_id, target_dag_id) DO UPDATE SET created_at = q.created_at
             RETURNING asset_id, target_dag_id
