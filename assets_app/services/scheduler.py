@@ -469,7 +469,12 @@ def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutco
         if runs:
             _runs_insert(runs, active=active, consumed=consumed, settle=settle)
         if delete_pks:
-            AssetDagRunQueue.objects.filter(pk__in=delete_pks).delete()
+            _rows_statement(
+                f"DELETE FROM {AssetDagRunQueue._meta.db_table} "
+                "WHERE id IN (SELECT r.id FROM {rows})",
+                [{"id": pk} for pk in delete_pks],
+                id="bigint",
+            )
     return [outcomes[dag_id] for dag_id in dag_ids]
 
 
@@ -483,12 +488,16 @@ def _runs_insert(
     """Insert ``runs``, their consumed events and their task instances, and notify the workers
     (4-7 statements; the notification is none on SQLite)."""
     DagRun.objects.bulk_create(runs)
-    DagRunAssetEvent.objects.bulk_create(
+    _rows_statement(
+        f"INSERT INTO {DagRunAssetEvent._meta.db_table} (dag_run_id, event_id) "
+        "SELECT r.dag_run_id, r.event_id FROM {rows}",
         [
-            DagRunAssetEvent(dag_run_id=run.pk, event_id=event_id)
+            {"dag_run_id": run.pk, "event_id": event_id}
             for run in runs
             for event_id in consumed[run.dag_id]
-        ]
+        ],
+        dag_run_id="bigint",
+        event_id="bigint",
     )
     task_ids = _dags_task_ids([active[run.dag_id] for run in runs])
     retries = {
@@ -627,6 +636,17 @@ def _unconsumed_event_ids(
         for dag_id, event_id in cursor.fetchall():
             found.setdefault(dag_id, {})[event_id] = None  # the same event via two leaves: once
     return {dag_id: list(ids) for dag_id, ids in found.items()}
+
+
+def _rows_statement(statement: str, rows: Sequence[Mapping[str, Any]], **columns: str) -> None:
+    """Run ``statement`` with its ``{rows}`` the given rows, passed as one JSON parameter.
+
+    Rows by the thousand without a parameter (and its conversion) per value; see
+    ``registration._Sql``. ``columns``: each row member's PostgreSQL type.
+    """
+    sql = _Sql.current()
+    with connection.cursor() as cursor:
+        sql.execute(cursor, statement.format(rows=sql.rows(**columns)), [sql.json(rows)])
 
 
 def _json_datetime(value: datetime) -> Any:
