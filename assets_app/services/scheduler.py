@@ -130,9 +130,10 @@ EVENT_LOOKBACK = timedelta(minutes=10)
 BATCH_SIZE = 100
 
 #: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
-#: still looked for, and how often every queue row is read again.
+#: still looked for, how often every waiting DAG is evaluated again, and how many per pass.
 ROW_ID_OVERLAP = 2.0
 FULL_RESCAN_EVERY = 10.0
+SWEEP_CHUNK = 250
 
 _RUN_ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -265,12 +266,15 @@ class QueueWatch:
     it are skipped by remembering them. A row committed more than ``overlap`` seconds after
     taking its id (a producer stalled between its upsert and its commit), and anything else
     a new id does not signal (a DAG unpaused, an alias resolving to a new asset, a ref's asset
-    becoming active), is picked up by the full rescan every ``full_rescan_every`` seconds,
-    which reads every queue row (the first pass is one).
+    becoming active), is picked up by the **sweep**: every ``full_rescan_every`` seconds the
+    watch lists every DAG with queue rows and evaluates them all again, ``sweep_chunk`` DAGs
+    per pass (so no single pass stalls behind thousands of waiting DAGs), within two sweeps.
+    The first pass evaluates every DAG at once.
     """
 
     full_rescan_every: float = FULL_RESCAN_EVERY
     overlap: float = ROW_ID_OVERLAP
+    sweep_chunk: int = SWEEP_CHUNK
     clock: Callable[[], float] = time.monotonic
     _last_full: float | None = None
     _high_water: int = 0
@@ -279,22 +283,32 @@ class QueueWatch:
     #: ids above the current bound that were already evaluated
     _seen: set[int] = field(default_factory=set)
     _retry: set[str] = field(default_factory=set)
+    #: DAGs the current sweep has still to evaluate
+    _sweep: list[str] = field(default_factory=list)
 
     def scan(self) -> list[_QueueRow]:
-        """The queue rows of the DAGs worth evaluating this pass (1-2 queries, no locks)."""
+        """The queue rows of the DAGs worth evaluating this pass (1-3 queries, no locks)."""
         now = self.clock()
         bound = self._bound(now)
-        if self._last_full is None or now - self._last_full >= self.full_rescan_every:
+        if self._last_full is None:
             rows = _queue_rows()
             self._last_full = now
+            self._sweep = []
             new_ids = [pk for pk, _, _, _ in rows]
         else:
+            if not self._sweep and now - self._last_full >= self.full_rescan_every:
+                self._sweep = sorted(
+                    set(AssetDagRunQueue.objects.order_by().values_list("target_dag_id", flat=True))
+                )
+                self._last_full = now
             fresh = list(
                 AssetDagRunQueue.objects.filter(pk__gt=bound)
                 .order_by()
                 .values_list("pk", "target_dag_id")
             )
             dag_ids = {dag_id for pk, dag_id in fresh if pk not in self._seen} | self._retry
+            dag_ids.update(self._sweep[: self.sweep_chunk])
+            del self._sweep[: self.sweep_chunk]
             rows = _queue_rows(dag_ids) if dag_ids else []
             new_ids = [pk for pk, _ in fresh]
         self._retry = set()

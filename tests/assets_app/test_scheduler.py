@@ -818,6 +818,32 @@ def test_watch_finds_a_row_committed_too_late_at_the_next_full_rescan():
     assert [run.dag_id for run in found.created] == ["late"]
 
 
+def test_watch_sweeps_every_waiting_dag_again_a_chunk_per_pass():
+    # given: five DAGs on a ref to an asset that is not active yet, evaluated (not met)
+    a = AssetFactory()
+    emit(a)
+    for i in range(5):
+        queue(consumer(f"ref{i}", {"asset_ref": {"name": a.name}}), a)
+    clock = FakeClock()
+    watch = QueueWatch(clock=clock, full_rescan_every=10.0, sweep_chunk=2)
+    assert scheduler_pass(watch=watch).count(Outcome.NOT_READY) == 5
+
+    # when: the asset becomes active (no new queue row says so)
+    activate(a)
+    clock.now += 5.0
+    before_the_sweep = scheduler_pass(watch=watch)
+    clock.now += 5.0  # the sweep is due
+    created = []
+    for _ in range(3):
+        created.append(len(scheduler_pass(watch=watch).created))
+        clock.now += 0.1
+
+    # then: not before the sweep; then two DAGs per pass
+    assert before_the_sweep.outcomes == []
+    assert created == [2, 2, 1]
+    assert DagRun.objects.count() == 5
+
+
 def test_watch_retries_ready_dags_left_for_the_next_pass():
     # given: two ready DAGs, a pass that may handle only one
     a = AssetFactory()
