@@ -153,6 +153,11 @@ to 13 (the before-run of the backlog, on caba777 with ``--phases backlog --secon
   than the two cores, so the steady phases are CPU-bound on this machine: ~3 runs per event
   at 73 events/s and the producers' own CPU leave the scheduler behind, and the latency is
   the backlog that builds up.
+* At a rate this machine sustains, ``--phases steady1,steady2 --rate 30 --seconds 20``
+  (3444bea, load 9): one scheduler 159 runs/s, event → run p50 129 ms, p99 841 ms,
+  1.3 + 0.6 ms CPU per run; two schedulers p50 600 ms, p99 1.42 s (they compete for the
+  same two cores). On caba777, ``--phases steady1 --rate 30 --seconds 20`` (load 8): p50
+  38.7 s, p99 60.6 s, 30.6 runs/s, 12.0 statements and 9.3 + 3.0 ms CPU per run.
 """
 
 from __future__ import annotations
