@@ -34,6 +34,7 @@ test: install-test
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
 clean:

@@ -116,6 +116,12 @@ class TaskInstanceNotRunningError(ConflictError):
     default_message = "TI is no longer in the running state and task should terminate"
 
 
+class TaskInstanceClearRefusedError(ConflictError):
+    """A clear would touch a task instance that is running; nothing was cleared."""
+
+    code = "clear_refused"
+
+
 # --- authentication -------------------------------------------------------------------------------
 
 

@@ -428,8 +428,27 @@ class TaskInstanceState(models.TextChoices):
     DEFERRED = "deferred"
 
 
+#: Airflow's ``State.finished`` for task instances: nothing more will happen to them.
+FINISHED_TI_STATES = frozenset(
+    {
+        TaskInstanceState.SUCCESS,
+        TaskInstanceState.FAILED,
+        TaskInstanceState.SKIPPED,
+        TaskInstanceState.REMOVED,
+        TaskInstanceState.UPSTREAM_FAILED,
+    }
+)
+#: A run with a task instance in one of these states ends ``failed`` (Airflow's update_state).
+FAILED_TI_STATES = frozenset({TaskInstanceState.FAILED, TaskInstanceState.UPSTREAM_FAILED})
+
+
 class TaskInstance(models.Model):
-    """One try of one task of one DAG run, addressed by UUID in the execution API."""
+    """The current try of one task of one DAG run, addressed by UUID in the execution API.
+
+    Each try has its own id (as in Airflow 3): when a try ends ``up_for_retry`` or the task
+    instance is cleared, the finished try is copied to ``TaskInstanceHistory`` and the row
+    gets a new id, so a late report from the old try's runner finds nothing (404).
+    """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_instances")
@@ -458,6 +477,10 @@ class TaskInstance(models.Model):
     trigger_timeout = models.DateTimeField(null=True, blank=True)
     reschedule_date = models.DateTimeField(null=True, blank=True)
     task_reschedule_count = models.IntegerField(default=0)
+    #: when an ``up_for_retry`` task instance becomes ``scheduled`` again (its next try)
+    next_retry_at = models.DateTimeField(null=True, blank=True)
+    #: why the last try failed, when the registry knows (e.g. the heartbeat timed out)
+    failure_reason = models.TextField(default="", blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -473,6 +496,49 @@ class TaskInstance(models.Model):
     def __str__(self) -> str:
         suffix = f"[{self.map_index}]" if self.map_index >= 0 else ""
         return f"{self.dag_id}.{self.task_id}{suffix} @ {self.run_id}"
+
+
+class TaskInstanceHistory(models.Model):
+    """A finished earlier try of a task instance (Airflow's ``task_instance_history``).
+
+    ``task_instance_id`` is the id that try had; the task instance itself now has another.
+    """
+
+    task_instance_id = models.UUIDField(unique=True)
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="ti_history")
+    dag_id = models.CharField(max_length=ID_LENGTH)
+    run_id = models.CharField(max_length=ID_LENGTH)
+    task_id = models.CharField(max_length=ID_LENGTH)
+    map_index = models.IntegerField(default=-1)
+    try_number = models.IntegerField()
+    max_tries = models.IntegerField(default=0)
+    state = models.CharField(  # noqa: DJ001
+        max_length=20, choices=TaskInstanceState.choices, null=True, blank=True
+    )
+    start_date = models.DateTimeField(null=True, blank=True)
+    end_date = models.DateTimeField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    hostname = models.CharField(max_length=1000, default="", blank=True)
+    unixname = models.CharField(max_length=1000, default="", blank=True)
+    pid = models.IntegerField(null=True, blank=True)
+    failure_reason = models.TextField(default="", blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "task_instance_history"
+        ordering = ["dag_id", "run_id", "task_id", "map_index", "try_number"]
+        verbose_name = "task instance try"
+        verbose_name_plural = "task instance history"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dag_id", "run_id", "task_id", "map_index", "try_number"],
+                name="tih_natural_key_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        suffix = f"[{self.map_index}]" if self.map_index >= 0 else ""
+        return f"{self.dag_id}.{self.task_id}{suffix} @ {self.run_id} try {self.try_number}"
 
 
 class XCom(models.Model):

@@ -66,7 +66,7 @@ def token_issue(*, task_instance_id: str | uuid.UUID, ttl_seconds: int | None = 
 def token_decode(token: str) -> TokenClaims:
     """Verify signature, audience and time claims; raise ``TokenError`` with the reason."""
     config = _config()
-    options = {"require": ["sub", "aud", "exp", "iat"]}
+    options: jwt.types.Options = {"require": ["sub", "aud", "exp", "iat"]}
     kwargs: dict[str, Any] = {}
     if config.get("JWT_ISSUER"):
         kwargs["issuer"] = config["JWT_ISSUER"]

@@ -19,7 +19,8 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def current_database_url() -> str:

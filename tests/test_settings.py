@@ -25,6 +25,7 @@ print(json.dumps({
     "engine": db["ENGINE"], "name": str(db["NAME"]), "options": db.get("OPTIONS", {}),
     "debug": settings.DEBUG, "jwt_secret": settings.EXECUTION_API["JWT_SECRET"],
     "append_slash": settings.APPEND_SLASH,
+    "heartbeat_timeout": settings.TASK_INSTANCE_HEARTBEAT_TIMEOUT,
 }))
 """
 
@@ -63,6 +64,13 @@ def test_local_defaults_to_an_embedded_sqlite_database_that_queues_writers(tmp_p
     assert "journal_mode=WAL" in values["options"]["init_command"]
     assert values["debug"] is True
     assert values["append_slash"] is False
+
+
+def test_heartbeat_timeout_defaults_to_airflows_300_s_and_comes_from_the_environment(tmp_path):
+    default = json.loads(load("config.settings.local", tmp_path).stdout)
+    configured = load("config.settings.local", tmp_path, TASK_INSTANCE_HEARTBEAT_TIMEOUT="12.5")
+    assert default["heartbeat_timeout"] == 300
+    assert json.loads(configured.stdout)["heartbeat_timeout"] == 12.5
 
 
 def test_jwt_secret_is_generated_once_and_kept(tmp_path):

@@ -1,13 +1,15 @@
-"""DAG runs and task instances (read-only, big tables)."""
+"""DAG runs and task instances (read-only, big tables), with the clear actions
+(``assets_app.services.clearing``) and each task instance's earlier tries."""
 
 from __future__ import annotations
 
 import uuid
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
@@ -21,7 +23,47 @@ from assets_app.admin.common import (
     pretty_json,
 )
 from assets_app.admin.filters import DagIdFilter
-from assets_app.models import DagRun, DagRunAssetEvent, TaskInstance
+from assets_app.exceptions import AssetsError
+from assets_app.models import (
+    FAILED_TI_STATES,
+    DagRun,
+    DagRunAssetEvent,
+    TaskInstance,
+    TaskInstanceHistory,
+)
+from assets_app.services.clearing import task_instances_clear
+
+CLEAR_PERMISSION = "assets_app.change_taskinstance"
+
+
+def _clear(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, selected: QuerySet[TaskInstance]
+) -> None:
+    """Clear the selected task instances and say what happened (or why nothing did)."""
+    try:
+        result = task_instances_clear(task_instances=selected)
+    except AssetsError as exc:
+        modeladmin.message_user(request, f"Nothing cleared: {exc}", messages.ERROR)
+        return
+    if not result.cleared:
+        modeladmin.message_user(
+            request, "Nothing cleared: no finished task instance selected", messages.WARNING
+        )
+        return
+    tries = ", ".join(f"{c.label} (try {c.try_number})" for c in result.cleared[:10])
+    more = f" and {len(result.cleared) - 10} more" if len(result.cleared) > 10 else ""
+    modeladmin.message_user(
+        request,
+        f"Cleared {len(result.cleared)} task instance(s), scheduled as new tries: {tries}{more}; "
+        f"{len(result.runs_requeued)} run(s) back to queued; "
+        f"{len(result.left_alone)} unfinished task instance(s) left alone.",
+        messages.SUCCESS,
+    )
+
+
+class _ClearPermissionMixin:
+    def has_clear_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(CLEAR_PERMISSION)
 
 
 class _ConsumedEvents(TypedDict):
@@ -48,14 +90,24 @@ class ConsumedEventInline(LinkedEventColumnsMixin, ReadOnlyTabularInline[DagRunA
 
 class RunTaskInstanceInline(ReadOnlyTabularInline[TaskInstance, DagRun]):
     model = TaskInstance
-    fields = ("task_id", "map_index", "state", "try_number", "start_date", "end_date")
+    fields = (
+        "task_id",
+        "map_index",
+        "state",
+        "try_number",
+        "start_date",
+        "end_date",
+        "failure_reason",
+    )
     readonly_fields = fields
     show_change_link = True
     verbose_name_plural = "task instances"
 
 
 @admin.register(DagRun)
-class DagRunAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRun]):
+class DagRunAdmin(
+    _ClearPermissionMixin, BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRun]
+):
     list_display = (
         "run_id",
         "dag_link",
@@ -87,6 +139,21 @@ class DagRunAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRu
     )
     fields = readonly_fields
     inlines = (ConsumedEventInline, RunTaskInstanceInline)
+    actions = ("clear_runs", "clear_failed_of_runs")
+
+    @admin.action(description="Clear: run all their task instances again", permissions=["clear"])
+    def clear_runs(self, request: HttpRequest, queryset: QuerySet[DagRun]) -> None:
+        _clear(self, request, TaskInstance.objects.filter(dag_run__in=queryset))
+
+    @admin.action(
+        description="Clear failed: run their failed task instances again", permissions=["clear"]
+    )
+    def clear_failed_of_runs(self, request: HttpRequest, queryset: QuerySet[DagRun]) -> None:
+        _clear(
+            self,
+            request,
+            TaskInstance.objects.filter(dag_run__in=queryset, state__in=FAILED_TI_STATES),
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DagRun]:
         consumed = count_of(DagRunAssetEvent, pointing_at="dag_run")
@@ -106,7 +173,9 @@ class DagRunAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRu
 
 
 @admin.register(TaskInstance)
-class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[TaskInstance]):
+class TaskInstanceAdmin(
+    _ClearPermissionMixin, BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[TaskInstance]
+):
     list_display = (
         "short_id",
         "dag_id",
@@ -134,6 +203,8 @@ class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
         "try_number",
         "max_tries",
         "state",
+        "failure_reason",
+        "next_retry_at",
         "start_date",
         "end_date",
         "duration",
@@ -141,6 +212,7 @@ class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
         "unixname",
         "pid",
         "last_heartbeat_at",
+        "earlier_tries",
         "rendered_map_index",
         "rendered_fields_pretty",
         "next_method",
@@ -153,6 +225,41 @@ class TaskInstanceAdmin(BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
         "updated_at",
     )
     fields = readonly_fields
+    actions = ("clear_task_instances",)
+
+    @admin.action(description="Clear: run again as a new try", permissions=["clear"])
+    def clear_task_instances(self, request: HttpRequest, queryset: QuerySet[TaskInstance]) -> None:
+        _clear(self, request, queryset)
+
+    @admin.display(description="earlier tries")
+    def earlier_tries(self, obj: TaskInstance) -> SafeString | str:
+        tries = TaskInstanceHistory.objects.filter(
+            dag_id=obj.dag_id, run_id=obj.run_id, task_id=obj.task_id, map_index=obj.map_index
+        ).order_by("-try_number")
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    t.try_number,
+                    t.state,
+                    t.start_date or "-",
+                    t.end_date or "-",
+                    t.hostname or "-",
+                    t.failure_reason or "-",
+                    t.task_instance_id,
+                )
+                for t in tries
+            ),
+        )
+        if not rows:
+            return "none"
+        return format_html(
+            "<table><thead><tr><th>try</th><th>state</th><th>start</th><th>end</th>"
+            "<th>host</th><th>failure reason</th><th>id of that try</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
+        )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[TaskInstance], search_term: str

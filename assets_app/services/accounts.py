@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -18,7 +19,8 @@ def admin_user_ensure(*, username: str) -> str:
     if not username or len(username) > 150:
         raise ValueError("username must be 1-150 characters")
     user_model = get_user_model()
-    user, created = user_model.objects.get_or_create(**{user_model.USERNAME_FIELD: username})
+    lookup: dict[str, Any] = {user_model.USERNAME_FIELD: username}
+    user, created = user_model.objects.get_or_create(**lookup)
     password = secrets.token_urlsafe(12)
     user.set_password(password)
     user.is_active = user.is_staff = user.is_superuser = True

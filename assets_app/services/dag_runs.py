@@ -1,16 +1,27 @@
-"""Creating DAG runs and task instances for operators and tests (``create_task_instance``)."""
+"""DAG runs: creating them (with task instances) for operators and tests
+(``create_task_instance``), and their state as their task instances start and finish.
+
+A run is ``queued`` until its first task instance starts (``dag_run_start``: ``running``),
+then ``success`` or ``failed`` with an ``end_date`` once none of its task instances is
+unfinished (``dag_run_settle``; ``failed`` if any failed or is upstream_failed: Airflow's
+``DagRun.update_state`` for tasks without dependencies). Clearing puts it back to ``queued``.
+"""
 
 from __future__ import annotations
 
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Case, Exists, OuterRef, Value, When
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInputError, TaskInstanceNotFoundError
 from assets_app.models import (
+    FAILED_TI_STATES,
+    FINISHED_TI_STATES,
     Dag,
     DagRun,
     DagRunState,
@@ -22,6 +33,8 @@ from assets_app.tokens import token_issue
 from assets_app.validators import validate_id
 
 logger = logging.getLogger(__name__)
+
+FINISHED_RUN_STATES = (DagRunState.SUCCESS, DagRunState.FAILED)
 
 #: States a task instance may be created in: waiting for a runner, or already claimed.
 CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
@@ -116,6 +129,10 @@ def task_instance_create(
             "start_date": now if state == TaskInstanceState.RUNNING else None,
         },
     )
+    if created and dag_run.state in FINISHED_RUN_STATES:
+        # a new task instance in a finished run: the run is not finished any more
+        DagRun.objects.filter(pk=dag_run.pk).update(state=DagRunState.RUNNING, end_date=None)
+        dag_run.state, dag_run.end_date = DagRunState.RUNNING, None
     logger.info(
         "task instance %s %s (%s.%s @ %s, run %s)",
         task_instance.pk,
@@ -147,3 +164,46 @@ def task_instance_token_issue(
     if not TaskInstance.objects.filter(pk=ti_id).exists():
         raise TaskInstanceNotFoundError(f"no task instance with id {ti_id}")
     return token_issue(task_instance_id=ti_id, ttl_seconds=ttl_seconds)
+
+
+def dag_run_start(dag_run: DagRun, *, start_date: datetime) -> None:
+    """A task instance of the run started: a ``queued`` run becomes ``running``.
+
+    Call in the transaction that starts the task instance. No statement when the run is not
+    ``queued``; two first task instances starting at once move it once (the ``UPDATE``
+    re-checks the state).
+    """
+    if dag_run.state != DagRunState.QUEUED:
+        return
+    DagRun.objects.filter(pk=dag_run.pk, state=DagRunState.QUEUED).update(
+        state=DagRunState.RUNNING, start_date=start_date, end_date=None
+    )
+    dag_run.state, dag_run.start_date, dag_run.end_date = DagRunState.RUNNING, start_date, None
+
+
+def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool:
+    """End the run if none of its task instances is unfinished; ``True`` if it ended now.
+
+    Call with the run row locked (``SELECT … FOR UPDATE``) in the transaction that finished a
+    task instance: then two last task instances finishing at once settle the run once, the
+    second seeing the first's committed state. One ``UPDATE`` statement.
+    """
+    unfinished = TaskInstance.objects.filter(dag_run_id=OuterRef("pk")).exclude(
+        state__in=FINISHED_TI_STATES
+    )
+    failed = TaskInstance.objects.filter(dag_run_id=OuterRef("pk"), state__in=FAILED_TI_STATES)
+    settled = (
+        DagRun.objects.filter(pk=dag_run_id)
+        .exclude(state__in=FINISHED_RUN_STATES)
+        .exclude(Exists(unfinished))
+        .update(
+            state=Case(
+                When(Exists(failed), then=Value(DagRunState.FAILED.value)),
+                default=Value(DagRunState.SUCCESS.value),
+            ),
+            end_date=end_date or timezone.now(),
+        )
+    )
+    if settled:
+        logger.info("DAG run %s finished", dag_run_id)
+    return bool(settled)

@@ -12,9 +12,11 @@ Every call that declares at least one outlet runs **the same eight statements**,
 PostgreSQL and on SQLite, whatever the kinds and numbers of outlets and events (a call that
 declares no outlet runs none). Each statement is set-based: its rows arrive as **one JSON
 parameter** (an array of objects) that the SQL expands into a row set (PostgreSQL
-``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``, see :class:`_Sql`), so an empty
-input is an empty set and a big one needs no batching. Values that are the same for every row
-(timestamps, the task instance's ids) are ordinary parameters. In order:
+``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``), so an empty input is an empty
+set and a big one needs no batching. Values that are the same for every row (timestamps, the
+task instance's ids) are ordinary parameters. The dialect differences, the
+table and column names and the row sets' types live in :mod:`assets_app.services.sql` and come
+from the models. In order:
 
 1. ``INSERT`` the assets alias events target, ``ON CONFLICT (name, uri) DO NOTHING``;
 2. ``INSERT`` the aliases alias events were emitted through, ``ON CONFLICT (name) DO NOTHING``;
@@ -22,7 +24,9 @@ input is an empty set and a big one needs no batching. Values that are the same 
    targets by (name, uri);
 4. ``SELECT`` the aliases by name;
 5. ``INSERT`` the alias → asset links, ``ON CONFLICT DO NOTHING``;
-6. ``INSERT`` the events, ``RETURNING id``;
+6. ``INSERT`` the events; each planned event gets its exact new id (PostgreSQL: ids drawn from
+   the sequence per input row in a CTE; SQLite: ids handed out in insert order, writers being
+   serialized);
 7. ``INSERT`` the alias → event links;
 8. ``INSERT`` the queue rows of every live consumer DAG (found in the same statement over the
    four schedule reference tables) as an upsert, ``RETURNING`` the queued pairs; on
@@ -60,8 +64,9 @@ from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
+from django.db.models import Model
 from django.utils import timezone
 
 from assets_app.exceptions import AssetRegistrationError
@@ -88,26 +93,13 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
+from assets_app.services.sql import Dialect, columns, table
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
 logger = logging.getLogger(__name__)
 
-_M = TypeVar("_M", bound=models.Model)
-
-# Table names, from the models (the columns are Airflow's, mirrored by the models).
-ASSET = Asset._meta.db_table
-ASSET_ACTIVE = AssetActive._meta.db_table
-ALIAS = AssetAlias._meta.db_table
-ALIAS_ASSET = AssetAliasAsset._meta.db_table
-EVENT = AssetEvent._meta.db_table
-ALIAS_EVENT = AssetAliasAssetEvent._meta.db_table
-QUEUE = AssetDagRunQueue._meta.db_table
-DAG = Dag._meta.db_table
-SCHEDULE_ON_ASSET = DagScheduleAssetReference._meta.db_table
-SCHEDULE_ON_ALIAS = DagScheduleAssetAliasReference._meta.db_table
-SCHEDULE_ON_NAME = DagScheduleAssetNameReference._meta.db_table
-SCHEDULE_ON_URI = DagScheduleAssetUriReference._meta.db_table
+_M = TypeVar("_M", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -119,6 +111,19 @@ class EmittedEvent:
 
     event: AssetEvent
     source_aliases: tuple[AssetAlias, ...] = ()
+
+    @property
+    def source_alias_ids(self) -> list[int | None]:
+        """The ids of the aliases it was emitted through; ``[None]`` when emitted directly."""
+        return [alias.pk for alias in self.source_aliases] or [None]
+
+    @property
+    def asset(self) -> Asset:
+        """The event's asset (always loaded: the event was just saved with it)."""
+        asset = self.event.asset
+        if asset is None:
+            raise ValueError(f"asset event {self.event.pk} has no asset loaded")
+        return asset
 
 
 @dataclass(frozen=True)
@@ -177,56 +182,6 @@ class _PlannedEvent:
 _ExtrasByPartition = dict[str | None, dict[str, Any]]
 
 
-# --- the SQL dialect ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Sql:
-    """What differs between PostgreSQL and SQLite in the statements below.
-
-    Row inputs are JSON arrays of objects, serialized by :meth:`json` and expanded by
-    :meth:`rows`; JSON columns are ``jsonb`` on PostgreSQL and ``text`` on SQLite (Django's
-    ``JSONField``), and ``json_extract`` returns an object member as JSON text, so both store
-    what the ORM reads back. Datetimes go through Django's own adaptation.
-    """
-
-    postgresql: bool
-
-    @classmethod
-    def current(cls) -> _Sql:
-        return cls(postgresql=connection.vendor == "postgresql")
-
-    def rows(self, **columns: str) -> str:
-        """A ``FROM`` item named ``r``: the statement's JSON parameter as typed rows.
-
-        ``columns`` maps each object member to its PostgreSQL type (SQLite is dynamically
-        typed); a member an object lacks is ``NULL``.
-        """
-        if self.postgresql:
-            spec = ", ".join(f"{name} {type_}" for name, type_ in columns.items())
-            return f"jsonb_to_recordset(%s::jsonb) AS r({spec})"
-        picks = ", ".join(f"json_extract(value, '$.{name}') AS {name}" for name in columns)
-        return f"(SELECT {picks} FROM json_each(%s)) AS r"
-
-    @staticmethod
-    def execute(cursor: CursorWrapper, statement: str, params: Sequence[Any]) -> None:
-        """Run ``statement`` written on one line (as logs and ``pg_stat_activity`` show it)."""
-        cursor.execute(" ".join(statement.split()), params)
-
-    @staticmethod
-    def raw(model: type[_M], statement: str, params: Sequence[Any]) -> list[_M]:
-        """``model`` instances from ``statement`` (on one line), converted as the ORM does."""
-        return list(model._default_manager.raw(" ".join(statement.split()), params))
-
-    @staticmethod
-    def json(rows: Iterable[Mapping[str, Any]]) -> str:
-        return json.dumps(list(rows), separators=(",", ":"))
-
-    @staticmethod
-    def datetime(value: datetime) -> Any:
-        return connection.ops.adapt_datetimefield_value(value)
-
-
 # --- the entry point ------------------------------------------------------------------------
 
 
@@ -259,13 +214,15 @@ def asset_changes_register(
         declared=declared, events=[e for e in outlet_events if isinstance(e, AliasOutletEvent)]
     )
     alias_names = sorted({name for group in groups for name in group.alias_names})
-    sql = _Sql.current()
+    sql = Dialect.current()
 
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         _alias_targets_insert(cursor, sql, extras=target_extras, now=timezone.now())  # 1
         _aliases_insert(cursor, sql, names=alias_names)  # 2
-        active, targets = _assets_select(sql, declared=declared, targets=target_extras)  # 3
-        aliases = _aliases_select(sql, names=alias_names)  # 4
+        active, targets = _assets_select(  # 3
+            cursor, sql, declared=declared, targets=target_extras
+        )
+        aliases = _aliases_select(cursor, sql, names=alias_names)  # 4
         if len(targets) != len(target_extras) or len(aliases) != len(alias_names):
             raise AssetRegistrationError("alias targets or aliases could not be read back")
 
@@ -429,11 +386,14 @@ def _declared_asset_events_plan(
 
 
 # --- the statements -------------------------------------------------------------------------
+#
+# Table and column names below come from the models (``table``/``columns``); a row set's
+# members are named after the columns they fill and typed like them (``Dialect.rows``).
 
 
 def _alias_targets_insert(
     cursor: CursorWrapper,
-    sql: _Sql,
+    sql: Dialect,
     *,
     extras: Mapping[AssetUniqueKey, dict[str, Any]],
     now: datetime,
@@ -448,12 +408,14 @@ def _alias_targets_insert(
     sql.execute(
         cursor,
         f"""
-        INSERT INTO {ASSET} (name, uri, "group", extra, created_at, updated_at)
+        INSERT INTO {table(Asset)} ({
+            columns(Asset, "name", "uri", "group", "extra", "created_at", "updated_at")
+        })
         SELECT r.name, r.uri, %s, r.extra, %s, %s
-        FROM {sql.rows(name="text", uri="text", extra="jsonb")}
-        WHERE NOT EXISTS (SELECT 1 FROM {ASSET} a WHERE a.name = r.name AND a.uri = r.uri)
+        FROM {sql.rows(Asset, ["name", "uri", "extra"])}
+        WHERE NOT EXISTS (SELECT 1 FROM {table(Asset)} a WHERE a.name = r.name AND a.uri = r.uri)
         ORDER BY r.name, r.uri
-        ON CONFLICT (name, uri) DO NOTHING
+        ON CONFLICT ({columns(Asset, "name", "uri")}) DO NOTHING
         """,
         [
             DEFAULT_GROUP,
@@ -464,24 +426,28 @@ def _alias_targets_insert(
     )
 
 
-def _aliases_insert(cursor: CursorWrapper, sql: _Sql, *, names: Sequence[str]) -> None:
+def _aliases_insert(cursor: CursorWrapper, sql: Dialect, *, names: Sequence[str]) -> None:
     """Statement 2: create the missing aliases that alias events were emitted through."""
     sql.execute(
         cursor,
         f"""
-        INSERT INTO {ALIAS} (name, "group")
+        INSERT INTO {table(AssetAlias)} ({columns(AssetAlias, "name", "group")})
         SELECT r.name, %s
-        FROM {sql.rows(name="text")}
-        WHERE NOT EXISTS (SELECT 1 FROM {ALIAS} a WHERE a.name = r.name)
+        FROM {sql.rows(AssetAlias, ["name"])}
+        WHERE NOT EXISTS (SELECT 1 FROM {table(AssetAlias)} a WHERE a.name = r.name)
         ORDER BY r.name
-        ON CONFLICT (name) DO NOTHING
+        ON CONFLICT ({columns(AssetAlias, "name")}) DO NOTHING
         """,
         [DEFAULT_GROUP, sql.json({"name": name} for name in names)],
     )
 
 
+_ASSET_FIELDS = ("id", "name", "uri", "group", "extra", "created_at", "updated_at")
+
+
 def _assets_select(
-    sql: _Sql,
+    cursor: CursorWrapper,
+    sql: Dialect,
     *,
     declared: _DeclaredOutlets,
     targets: Iterable[AssetUniqueKey],
@@ -497,137 +463,188 @@ def _assets_select(
     wanted += [{"kind": "declared", "name": name} for name in declared.name_refs]
     wanted += [{"kind": "declared", "uri": uri} for uri in declared.uri_refs]
     wanted += [{"kind": "target", "name": k.name, "uri": k.uri} for k in targets]
-    found = sql.raw(
-        Asset,
+    picked = ", ".join(f"a.{c}" for c in columns(Asset, *_ASSET_FIELDS).split(", "))
+    sql.execute(
+        cursor,
         f"""
-        WITH wanted AS (SELECT * FROM {sql.rows(kind="text", name="text", uri="text")})
-        SELECT a.*, act.asset_id IS NOT NULL AS is_active
-        FROM {ASSET} a LEFT JOIN {ASSET_ACTIVE} act ON act.asset_id = a.id
+        WITH wanted AS (SELECT * FROM {sql.rows(Asset, ["name", "uri"], kind="text")})
+        SELECT {picked}, act.asset_id IS NOT NULL
+        FROM {table(Asset)} a LEFT JOIN {table(AssetActive)} act ON act.asset_id = a.id
         WHERE a.id IN (
-            SELECT aa.asset_id FROM {ASSET_ACTIVE} aa
+            SELECT aa.asset_id FROM {table(AssetActive)} aa
             JOIN wanted w ON w.kind = 'declared' AND aa.name = w.name
             UNION ALL
-            SELECT aa.asset_id FROM {ASSET_ACTIVE} aa
+            SELECT aa.asset_id FROM {table(AssetActive)} aa
             JOIN wanted w ON w.kind = 'declared' AND aa.uri = w.uri
             UNION ALL
-            SELECT t.id FROM {ASSET} t
+            SELECT t.id FROM {table(Asset)} t
             JOIN wanted w ON w.kind = 'target' AND t.name = w.name AND t.uri = w.uri
         )
         """,
         [sql.json(wanted)],
     )
+    active: list[Asset] = []
+    found: dict[AssetUniqueKey, Asset] = {}
+    for *values, is_active in cursor.fetchall():
+        asset = _model_from_row(Asset, _ASSET_FIELDS, values)
+        found[AssetUniqueKey(name=asset.name, uri=asset.uri)] = asset
+        if is_active:
+            active.append(asset)
     wanted_targets = set(targets)
-    return [a for a in found if a.is_active], {
-        key: a for a in found if (key := AssetUniqueKey(name=a.name, uri=a.uri)) in wanted_targets
-    }
+    return active, {key: a for key, a in found.items() if key in wanted_targets}
 
 
-def _aliases_select(sql: _Sql, *, names: Sequence[str]) -> dict[str, AssetAlias]:
+def _aliases_select(
+    cursor: CursorWrapper, sql: Dialect, *, names: Sequence[str]
+) -> dict[str, AssetAlias]:
     """Statement 4: the aliases alias events were emitted through, by name."""
-    rows = sql.raw(
-        AssetAlias,
-        f"""
-        SELECT al.* FROM {ALIAS} al
-        WHERE al.name IN (SELECT r.name FROM {sql.rows(name="text")})
-        """,
-        [sql.json({"name": name} for name in names)],
-    )
-    return {alias.name: alias for alias in rows}
-
-
-def _alias_asset_links_insert(
-    cursor: CursorWrapper, sql: _Sql, *, planned: Sequence[_PlannedEvent]
-) -> None:
-    """Statement 5: link each alias to each asset emitted through it, once."""
-    links = sorted({(alias.pk, p.asset.pk) for p in planned for alias in p.aliases})
+    fields = ("id", "name", "group")
+    picked = ", ".join(f"al.{c}" for c in columns(AssetAlias, *fields).split(", "))
     sql.execute(
         cursor,
         f"""
-        INSERT INTO {ALIAS_ASSET} (alias_id, asset_id)
+        SELECT {picked} FROM {table(AssetAlias)} al
+        WHERE al.name IN (SELECT r.name FROM {sql.rows(AssetAlias, ["name"])})
+        """,
+        [sql.json({"name": name} for name in names)],
+    )
+    aliases = (_model_from_row(AssetAlias, fields, row) for row in cursor.fetchall())
+    return {alias.name: alias for alias in aliases}
+
+
+def _alias_asset_links_insert(
+    cursor: CursorWrapper, sql: Dialect, *, planned: Sequence[_PlannedEvent]
+) -> None:
+    """Statement 5: link each alias to each asset emitted through it, once."""
+    links = sorted({(alias.pk, p.asset.pk) for p in planned for alias in p.aliases})
+    link_columns = columns(AssetAliasAsset, "alias", "asset")
+    sql.execute(
+        cursor,
+        f"""
+        INSERT INTO {table(AssetAliasAsset)} ({link_columns})
         SELECT r.alias_id, r.asset_id
-        FROM {sql.rows(alias_id="bigint", asset_id="bigint")}
+        FROM {sql.rows(AssetAliasAsset, ["alias", "asset"])}
         WHERE NOT EXISTS (
-            SELECT 1 FROM {ALIAS_ASSET} l WHERE l.alias_id = r.alias_id AND l.asset_id = r.asset_id
+            SELECT 1 FROM {table(AssetAliasAsset)} l
+            WHERE l.alias_id = r.alias_id AND l.asset_id = r.asset_id
         )
         ORDER BY r.alias_id, r.asset_id
-        ON CONFLICT (alias_id, asset_id) DO NOTHING
+        ON CONFLICT ({link_columns}) DO NOTHING
         """,
         [sql.json({"alias_id": alias_id, "asset_id": asset_id} for alias_id, asset_id in links)],
     )
 
 
+_EVENT_SOURCE_FIELDS = ("source_dag_id", "source_task_id", "source_run_id", "source_map_index")
+_EVENT_ROW_FIELDS = ("asset", "extra", "partition_key")
+
+
 def _events_insert(
     cursor: CursorWrapper,
-    sql: _Sql,
+    sql: Dialect,
     *,
     planned: Sequence[_PlannedEvent],
     task_instance: TaskInstance,
     now: datetime,
 ) -> list[EmittedEvent]:
-    """Statement 6: insert every event, in plan order, and return them saved.
+    """Statement 6: insert every event and return them saved, each with its exact new id.
 
-    The rows are inserted in the order of ``r.n``, so the ids the sequence (PostgreSQL) or
-    ``AUTOINCREMENT`` (SQLite) hands out increase in plan order: sorting the returned ids
-    maps them back to the plan whatever order ``RETURNING`` uses. The returned ``asset_id``
-    checks that mapping.
+    PostgreSQL: a CTE draws one id per planned event from the table's sequence (``nextval``
+    makes it volatile, so it is evaluated once), the insert uses those ids, and the statement
+    returns ``(n, id)`` pairs from the CTE: no reliance on insert or ``RETURNING`` order.
+    SQLite: writers are serialized and ``AUTOINCREMENT`` hands out ids in insert order, which
+    ``ORDER BY r.n`` fixes, so the sorted new ids are the plan's. Either way the asset of each
+    new row is checked against the plan.
     """
     source = {
-        "source_dag_id": task_instance.dag_id,
-        "source_task_id": task_instance.task_id,
-        "source_run_id": task_instance.run_id,
-        "source_map_index": task_instance.map_index,
+        field: getattr(task_instance, field.removeprefix("source_"))
+        for field in _EVENT_SOURCE_FIELDS
     }
-    sql.execute(
-        cursor,
-        f"""
-        INSERT INTO {EVENT} (asset_id, extra, partition_key,
-                             source_dag_id, source_task_id, source_run_id, source_map_index,
-                             "timestamp")
-        SELECT r.asset_id, r.extra, r.partition_key, %s, %s, %s, %s, %s
-        FROM {sql.rows(n="integer", asset_id="bigint", extra="jsonb", partition_key="text")}
-        ORDER BY r.n
-        RETURNING id, asset_id
-        """,
-        [
-            *source.values(),
-            sql.datetime(now),
-            sql.json(
-                {"n": n, "asset_id": p.asset.pk, "extra": p.extra, "partition_key": p.partition_key}
-                for n, p in enumerate(planned)
-            ),
-        ],
+    target = columns(AssetEvent, *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp")
+    row_set = sql.rows(AssetEvent, _EVENT_ROW_FIELDS, n="integer")
+    values = "r.asset_id, r.extra, r.partition_key, %s, %s, %s, %s, %s"
+    if sql.postgresql:
+        statement = f"""
+            WITH r AS (SELECT r.*, {sql.next_ids(AssetEvent)} AS id FROM {row_set}),
+            inserted AS (
+                INSERT INTO {table(AssetEvent)} ({columns(AssetEvent, "id")}, {target})
+                SELECT r.id, {values} FROM r ORDER BY r.n
+            )
+            SELECT r.n, r.id, r.asset_id FROM r
+            """
+    else:
+        statement = f"""
+            INSERT INTO {table(AssetEvent)} ({target})
+            SELECT {values} FROM {row_set} ORDER BY r.n
+            RETURNING id, id, asset_id
+            """
+    constants = [*source.values(), sql.datetime(now)]
+    planned_rows = sql.json(
+        {"n": n, "asset_id": p.asset.pk, "extra": p.extra, "partition_key": p.partition_key}
+        for n, p in enumerate(planned)
     )
-    returned = sorted(cursor.fetchall())
-    if [asset_id for _, asset_id in returned] != [p.asset.pk for p in planned]:
+    # the row set comes first in PostgreSQL's statement (its CTE), last in SQLite's
+    params = [planned_rows, *constants] if sql.postgresql else [*constants, planned_rows]
+    sql.execute(cursor, statement, params)
+    rows = cursor.fetchall()
+    if sql.postgresql:
+        new = sorted((n, pk, asset_id) for n, pk, asset_id in rows)
+    else:  # ids in plan order: the n-th smallest id is the n-th planned event
+        new = [(n, pk, asset_id) for n, (pk, _, asset_id) in enumerate(sorted(rows))]
+    if [(n, asset_id) for n, _, asset_id in new] != [
+        (n, p.asset.pk) for n, p in enumerate(planned)
+    ]:
         raise AssetRegistrationError("inserted events could not be matched to the plan")
     emitted = []
-    for (pk, _), p in zip(returned, planned, strict=True):
-        event = AssetEvent(
-            pk=pk, asset=p.asset, extra=p.extra, partition_key=p.partition_key, timestamp=now
+    for (_, pk, _), p in zip(new, planned, strict=True):
+        event = _model_from_row(
+            AssetEvent,
+            ("id", *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp"),
+            (pk, p.asset.pk, p.extra, p.partition_key, *source.values(), now),
+            from_database=False,
         )
-        for field, value in source.items():
-            setattr(event, field, value)
-        event._state.adding = False
-        event._state.db = connection.alias
+        event.asset = p.asset
         emitted.append(EmittedEvent(event=event, source_aliases=p.aliases))
     return emitted
 
 
 def _alias_event_links_insert(
-    cursor: CursorWrapper, sql: _Sql, *, emitted: Sequence[EmittedEvent]
+    cursor: CursorWrapper, sql: Dialect, *, emitted: Sequence[EmittedEvent]
 ) -> None:
     """Statement 7: link each new event to the aliases it was emitted through."""
     links = sorted((e.event.pk, alias.pk) for e in emitted for alias in e.source_aliases)
     sql.execute(
         cursor,
         f"""
-        INSERT INTO {ALIAS_EVENT} (event_id, alias_id)
+        INSERT INTO {table(AssetAliasAssetEvent)}
+            ({columns(AssetAliasAssetEvent, "event", "alias")})
         SELECT r.event_id, r.alias_id
-        FROM {sql.rows(event_id="bigint", alias_id="bigint")}
+        FROM {sql.rows(AssetAliasAssetEvent, ["event", "alias"])}
         ORDER BY r.event_id, r.alias_id
         """,
         [sql.json({"event_id": event_id, "alias_id": alias_id} for event_id, alias_id in links)],
     )
+
+
+def _model_from_row(
+    model: type[_M], fields: Sequence[str], values: Sequence[Any], *, from_database: bool = True
+) -> _M:
+    """A saved ``model`` instance with ``fields`` set, built with the ORM's ``Model.from_db``.
+
+    ``values`` come from the database (converted as the ORM converts them, e.g. JSON text on
+    SQLite) unless ``from_database`` is false (Python values, as written).
+    """
+    by_field = dict(zip(fields, values, strict=True))
+    concrete = model._meta.concrete_fields
+    names, converted = [], []
+    for field in concrete:
+        if field.name in by_field or field.attname in by_field:
+            value = by_field.get(field.name, by_field.get(field.attname))
+            for converter in field.get_db_converters(connection) if from_database else ():
+                value = converter(value, field, connection)
+            names.append(field.attname)
+            converted.append(value)
+    return model.from_db(connection.alias, names, converted)
 
 
 # --- shared with the manual event of ``asset_events`` ----------------------------------------
@@ -656,26 +673,29 @@ def asset_event_consumers_queue(
     (``FOR UPDATE``); if the scheduler deleted it, a fresh row is inserted. See the module
     docstring.
     """
-    sql = _Sql.current()
+    sql = Dialect.current()
     emitted = sorted(
         {
-            (e.event.asset.pk, alias_id, e.event.asset.name, e.event.asset.uri)
+            (e.asset.pk, alias_id, e.asset.name, e.asset.uri)
             for e in events
             if e.event.partition_key is None
-            for alias_id in ([a.pk for a in e.source_aliases] or [None])
+            for alias_id in e.source_alias_ids
         },
         key=lambda row: (row[0], row[1] or 0),
     )
-    rows = sql.rows(asset_id="bigint", alias_id="bigint", name="text", uri="text")
+    rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
+    queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
     upsert = f"""
-            INSERT INTO {QUEUE} AS q (asset_id, target_dag_id, created_at)
+            INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
             SELECT c.asset_id, c.dag_id, %s
             FROM consumer c
             WHERE (
-                SELECT NOT d.is_paused AND NOT d.is_stale FROM {DAG} d WHERE d.dag_id = c.dag_id
+                SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
+                WHERE d.dag_id = c.dag_id
             )
             ORDER BY c.asset_id, c.dag_id
-            ON CONFLICT (asset_id, target_dag_id) DO UPDATE SET created_at = q.created_at
+            ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
+            DO UPDATE SET created_at = q.created_at
             RETURNING asset_id, target_dag_id
     """
     if sql.postgresql:
@@ -692,16 +712,16 @@ def asset_event_consumers_queue(
             WITH emitted AS (SELECT * FROM {rows}),
             consumer AS (
                 SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {SCHEDULE_ON_ASSET} s ON s.asset_id = e.asset_id
+                JOIN {table(DagScheduleAssetReference)} s ON s.asset_id = e.asset_id
                 UNION
                 SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {SCHEDULE_ON_ALIAS} s ON s.alias_id = e.alias_id
+                JOIN {table(DagScheduleAssetAliasReference)} s ON s.alias_id = e.alias_id
                 UNION
                 SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {SCHEDULE_ON_NAME} s ON s.name = e.name
+                JOIN {table(DagScheduleAssetNameReference)} s ON s.name = e.name
                 UNION
                 SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {SCHEDULE_ON_URI} s ON s.uri = e.uri
+                JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
             ){upsert}
             """,
             [
@@ -733,7 +753,7 @@ def asset_changes_notify(*, events: Sequence[EmittedEvent]) -> None:
 
 
 def _changed_assets(events: Sequence[EmittedEvent]) -> list[Asset]:
-    return list({e.event.asset.pk: e.event.asset for e in events}.values())
+    return list({e.asset.pk: e.asset for e in events}.values())
 
 
 def _log_failures(responses: list[tuple[Any, Any]], signal_name: str) -> None:

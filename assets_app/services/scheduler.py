@@ -115,7 +115,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
-from assets_app.services.registration import _Sql
+from assets_app.services.sql import Dialect
 from task_sdk.definitions import AssetUniqueKey
 
 logger = logging.getLogger(__name__)
@@ -624,7 +624,7 @@ def _unconsumed_event_ids(
         ]
     if not wanted:
         return {}
-    sql = _Sql.current()
+    sql = Dialect.current()
     rows = sql.rows(dag_id="text", asset_id="bigint", alias="text", after="timestamptz")
     with connection.cursor() as cursor:
         sql.execute(
@@ -656,11 +656,11 @@ def _rows_statement(statement: str, rows: Sequence[Mapping[str, Any]], **columns
     """Run ``statement`` with its ``{rows}`` the given rows, passed as one JSON parameter.
 
     Rows by the thousand without a parameter (and its conversion) per value; see
-    ``registration._Sql``. ``columns``: each row member's PostgreSQL type.
+    :class:`assets_app.services.sql.Dialect`. ``columns``: each row member's PostgreSQL type.
     """
-    sql = _Sql.current()
+    sql = Dialect.current()
     with connection.cursor() as cursor:
-        sql.execute(cursor, statement.format(rows=sql.rows(**columns)), [sql.json(rows)])
+        sql.execute(cursor, statement.format(rows=sql.rows(None, (), **columns)), [sql.json(rows)])
 
 
 def _json_datetime(value: datetime) -> Any:

@@ -2,7 +2,14 @@
 
 Each public function is one transaction that first locks the task-instance row
 (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the ``BEGIN IMMEDIATE`` transaction
-serializes writers), then re-checks the state and writes.
+serializes writers), then re-checks the state and writes. Locks are always taken task
+instance first, then its DAG run (in the same statement where both are needed).
+
+A finished task instance settles its run in the same transaction (``dag_run_settle``); the
+first one to start moves its run to ``running``. A try that fails with tries left ends
+``up_for_retry`` as a new try (``task_instance_next_try``: the finished try goes to
+``TaskInstanceHistory``, the task instance gets a new id); ``upkeep`` makes it ``scheduled``
+once its retry delay has passed.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum, StrEnum
@@ -25,12 +32,28 @@ from assets_app.exceptions import (
     TaskInstanceNotRunningError,
     TaskInstanceRunningElsewhereError,
 )
-from assets_app.models import TaskInstance, TaskInstanceState
+from assets_app.models import (
+    FINISHED_TI_STATES,
+    DagTask,
+    TaskInstance,
+    TaskInstanceHistory,
+    TaskInstanceState,
+)
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
+from assets_app.services.dag_runs import dag_run_settle, dag_run_start
 
 logger = logging.getLogger(__name__)
 
 STARTABLE_STATES = frozenset({TaskInstanceState.QUEUED, TaskInstanceState.RESTARTING})
+#: Airflow's default ``retry_delay`` (seconds), for a task no manifest declares.
+DEFAULT_RETRY_DELAY = 300.0
+
+
+def is_eligible_to_retry(*, state: str | None, try_number: int, max_tries: int) -> bool:
+    """Whether a failure of this try becomes ``up_for_retry`` (Airflow 3's rule)."""
+    if state == TaskInstanceState.RESTARTING:
+        return True  # cleared while running: always eligible for a retry
+    return max_tries != 0 and try_number <= max_tries
 
 
 # --- typed payloads ---------------------------------------------------------------------
@@ -115,34 +138,43 @@ class RunStartResult:
     @property
     def should_retry(self) -> bool:
         """Whether a failure of this try becomes ``up_for_retry`` (Airflow's rule)."""
-        if self.previous_state == TaskInstanceState.RESTARTING:
-            return True  # cleared while running: always eligible for a retry
         ti = self.task_instance
-        return ti.max_tries != 0 and ti.try_number <= ti.max_tries
+        return is_eligible_to_retry(
+            state=self.previous_state, try_number=ti.try_number, max_tries=ti.max_tries
+        )
 
 
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _lock(task_instance_id: uuid.UUID | str, *, with_dag_run: bool = False) -> TaskInstance:
+def _lock(
+    task_instance_id: uuid.UUID | str, *, with_run: bool = False, load_run: bool = False
+) -> TaskInstance:
     """Lock and return the task instance; call inside ``transaction.atomic``.
 
-    One statement by primary key, no ``ORDER BY`` and no join (``with_dag_run`` adds the run,
-    in the same statement), its SQL built once per process: this is on every request's path.
+    ``with_run``: lock its run too, and load it; ``load_run``: load the run without locking
+    it. One statement by primary key, never an ``ORDER BY``; without the run, not even a join,
+    and its SQL is built once per process: this is on every request's path.
     """
-    if with_dag_run:
+    if with_run or load_run:
         try:
             return (
-                TaskInstance.objects.select_for_update(of=("self",))
+                TaskInstance.objects.select_for_update(
+                    of=("self", "dag_run") if with_run else ("self",)
+                )
                 .select_related("dag_run")
                 .get(pk=task_instance_id)
             )
         except TaskInstance.DoesNotExist:
-            raise TaskInstanceNotFoundError(task_instance_id=str(task_instance_id)) from None
+            raise TaskInstanceNotFoundError(
+                _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
+            ) from None
     pk = TaskInstance._meta.pk.get_db_prep_value(task_instance_id, connection)
     found = list(TaskInstance.objects.raw(_lock_statement(connection.vendor), [pk]))
     if not found:
-        raise TaskInstanceNotFoundError(task_instance_id=str(task_instance_id))
+        raise TaskInstanceNotFoundError(
+            _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
+        )
     return found[0]
 
 
@@ -151,9 +183,23 @@ def _lock_statement(vendor: str) -> str:
     """``SELECT`` every column of one task instance by id, ``FOR UPDATE`` where supported."""
     quote = connection.ops.quote_name
     meta = TaskInstance._meta
-    columns = ", ".join(quote(field.column) for field in meta.concrete_fields)
+    columns = ", ".join(quote(field.column) for field in meta.concrete_fields if field.column)
+    pk = meta.pk.column if meta.pk is not None else None
+    assert pk is not None
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    return f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s{lock}"
+    return f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(pk)} = %s{lock}"
+
+
+def _not_found_message(task_instance_id: uuid.UUID | str) -> str | None:
+    """Say so when the id is an earlier try's (only on this error path: one query)."""
+    earlier = TaskInstanceHistory.objects.filter(task_instance_id=task_instance_id).first()
+    if earlier is None:
+        return None
+    return (
+        f"Task Instance not found: {task_instance_id} was try {earlier.try_number} of "
+        f"{earlier.dag_id}.{earlier.task_id} @ {earlier.run_id}, which has since moved on to "
+        "a new try"
+    )
 
 
 def _duration(task_instance: TaskInstance, end_date: datetime) -> float | None:
@@ -163,7 +209,8 @@ def _duration(task_instance: TaskInstance, end_date: datetime) -> float | None:
 
 
 def _apply_rendered_map_index(
-    task_instance: TaskInstance, payload: SuccessPayload | TerminalPayload | DeferredPayload
+    task_instance: TaskInstance,
+    payload: SuccessPayload | TerminalPayload | RetryPayload | DeferredPayload,
 ) -> list[str]:
     """Store the payload's rendered_map_index unless the request left it out."""
     if payload.rendered_map_index is KEEP:
@@ -184,8 +231,9 @@ def task_instance_state_update(
     duplicates events); otherwise the TI must be ``running``. A success also registers the
     asset changes, in the same transaction.
     """
+    finishes = payload.state in FINISHED_TI_STATES
     with transaction.atomic():
-        task_instance = _lock(task_instance_id)
+        task_instance = _lock(task_instance_id, with_run=finishes)
         if task_instance.state == payload.state:
             logger.debug(
                 "task instance %s already in state %s; nothing written",
@@ -196,11 +244,16 @@ def task_instance_state_update(
         if task_instance.state != TaskInstanceState.RUNNING:
             raise TaskInstanceInvalidStateError(previous_state=task_instance.state)
 
-        fields = _APPLY[type(payload)](task_instance, payload)
-        task_instance.save(update_fields=[*fields, "updated_at"])
+        if isinstance(payload, RetryPayload):
+            _apply_retry(task_instance, payload)
+        else:
+            fields = _APPLY[type(payload)](task_instance, payload)
+            task_instance.save(update_fields=[*fields, "updated_at"])
         if isinstance(payload, SuccessPayload):
             _register_asset_changes(task_instance, payload)
-    logger.debug("task instance %s moved to %s", task_instance.pk, payload.state)
+        if finishes and isinstance(payload, SuccessPayload | TerminalPayload):
+            dag_run_settle(dag_run_id=task_instance.dag_run_id, end_date=payload.end_date)
+    logger.debug("task instance %s moved to %s", task_instance_id, payload.state)
     return StateUpdateOutcome.UPDATED
 
 
@@ -231,24 +284,103 @@ def _apply_success(task_instance: TaskInstance, payload: SuccessPayload) -> list
     ]
 
 
-def _apply_terminal(
-    task_instance: TaskInstance, payload: TerminalPayload | RetryPayload
-) -> list[str]:
+def _apply_terminal(task_instance: TaskInstance, payload: TerminalPayload) -> list[str]:
     task_instance.state = payload.state
     task_instance.end_date = payload.end_date
     task_instance.duration = _duration(task_instance, payload.end_date)
     return ["state", "end_date", "duration", *_apply_rendered_map_index(task_instance, payload)]
 
 
-def _apply_retry(task_instance: TaskInstance, payload: RetryPayload) -> list[str]:
-    if payload.retry_reason or payload.retry_delay_seconds is not None:
-        logger.info(
-            "task instance %s up for retry (delay %s s): %s",
-            task_instance.pk,
-            payload.retry_delay_seconds,
-            payload.retry_reason,
+def _apply_retry(task_instance: TaskInstance, payload: RetryPayload) -> None:
+    if payload.rendered_map_index is not KEEP:
+        task_instance.rendered_map_index = payload.rendered_map_index
+    task_instance_next_try(
+        task_instance,
+        end_date=payload.end_date,
+        failure_reason=(payload.retry_reason or "")[:500],
+        retry_delay_seconds=payload.retry_delay_seconds,
+    )
+
+
+def task_instance_history_record(
+    task_instance: TaskInstance, *, state: str | None = None
+) -> TaskInstanceHistory:
+    """The try as it is now (in ``state``, if given) as a ``TaskInstanceHistory`` row, unsaved."""
+    return TaskInstanceHistory(
+        task_instance_id=task_instance.pk,
+        dag_run_id=task_instance.dag_run_id,
+        dag_id=task_instance.dag_id,
+        run_id=task_instance.run_id,
+        task_id=task_instance.task_id,
+        map_index=task_instance.map_index,
+        try_number=task_instance.try_number,
+        max_tries=task_instance.max_tries,
+        state=state or task_instance.state,
+        start_date=task_instance.start_date,
+        end_date=task_instance.end_date,
+        duration=task_instance.duration,
+        hostname=task_instance.hostname,
+        unixname=task_instance.unixname,
+        pid=task_instance.pid,
+        failure_reason=task_instance.failure_reason,
+        updated_at=timezone.now(),
+    )
+
+
+def task_instance_next_try(
+    task_instance: TaskInstance,
+    *,
+    end_date: datetime,
+    failure_reason: str = "",
+    retry_delay_seconds: float | None = None,
+) -> None:
+    """The running try failed with tries left: it becomes ``up_for_retry`` as a new try.
+
+    Call with the task instance locked. The finished try is kept in ``TaskInstanceHistory``
+    as ``failed``; the task instance gets a new id (Airflow's ``prepare_db_for_next_try``) so
+    the old try's runner can no longer touch it, and ``next_retry_at`` = ``end_date`` + the
+    task's ``retry_delay`` (or ``retry_delay_seconds``, the runner's override). Its
+    ``try_number`` goes up when ``upkeep`` schedules it. Three statements.
+    """
+    delay = retry_delay_seconds
+    if delay is None:
+        declared = (
+            DagTask.objects.filter(dag_id=task_instance.dag_id, task_id=task_instance.task_id)
+            .values_list("retry_delay", flat=True)
+            .first()
         )
-    return _apply_terminal(task_instance, payload)
+        delay = DEFAULT_RETRY_DELAY if declared is None else declared
+    task_instance.end_date = end_date
+    task_instance.duration = _duration(task_instance, end_date)
+    task_instance.failure_reason = failure_reason
+    task_instance_history_record(task_instance, state=TaskInstanceState.FAILED).save()
+
+    old_id, new_id = task_instance.pk, uuid.uuid4()
+    task_instance.state = TaskInstanceState.UP_FOR_RETRY
+    task_instance.next_retry_at = end_date + timedelta(seconds=max(delay, 0.0))
+    task_instance.next_method = task_instance.next_kwargs = None
+    task_instance.updated_at = timezone.now()
+    TaskInstance.objects.filter(pk=old_id).update(
+        id=new_id,
+        state=task_instance.state,
+        end_date=task_instance.end_date,
+        duration=task_instance.duration,
+        failure_reason=task_instance.failure_reason,
+        next_retry_at=task_instance.next_retry_at,
+        rendered_map_index=task_instance.rendered_map_index,
+        next_method=None,
+        next_kwargs=None,
+        updated_at=task_instance.updated_at,
+    )
+    task_instance.pk = new_id
+    logger.info(
+        "task instance %s (try %s) up for retry as %s at %s: %s",
+        old_id,
+        task_instance.try_number,
+        new_id,
+        task_instance.next_retry_at,
+        failure_reason or "failed",
+    )
 
 
 def _apply_reschedule(task_instance: TaskInstance, payload: ReschedulePayload) -> list[str]:
@@ -283,7 +415,6 @@ def _apply_deferred(task_instance: TaskInstance, payload: DeferredPayload) -> li
 _APPLY: dict[type, Any] = {
     SuccessPayload: _apply_success,
     TerminalPayload: _apply_terminal,
-    RetryPayload: _apply_retry,
     ReschedulePayload: _apply_reschedule,
     DeferredPayload: _apply_deferred,
 }
@@ -296,7 +427,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
     writing; anything else raises ``TaskInstanceInvalidStateError``.
     """
     with transaction.atomic():
-        task_instance = _lock(task_instance_id, with_dag_run=True)
+        task_instance = _lock(task_instance_id, load_run=True)
         if task_instance.state == TaskInstanceState.RUNNING and (
             task_instance.hostname,
             task_instance.unixname,
@@ -317,6 +448,8 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
         task_instance.end_date = None
         task_instance.duration = None
         task_instance.last_heartbeat_at = timezone.now()
+        task_instance.failure_reason = ""
+        task_instance.next_retry_at = None
         task_instance.save(
             update_fields=[
                 "state",
@@ -327,9 +460,12 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
                 "end_date",
                 "duration",
                 "last_heartbeat_at",
+                "failure_reason",
+                "next_retry_at",
                 "updated_at",
             ]
         )
+        dag_run_start(task_instance.dag_run, start_date=run.start_date)
     logger.debug("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
     return RunStartResult(task_instance=task_instance, previous_state=previous_state)
 
@@ -389,3 +525,19 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
             for task_instance in claimed:
                 task_instance.state = TaskInstanceState.QUEUED
     return claimed
+
+
+def task_instances_unclaim(*, task_instance_ids: Collection[uuid.UUID | str]) -> int:
+    """Give back claimed task instances that were never started: ``queued`` → ``scheduled``.
+
+    For a worker that claimed them and then stopped, could not start them, or whose runner
+    exited before ``/run``. Only rows still ``queued`` change (one conditional ``UPDATE``; on
+    PostgreSQL it waits for a concurrent ``/run`` holding the row and then skips it), so a task
+    instance a runner started meanwhile is left alone. Returns how many were given back.
+    """
+    if not task_instance_ids:
+        return 0
+    with transaction.atomic():
+        return TaskInstance.objects.filter(
+            pk__in=list(task_instance_ids), state=TaskInstanceState.QUEUED
+        ).update(state=TaskInstanceState.SCHEDULED, updated_at=timezone.now())

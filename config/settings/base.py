@@ -135,7 +135,7 @@ OPERATOR_API = {
 
 def _jwt_secret() -> str:
     """The JWT signing secret: from the environment, else one generated once and kept locally."""
-    configured = env("JWT_SECRET", default="")
+    configured = str(env("JWT_SECRET", default=""))
     if configured:
         return configured
     path = DATA_DIR / "jwt_secret"
@@ -158,6 +158,14 @@ EXECUTION_API = {
     # Largest number of outlet events accepted in one state patch.
     "MAX_OUTLET_EVENTS": env.int("EXECUTION_API_MAX_OUTLET_EVENTS", default=10_000),
 }
+# Seconds without a heartbeat (or, before the first, since its start) after which the scheduler
+# fails a running task instance, or sets it up_for_retry while tries remain (Airflow's
+# [scheduler] task_instance_heartbeat_timeout).
+TASK_INSTANCE_HEARTBEAT_TIMEOUT = env.float("TASK_INSTANCE_HEARTBEAT_TIMEOUT", default=300.0)
+# Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
+# it writes one log file per task-instance try.
+EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")
+WORKER_LOG_DIR = Path(env("WORKER_LOG_DIR", default=str(DATA_DIR / "task_logs")))
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 

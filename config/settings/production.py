@@ -2,8 +2,8 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
+from config.env import env
 from config.settings.base import *  # noqa: F403
-from config.settings.base import env
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="")
 if not SECRET_KEY or SECRET_KEY.startswith("insecure") or len(SECRET_KEY) < 32:

@@ -7,19 +7,19 @@ written with ``task_sdk``. Run one against a server with::
 
 import logging
 
-from task_sdk import Asset, AssetAlias, task
+from task_sdk import Asset, AssetAlias, OutletEventAccessors, task
 
 log = logging.getLogger(__name__)
 
 
 @task(outlets=[Asset("s3://bucket/my-task")])
-def produce_asset_events():
+def produce_asset_events() -> None:
     """DAG ``asset_s3_bucket_producer``: updates the asset; the server records the event."""
     log.info("produced s3://bucket/my-task")
 
 
 @task(outlets=[AssetAlias("example-alias")])
-def produce_asset_events_through_asset_alias(*, outlet_events):
+def produce_asset_events_through_asset_alias(*, outlet_events: OutletEventAccessors) -> None:
     """DAG ``asset_alias_example_alias_producer``: picks the asset at run time."""
     bucket_name = "bucket"
     object_path = "my-task"

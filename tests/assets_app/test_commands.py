@@ -124,6 +124,28 @@ def test_declare_dags_names_stale_dags_and_warns_of_moved_ones(tmp_path):
     assert err == f"DAG keep moved from {path}\n"
 
 
+def test_declare_dags_warns_about_an_asset_ref_that_matches_no_declared_asset(tmp_path):
+    path = _manifest(
+        tmp_path,
+        {
+            "dags": [
+                {
+                    "dag_id": "d",
+                    "tasks": [{"task_id": "t", "outlets": [{"asset_ref": {"name": "customers"}}]}],
+                }
+            ]
+        },
+    )
+
+    out, err = run("declare_dags", str(path))
+
+    assert "Declared 1 DAG(s)" in out
+    assert err == (
+        "DAG d task t outlet: asset_ref {name: 'customers'} matches no declared asset; it "
+        "resolves to nothing until a manifest declares an asset with name 'customers'\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

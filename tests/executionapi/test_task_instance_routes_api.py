@@ -177,8 +177,9 @@ def test_run_query_count_is_flat_in_the_consumed_events(make_ti, django_assert_n
         ti = make_ti(dag_id="consumer", state="queued", dag_run=run)
 
         # when / then: SAVEPOINT, SELECT … FOR UPDATE of the TI (its run joined), UPDATE,
-        # RELEASE; the consumed events with their assets; their source aliases
-        with django_assert_num_queries(6):
+        # the queued run's UPDATE to running, RELEASE; the consumed events with their assets;
+        # their source aliases
+        with django_assert_num_queries(7):
             response = _run(ti)
         assert len(response.json()["dag_run"]["consumed_asset_events"]) == count
 

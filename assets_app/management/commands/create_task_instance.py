@@ -8,7 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.exceptions import AssetsError
-from assets_app.models import TaskInstanceState
+from assets_app.models import FINISHED_TI_STATES, TaskInstanceState
+from assets_app.services.clearing import clear_command_hint
 from assets_app.services.dag_runs import (
     CREATABLE_STATES,
     task_instance_create,
@@ -65,7 +66,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         ti = result.task_instance
         if not result.created:
+            hint = ""
+            if ti.state in FINISHED_TI_STATES:
+                hint = f"; it is finished: to run it again, {clear_command_hint(ti)}"
             self.stderr.write(
-                self.style.WARNING(f"task instance {ti.pk} already existed (state {ti.state})")
+                self.style.WARNING(
+                    f"task instance {ti.pk} already existed (state {ti.state}, try "
+                    f"{ti.try_number}){hint}"
+                )
             )
         self.stdout.write(json.dumps({"id": str(ti.pk), "token": token}))

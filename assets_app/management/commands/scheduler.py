@@ -1,4 +1,6 @@
-"""``manage.py scheduler``: create asset-triggered DAG runs from the queue, pass after pass."""
+"""``manage.py scheduler``: create asset-triggered DAG runs from the queue, pass after pass,
+each pass also doing the task instances' upkeep (reaping timed-out ones, scheduling due
+retries: ``assets_app.services.upkeep``)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from assets_app.services.scheduler import (
     SchedulerPassResult,
     scheduler_pass,
 )
+from assets_app.services.upkeep import UpkeepResult, upkeep_pass
 
 #: How often (seconds) a waiting scheduler checks whether it was asked to stop.
 STOP_CHECK = 0.25
@@ -26,9 +29,11 @@ STOP_CHECK = 0.25
 class Command(BaseCommand):
     help = (
         "Turn asset_dag_run_queue rows into asset-triggered DAG runs when a consumer's asset "
-        "condition is met. Runs passes until stopped (SIGTERM or Ctrl-C), or one pass with "
-        "--once: on PostgreSQL as soon as producers commit queue rows (LISTEN), at the latest "
-        "every --interval seconds. Several schedulers may run at once."
+        "condition is met; fail (or retry) running task instances whose heartbeat timed out "
+        "(TASK_INSTANCE_HEARTBEAT_TIMEOUT) and schedule retries whose delay has passed. Runs "
+        "passes until stopped (SIGTERM or Ctrl-C), or one pass with --once: on PostgreSQL as "
+        "soon as producers commit queue rows (LISTEN), at the latest every --interval seconds "
+        "(the upkeep at most once per interval). Several schedulers may run at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -67,6 +72,7 @@ class Command(BaseCommand):
         previous = self._install_stop_handler(stop)
         passes = created = 0
         watch = QueueWatch()  # passes after the first look at new queue rows only
+        upkeep_due = 0.0
         listener = Listener(QUEUE_CHANNEL)  # only sleeps on SQLite
         if max_passes != 1:
             listener.listen()  # before the first pass: no commit after it goes unnoticed
@@ -76,6 +82,9 @@ class Command(BaseCommand):
             while not stop.is_set():
                 self._refresh_connection()
                 try:
+                    if time.monotonic() >= upkeep_due:  # not on every wake-up
+                        self._report_upkeep(upkeep_pass())
+                        upkeep_due = time.monotonic() + interval
                     result = scheduler_pass(max_dags=options["max_dags"], watch=watch)
                 except DatabaseError as exc:
                     # e.g. the database restarted: report, drop the connection, try again.
@@ -108,6 +117,18 @@ class Command(BaseCommand):
         failed = result.count(Outcome.FAILED)
         if failed:
             self.stderr.write(f"{failed} DAG(s) failed this pass; see the log")
+
+    def _report_upkeep(self, result: UpkeepResult) -> None:
+        for reaped in result.reaped:
+            self.stdout.write(
+                f"reaped {reaped.label} try {reaped.try_number} (heartbeat timed out): "
+                f"{reaped.state}"
+            )
+        if result.retries_scheduled or result.reschedules_scheduled:
+            self.stdout.write(
+                f"scheduled {result.retries_scheduled} retry(ies), "
+                f"{result.reschedules_scheduled} reschedule(s)"
+            )
 
     @staticmethod
     def _wait(listener: Listener, stop: threading.Event, interval: float) -> None:

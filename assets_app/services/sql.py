@@ -1,0 +1,138 @@
+"""The small SQL dialect layer of the set-based statements in ``registration``.
+
+What differs between PostgreSQL and SQLite is how a JSON array parameter becomes a row set
+(PostgreSQL ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``) and how new ids are
+handed out; everything else is written once. Table and column names, and the PostgreSQL types
+of the row sets, come from the models (``Field.column``, ``Field.db_type``), so a renamed
+column or a changed type is picked up here. Any other database is refused with
+:class:`UnsupportedDatabaseError` instead of being sent SQL it cannot run.
+
+JSON columns are ``jsonb`` on PostgreSQL and ``text`` on SQLite (Django's ``JSONField``), and
+``json_extract`` returns an object member as JSON text, so both store what the ORM reads back.
+Datetimes go through Django's own adaptation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection, models
+from django.db.backends.utils import CursorWrapper
+
+SUPPORTED_VENDORS = ("postgresql", "sqlite")
+
+
+class UnsupportedDatabaseError(ImproperlyConfigured):
+    """The registration statements are written for PostgreSQL and SQLite only.
+
+    A deployment error, not a client's: ``manage.py check`` (and so ``migrate``/``runserver``)
+    reports it first, see ``assets_app.checks``.
+    """
+
+
+def unsupported_database_message(vendor: str) -> str:
+    return (
+        f"the asset registry supports PostgreSQL and SQLite, not {vendor!r} "
+        "(set DATABASE_URL to a postgres:// or sqlite:// URL)"
+    )
+
+
+def table(model: type[models.Model]) -> str:
+    """The model's table name."""
+    return model._meta.db_table  # plain identifiers, as the models name them
+
+
+def _field(model: type[models.Model], field_name: str) -> tuple[str, models.Field[Any, Any]]:
+    """``(column name, field)`` of a concrete field."""
+    field = model._meta.get_field(field_name)
+    if not isinstance(field, models.Field) or field.column is None:
+        raise TypeError(f"{model.__name__}.{field_name} is not a concrete column")
+    return field.column, field
+
+
+def column(model: type[models.Model], field_name: str) -> str:
+    """The column of ``model.field_name`` (``"asset"`` → ``asset_id``), quoted."""
+    return connection.ops.quote_name(_field(model, field_name)[0])
+
+
+def columns(model: type[models.Model], *field_names: str) -> str:
+    """A comma-separated, quoted column list for an ``INSERT`` or a ``SELECT``."""
+    return ", ".join(column(model, name) for name in field_names)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """PostgreSQL or SQLite, for the connection in use."""
+
+    vendor: str
+
+    @classmethod
+    def current(cls) -> Dialect:
+        if connection.vendor not in SUPPORTED_VENDORS:
+            raise UnsupportedDatabaseError(unsupported_database_message(connection.vendor))
+        return cls(vendor=connection.vendor)
+
+    @property
+    def postgresql(self) -> bool:
+        return self.vendor == "postgresql"
+
+    def rows(
+        self,
+        model: type[models.Model] | None = None,
+        fields: Sequence[str] = (),
+        **extra: str,
+    ) -> str:
+        """A ``FROM`` item named ``r``: the statement's JSON parameter as typed rows.
+
+        Each row has a member per field of ``model`` in ``fields`` (named after the field's
+        column, typed like it) and per ``extra`` name (with the given PostgreSQL type); a member
+        an object lacks is ``NULL``. SQLite is dynamically typed and needs no types.
+        """
+        types: dict[str, str] = {}
+        for name in fields:
+            assert model is not None
+            name_in_row, field = _field(model, name)
+            types[name_in_row] = _base_type(field.db_type(connection) or "text")
+        types.update(extra)
+        if self.postgresql:
+            spec = ", ".join(f"{connection.ops.quote_name(n)} {t}" for n, t in types.items())
+            return f"jsonb_to_recordset(%s::jsonb) AS r({spec})"
+        picks = ", ".join(
+            f"json_extract(value, '$.{n}') AS {connection.ops.quote_name(n)}" for n in types
+        )
+        return f"(SELECT {picks} FROM json_each(%s)) AS r"
+
+    def next_ids(self, model: type[models.Model]) -> str:
+        """An expression giving each row of a ``SELECT`` a new id of ``model``'s sequence.
+
+        PostgreSQL only: evaluated once per row where it appears (``nextval`` is volatile, so a
+        CTE selecting it is materialized), which lets a statement know which new id belongs to
+        which input row exactly.
+        """
+        assert self.postgresql, "SQLite hands out ids in insert order (see registration)"
+        pk = model._meta.pk
+        assert pk is not None
+        return f"nextval(pg_get_serial_sequence('{model._meta.db_table}', '{pk.column}'))"
+
+    @staticmethod
+    def execute(cursor: CursorWrapper, statement: str, params: Sequence[Any]) -> None:
+        """Run ``statement`` written on one line (as logs and ``pg_stat_activity`` show it)."""
+        cursor.execute(" ".join(statement.split()), params)
+
+    @staticmethod
+    def json(rows: Iterable[Mapping[str, Any]]) -> str:
+        return json.dumps(list(rows), separators=(",", ":"))
+
+    @staticmethod
+    def datetime(value: datetime) -> Any:
+        return connection.ops.adapt_datetimefield_value(value)
+
+
+def _base_type(db_type: str) -> str:
+    """``varchar(1500)`` → ``varchar``: a row set's member needs no length."""
+    return db_type.split("(", 1)[0]

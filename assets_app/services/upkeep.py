@@ -1,0 +1,153 @@
+"""Upkeep of task instances, once per scheduler loop (``upkeep_pass``).
+
+- **Reaper** (Airflow's task-instance heartbeat timeout): a ``running`` task instance whose
+  last heartbeat (or, before the first, its start) is older than
+  ``settings.TASK_INSTANCE_HEARTBEAT_TIMEOUT`` seconds fails, or becomes ``up_for_retry`` (a
+  new try) while tries remain, with ``failure_reason`` saying why; its run settles. Each is
+  reaped in its own transaction with ``FOR UPDATE SKIP LOCKED``, so several schedulers never
+  reap one twice and never wait on a task instance a runner is reporting on.
+- **Due retries**: an ``up_for_retry`` task instance whose ``next_retry_at`` has passed
+  becomes ``scheduled`` with ``try_number + 1`` (and a due ``up_for_reschedule`` one
+  ``scheduled`` with the same try), for a worker to claim.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from assets_app.models import TaskInstance, TaskInstanceState
+from assets_app.services.dag_runs import dag_run_settle
+from assets_app.services.task_instances import is_eligible_to_retry, task_instance_next_try
+
+logger = logging.getLogger(__name__)
+
+#: The most task instances reaped in one pass (the rest wait for the next).
+REAP_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class ReapedTaskInstance:
+    label: str  # dag.task @ run
+    try_number: int
+    state: str  # failed or up_for_retry
+    task_instance_id: uuid.UUID  # the id it has now (a new one when up for retry)
+
+
+@dataclass
+class UpkeepResult:
+    reaped: list[ReapedTaskInstance] = field(default_factory=list)
+    retries_scheduled: int = 0
+    reschedules_scheduled: int = 0
+
+
+def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
+    """Reap task instances whose heartbeat timed out, then schedule the due retries."""
+    now = now or timezone.now()
+    result = UpkeepResult(reaped=task_instances_reap(now=now))
+    result.retries_scheduled, result.reschedules_scheduled = task_instances_schedule_due(now=now)
+    return result
+
+
+def _timed_out(cutoff: datetime) -> Q:
+    return (
+        Q(last_heartbeat_at__lt=cutoff)
+        | Q(last_heartbeat_at__isnull=True, start_date__lt=cutoff)
+        | Q(last_heartbeat_at__isnull=True, start_date__isnull=True, updated_at__lt=cutoff)
+    )
+
+
+def task_instances_reap(*, now: datetime | None = None) -> list[ReapedTaskInstance]:
+    """Fail (or retry) the running task instances whose heartbeat timed out."""
+    now = now or timezone.now()
+    timeout = float(settings.TASK_INSTANCE_HEARTBEAT_TIMEOUT)
+    cutoff = now - timedelta(seconds=timeout)
+    candidates = list(
+        TaskInstance.objects.filter(_timed_out(cutoff), state=TaskInstanceState.RUNNING)
+        .order_by("last_heartbeat_at", "start_date")
+        .values_list("pk", flat=True)[:REAP_LIMIT]
+    )
+    reaped = []
+    for task_instance_id in candidates:
+        one = _reap(task_instance_id, cutoff=cutoff, now=now, timeout=timeout)
+        if one is not None:
+            reaped.append(one)
+    return reaped
+
+
+def _reap(
+    task_instance_id: uuid.UUID, *, cutoff: datetime, now: datetime, timeout: float
+) -> ReapedTaskInstance | None:
+    with transaction.atomic():
+        # re-checked under the lock: it may have heartbeated, finished or been reaped since
+        task_instance = (
+            TaskInstance.objects.select_for_update(skip_locked=True, of=("self", "dag_run"))
+            .select_related("dag_run")
+            .filter(_timed_out(cutoff), pk=task_instance_id, state=TaskInstanceState.RUNNING)
+            .first()
+        )
+        if task_instance is None:
+            return None
+        last = task_instance.last_heartbeat_at or task_instance.start_date
+        reason = (
+            f"heartbeat timeout: no heartbeat for more than {timeout:g} s from "
+            f"{task_instance.hostname or '?'} pid {task_instance.pid} "
+            f"(last {'heartbeat' if task_instance.last_heartbeat_at else 'start'} "
+            f"{last.isoformat() if last else 'never'})"
+        )
+        label = f"{task_instance.dag_id}.{task_instance.task_id} @ {task_instance.run_id}"
+        try_number = task_instance.try_number
+        if is_eligible_to_retry(
+            state=task_instance.state,
+            try_number=task_instance.try_number,
+            max_tries=task_instance.max_tries,
+        ):
+            task_instance_next_try(task_instance, end_date=now, failure_reason=reason)
+        else:
+            task_instance.state = TaskInstanceState.FAILED
+            task_instance.end_date = now
+            if task_instance.start_date is not None:
+                task_instance.duration = (now - task_instance.start_date).total_seconds()
+            task_instance.failure_reason = reason
+            task_instance.save(
+                update_fields=["state", "end_date", "duration", "failure_reason", "updated_at"]
+            )
+            dag_run_settle(dag_run_id=task_instance.dag_run_id, end_date=now)
+    logger.warning("reaped %s (try %s) → %s: %s", label, try_number, task_instance.state, reason)
+    return ReapedTaskInstance(
+        label=label,
+        try_number=try_number,
+        state=str(task_instance.state),
+        task_instance_id=task_instance.pk,
+    )
+
+
+def task_instances_schedule_due(*, now: datetime | None = None) -> tuple[int, int]:
+    """``up_for_retry`` task instances whose ``next_retry_at`` has passed → ``scheduled`` as
+    their next try; due ``up_for_reschedule`` ones → ``scheduled``. Two ``UPDATE`` statements,
+    each re-checking the state of a row another scheduler changed first (no try is counted
+    twice). Returns (retries, reschedules) scheduled."""
+    now = now or timezone.now()
+    retries = (
+        TaskInstance.objects.filter(state=TaskInstanceState.UP_FOR_RETRY)
+        .filter(Q(next_retry_at__isnull=True) | Q(next_retry_at__lte=now))
+        .update(
+            state=TaskInstanceState.SCHEDULED,
+            try_number=F("try_number") + 1,
+            next_retry_at=None,
+            updated_at=now,
+        )
+    )
+    reschedules = TaskInstance.objects.filter(
+        state=TaskInstanceState.UP_FOR_RESCHEDULE, reschedule_date__lte=now
+    ).update(state=TaskInstanceState.SCHEDULED, updated_at=now)
+    if retries or reschedules:
+        logger.info("scheduled %s retry(ies) and %s reschedule(s)", retries, reschedules)
+    return retries, reschedules

@@ -1,0 +1,223 @@
+"""Clearing (``manage.py clear_task_instances`` and the clearing service): finished task
+instances run again as a new try; running ones are refused."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from assets_app.models import DagRun, DagTask, TaskInstance, TaskInstanceHistory
+from assets_app.services.task_instances import task_instances_claim
+from tests.executionapi.conftest import client_for, state_url, wire_sample
+from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
+
+pytestmark = pytest.mark.django_db
+
+END = "2026-11-30T05:00:00Z"
+
+
+def clear(*args: str) -> list[str]:
+    out = StringIO()
+    call_command("clear_task_instances", *args, stdout=out)
+    return out.getvalue().splitlines()
+
+
+def _run_of(ti: TaskInstance) -> DagRun:
+    return DagRun.objects.get(pk=ti.dag_run_id)
+
+
+def _ti(dag_run: DagRun, task_id: str = "t") -> TaskInstance:
+    return TaskInstance.objects.get(dag_run=dag_run, task_id=task_id)
+
+
+def _start_and_finish(ti: TaskInstance, state: str) -> None:
+    client = client_for(ti)
+    started = client.patch(
+        f"/execution/task-instances/{ti.pk}/run", wire_sample("run_start"), format="json"
+    )
+    assert started.status_code == 200, started.content
+    body: dict = {"state": state, "end_date": END}
+    if state == "success":
+        body.update(task_outlets=[], outlet_events=[])
+    assert client.patch(state_url(ti), body, format="json").status_code == 204
+
+
+@pytest.fixture
+def dag():
+    return DagFactory(dag_id="d", task_ids=["t", "u"])
+
+
+def test_a_cleared_failed_run_runs_again_and_succeeds(dag):
+    # given a run whose only task instance failed
+    run = DagRunFactory(dag=dag, run_id="manual__1", state="queued")
+    first = TaskInstanceFactory(dag_run=run, task_id="t", state="scheduled")
+    task_instances_claim(limit=1)
+    _start_and_finish(first, "failed")
+    assert _run_of(first).state == "failed"
+
+    # when it is cleared
+    lines = clear("--dag-id=d", "--run-id=manual__1")
+
+    # then it is a new try, scheduled; the run is queued again; try 1 is history
+    assert lines == [
+        "cleared d.t @ manual__1: failed → scheduled as try 2 (max_tries 1)",
+        "requeued run d / manual__1",
+        "cleared 1 task instance(s), 1 run(s) back to queued",
+    ]
+    second = _ti(run)
+    assert second.pk != first.pk
+    assert (second.state, second.try_number, second.end_date) == ("scheduled", 2, None)
+    run.refresh_from_db()
+    assert (run.state, run.start_date, run.end_date) == ("queued", None, None)
+    assert TaskInstanceHistory.objects.get().task_instance_id == first.pk
+
+    # and it runs again (claimed by a worker) and succeeds: the run succeeds
+    [claimed] = task_instances_claim(limit=5)
+    assert claimed.pk == second.pk
+    _start_and_finish(second, "success")
+    run.refresh_from_db()
+    assert run.state == "success" and run.end_date is not None
+    assert (_ti(run).state, _ti(run).try_number) == ("success", 2)
+
+
+def test_clearing_a_running_task_instance_is_refused_and_changes_nothing(dag):
+    run = DagRunFactory(dag=dag, run_id="manual__1", state="running")
+    failed = TaskInstanceFactory(dag_run=run, task_id="t", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="u", state="running")
+
+    with pytest.raises(CommandError) as error:
+        clear("--dag-id=d", "--run-id=manual__1")
+
+    assert str(error.value) == (
+        "cannot clear running task instance(s): d.u @ manual__1; wait until they finish (or "
+        "are reaped), or narrow the selection (--task-id, --only-failed)"
+    )
+    assert TaskInstance.objects.get(pk=failed.pk).state == "failed"
+    assert not TaskInstanceHistory.objects.exists()
+    # narrowed to the failed one, it is cleared; the running run stays running
+    assert clear("--dag-id=d", "--only-failed")[-1] == (
+        "cleared 1 task instance(s), 0 run(s) back to queued"
+    )
+    assert _run_of(failed).state == "running"
+
+
+def test_dry_run_says_what_it_would_do_and_does_nothing(dag):
+    run = DagRunFactory(dag=dag, run_id="manual__1", state="success")
+    ti = TaskInstanceFactory(dag_run=run, task_id="t", state="success")
+    TaskInstanceFactory(dag_run=run, task_id="u", state="scheduled")
+
+    lines = clear("--dag-id=d", "--dry-run")
+
+    assert lines == [
+        "would clear d.t @ manual__1: success → scheduled as try 2 (max_tries 1)",
+        "left alone d.u @ manual__1: scheduled (not finished)",
+        "would requeue run d / manual__1",
+        "would clear 1 task instance(s), 1 run(s) back to queued",
+    ]
+    assert TaskInstance.objects.get(pk=ti.pk).state == "success"
+    assert _run_of(ti).state == "success"
+
+
+def test_only_failed_and_task_id_narrow_the_selection(dag):
+    run = DagRunFactory(dag=dag, run_id="manual__1", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="t", state="success")
+    TaskInstanceFactory(dag_run=run, task_id="u", state="upstream_failed")
+    other = DagRunFactory(dag=dag, run_id="manual__2", state="failed")
+    TaskInstanceFactory(dag_run=other, task_id="t", state="failed")
+
+    assert clear("--dag-id=d", "--only-failed", "--task-id=u", "--dry-run")[0].startswith(
+        "would clear d.u @ manual__1: upstream_failed"
+    )
+    assert clear("--dag-id=d", "--only-failed")[-1] == (
+        "cleared 2 task instance(s), 2 run(s) back to queued"
+    )
+    assert _ti(run, "t").state == "success"
+    assert {ti.state for ti in TaskInstance.objects.exclude(task_id="t", run_id="manual__1")} == {
+        "scheduled"
+    }
+
+
+def test_max_tries_gets_the_declared_retries_again(dag):
+    DagTask.objects.create(dag=dag, task_id="t", retries=2)
+    run = DagRunFactory(dag=dag, state="failed")
+    ti = TaskInstanceFactory(dag_run=run, task_id="t", state="failed", try_number=3, max_tries=2)
+
+    clear("--dag-id=d")
+
+    cleared = _ti(run)
+    assert (cleared.try_number, cleared.max_tries) == (4, 5)  # Airflow: try_number + retries
+    history = TaskInstanceHistory.objects.get()
+    assert (history.task_instance_id, history.try_number, history.state) == (ti.pk, 3, "failed")
+
+
+def test_an_up_for_retry_task_instance_is_not_archived_twice(dag):
+    run = DagRunFactory(dag=dag, state="running")
+    ti = TaskInstanceFactory(dag_run=run, task_id="t", state="running", max_tries=1, pid=1)
+    client_for(ti).patch(state_url(ti), {"state": "up_for_retry", "end_date": END}, format="json")
+
+    clear("--dag-id=d")
+
+    assert (_ti(run).state, _ti(run).try_number) == ("scheduled", 2)
+    assert TaskInstanceHistory.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--dag-id=nope"], "no DAG 'nope'", id="unknown-dag"),
+        pytest.param(["--dag-id=d", "--run-id=x"], "DAG 'd' has no run 'x'", id="unknown-run"),
+    ],
+)
+def test_unknown_dag_or_run_is_a_command_error(dag, args, message):
+    with pytest.raises(CommandError, match=message):
+        clear(*args)
+
+
+def test_create_task_instance_on_a_finished_one_says_how_to_clear_it():
+    call_command(
+        "create_task_instance", "--dag-id=d", "--task-id=t", "--run-id=r", stdout=StringIO()
+    )
+    TaskInstance.objects.update(state="failed")
+    err = StringIO()
+
+    call_command(
+        "create_task_instance",
+        "--dag-id=d",
+        "--task-id=t",
+        "--run-id=r",
+        stdout=StringIO(),
+        stderr=err,
+    )
+
+    assert (
+        err.getvalue()
+        .strip()
+        .endswith(
+            "already existed (state failed, try 1); it is finished: to run it again, "
+            "manage.py clear_task_instances --dag-id d --run-id r --task-id t"
+        )
+    )
+
+
+def test_the_readme_clear_example_prints_what_the_readme_shows():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    match = re.search(
+        r"```sh\n\$ \.venv/bin/python manage\.py (clear_task_instances [^\n]*)\n(.*?)```",
+        readme,
+        re.DOTALL,
+    )
+    assert match, "no clear_task_instances example in the README"
+    command, *args = shlex.split(match.group(1))
+    run = DagRunFactory(dag=DagFactory(dag_id="orders"), run_id="manual__1", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="export_orders", state="failed")
+    out = StringIO()
+
+    call_command(command, *args, stdout=out)
+
+    assert out.getvalue().splitlines() == match.group(2).splitlines()
