@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from io import StringIO
 from pathlib import Path
@@ -20,6 +21,7 @@ from django.db import connection, transaction
 from assets_app.models import Dag, DagRun, DagRunAssetEvent, TaskInstance, TaskInstanceState
 from assets_app.notify import QUEUE_CHANNEL, RUNS_CHANNEL, Listener, notify
 from assets_app.services.scheduler import scheduler_pass
+from assets_app.worker import wait_for_work
 from devtools.processes import process_stop
 from tests.live_server import REPO, server_env
 from tests.test_scheduler_concurrency import MANIFEST, producer_task_instances, succeed
@@ -184,3 +186,30 @@ def listening() -> bool:
             "AND query LIKE 'LISTEN %%' AND pid <> pg_backend_pid()"
         )
         return cursor.fetchone()[0] == 1
+
+
+def test_a_waiting_worker_wakes_when_a_scheduler_creates_runs(tmp_path):
+    # given: an event queued for consumers, a worker waiting for work (a 60 s poll)
+    declare(tmp_path)
+    (ti,) = producer_task_instances(1, tasks=("produce_a",))
+    succeed(ti.pk)
+    woke = threading.Event()
+    with Listener(RUNS_CHANNEL) as listener:
+        assert listener.listen()
+
+        def worker() -> None:
+            wait_for_work(60, interrupted=lambda: False, listener=listener)
+            woke.set()
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        try:
+            assert not woke.wait(0.5)  # nothing to do yet
+
+            # when: a scheduler pass creates runs (and commits)
+            assert scheduler_pass().created
+
+            # then: the worker stops waiting, long before its poll interval
+            assert woke.wait(30)
+        finally:
+            thread.join(timeout=90)
