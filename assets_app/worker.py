@@ -23,7 +23,8 @@ claimed but not started; running tasks get ``grace_period`` seconds to finish, t
 (their supervisor stops the task and reports ``failed`` / ``up_for_retry``), then SIGKILL
 ``kill_grace`` seconds later. A second ``request_stop()`` skips the grace period.
 
-Waiting for work is ``wait_for_work`` (polling); a PostgreSQL ``LISTEN`` can replace it.
+Waiting for work is ``wait_for_work``: on PostgreSQL it wakes up when a scheduler commits new
+runs (``LISTEN``, :mod:`assets_app.notify`), at the latest after the poll interval.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import httpx
 from django.db import DatabaseError, close_old_connections, connection
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
+from assets_app.notify import RUNS_CHANNEL, Listener
 from assets_app.services.task_instances import task_instances_claim, task_instances_unclaim
 from assets_app.tokens import token_issue
 from task_sdk.client import Client, ServerResponseError, now
@@ -161,18 +163,24 @@ def task_launch(
 # --- waiting -------------------------------------------------------------------------------
 
 
-def wait_for_work(timeout: float, *, interrupted: Callable[[], bool]) -> None:
+def wait_for_work(
+    timeout: float, *, interrupted: Callable[[], bool], listener: Listener | None = None
+) -> None:
     """Wait up to ``timeout`` seconds for runnable task instances to appear.
 
-    This polls: it only sleeps, returning early when ``interrupted()`` (a stop was requested,
-    a child exited). A ``LISTEN`` on a PostgreSQL channel the scheduler notifies can replace it.
+    Returns early when ``interrupted()`` (a stop was requested, a child exited) or, with a
+    ``listener`` on :data:`~assets_app.notify.RUNS_CHANNEL` (PostgreSQL), as soon as a
+    scheduler commits new runs. Without one (SQLite) it only sleeps: the timeout is the poll.
     """
     deadline = time.monotonic() + timeout
     while not interrupted():
         left = deadline - time.monotonic()
         if left <= 0:
             return
-        time.sleep(min(WAIT_SLICE, left))
+        if listener is None:
+            time.sleep(min(WAIT_SLICE, left))
+        elif listener.wait(min(WAIT_SLICE, left)):
+            return
 
 
 # --- the worker ----------------------------------------------------------------------------
@@ -297,6 +305,9 @@ class Worker:
 
     def run(self) -> WorkerSummary:
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        listener = Listener(RUNS_CHANNEL)  # wakes on the schedulers' commits (PostgreSQL)
+        if not self.once:
+            listener.listen()  # before the first claim: no run created after it goes unnoticed
         try:
             while True:
                 self._reap()
@@ -311,9 +322,11 @@ class Worker:
                 wait_for_work(
                     self.poll_interval,
                     interrupted=lambda: self._stop_requested or self._any_exited(),
+                    listener=listener if listener.enabled else None,
                 )
             self._drain()
         finally:
+            listener.close()
             self._end_children()
             self._close_connection()
         return self.summary
