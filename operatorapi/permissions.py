@@ -34,3 +34,11 @@ class ModelPermissions(DjangoModelPermissions):
                 )
             return False
         return True
+
+
+class ClearPermission(ModelPermissions):
+    """Clearing a run's task instances needs ``change_taskinstance`` (and ``view_dagrun``), as
+    the admin's *Clear* actions do."""
+
+    def get_required_permissions(self, method: str, model_cls: Any) -> list[str]:
+        return ["assets_app.view_dagrun", "assets_app.change_taskinstance"]

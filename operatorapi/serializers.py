@@ -287,3 +287,42 @@ class AssetEventCreateSerializer(StrictInputSerializer):
 
 class DagPatchSerializer(StrictInputSerializer):
     is_paused = StrictBooleanField(help_text="Pause (true) or unpause (false) the DAG.")
+
+
+class DagRunClearSerializer(StrictInputSerializer):
+    task_ids = serializers.ListField(
+        child=StrictCharField(min_length=1, max_length=250),
+        required=False,
+        max_length=1000,
+        help_text="Only these tasks of the run (default: all of them).",
+    )
+    only_failed = StrictBooleanField(
+        required=False, default=False, help_text="Only failed and upstream_failed ones."
+    )
+    dry_run = StrictBooleanField(
+        required=False, default=False, help_text="Say what would be cleared; change nothing."
+    )
+
+
+class ClearedTaskInstanceSerializer(serializers.Serializer[Any]):
+    task_instance = serializers.CharField(source="label", help_text="dag.task[map] @ run")
+    previous_state = serializers.CharField(allow_null=True)
+    try_number = serializers.IntegerField(help_text="The new try's number.")
+    max_tries = serializers.IntegerField()
+    task_instance_id = serializers.UUIDField(
+        help_text="The new try's id (the current one in a dry run)."
+    )
+
+
+class LeftAloneSerializer(serializers.Serializer[Any]):
+    task_instance = serializers.CharField(help_text="dag.task[map] @ run")
+    state = serializers.CharField(allow_null=True)
+
+
+class ClearResultSerializer(serializers.Serializer[Any]):
+    dry_run = serializers.BooleanField()
+    cleared = ClearedTaskInstanceSerializer(many=True)
+    left_alone = LeftAloneSerializer(many=True, help_text="Selected, not finished: unchanged.")
+    runs_requeued = serializers.ListField(
+        child=serializers.CharField(), help_text="Finished runs now back to queued (dag / run)."
+    )

@@ -10,6 +10,7 @@ parameters (:mod:`operatorapi.filters`); errors follow :mod:`operatorapi.excepti
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, routers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
@@ -29,6 +31,7 @@ from rest_framework.views import APIView
 
 from assets_app.models import Asset, AssetAlias, AssetDagRunQueue, AssetEvent, Dag, DagRun
 from assets_app.services.asset_events import asset_event_create_manual
+from assets_app.services.clearing import task_instances_clear, task_instances_select
 from assets_app.services.dags import dags_set_paused
 from operatorapi import selectors
 from operatorapi import serializers as s
@@ -44,7 +47,7 @@ from operatorapi.filters import (
     StrictFilterBackend,
 )
 from operatorapi.pagination import KeysetPagination
-from operatorapi.permissions import ModelPermissions
+from operatorapi.permissions import ClearPermission, ModelPermissions
 
 
 class JSONBodyParser(JSONParser):
@@ -205,6 +208,50 @@ class DagRunViewSet(ReadOnlyViewSet):
 
     def get_queryset(self) -> QuerySet[DagRun]:
         return selectors.dag_run_list()
+
+    def get_permissions(self) -> Sequence[Any]:
+        if self.action == "clear":
+            return [ClearPermission()]
+        return super().get_permissions()
+
+    @extend_schema(
+        summary="Clear a DAG run's task instances",
+        description="Airflow's *clear*: the run's finished task instances (or those of "
+        "`task_ids`, or only the failed ones) run again as a new try, and the run goes back to "
+        "`queued` if it had finished. Refused with 409 `clear_refused`, nothing written, when "
+        "a selected task instance is running. Needs `assets_app.change_taskinstance`.",
+        request=s.DagRunClearSerializer,
+        responses={
+            200: s.ClearResultSerializer,
+            409: OpenApiResponse(description="A selected task instance is running"),
+            **NOT_FOUND,
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def clear(self, request: Request, pk: str) -> Response:
+        run = self.get_object()
+        payload = s.DagRunClearSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        options = payload.validated_data
+        selected = task_instances_select(
+            dag_id=run.dag_id, run_id=run.run_id, only_failed=options["only_failed"]
+        )
+        if "task_ids" in options:
+            selected = selected.filter(task_id__in=options["task_ids"])
+        result = task_instances_clear(task_instances=selected, dry_run=options["dry_run"])
+        return Response(
+            s.ClearResultSerializer(
+                {
+                    "dry_run": result.dry_run,
+                    "cleared": result.cleared,
+                    "left_alone": [
+                        {"task_instance": label, "state": state}
+                        for label, state in result.left_alone
+                    ],
+                    "runs_requeued": result.runs_requeued,
+                }
+            ).data
+        )
 
 
 @extend_schema_view(

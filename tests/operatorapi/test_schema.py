@@ -24,6 +24,9 @@ METHODS = {
     "destroy": "delete",
 }
 
+#: The extra actions (``@action``) and their method.
+EXTRA_ACTIONS = {"clear": "post"}
+
 
 def routed_operations() -> set[tuple[str, str]]:
     """(path, method) of every route the router serves, derived from its URL patterns."""
@@ -37,7 +40,7 @@ def routed_operations() -> set[tuple[str, str]]:
         path = "/api/v1/" + re.sub(r"\(\?P<[^>]+>[^)]+\)", "{}", regex.strip("^$"))
         for method, action in actions.items():
             if method != "head":
-                assert METHODS[action] == method
+                assert METHODS.get(action, EXTRA_ACTIONS.get(action)) == method
                 operations.add((path, method))
     return operations
 
