@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Field, Model
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInputError, TaskInstanceNotFoundError
@@ -32,6 +31,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
+from assets_app.services.sql import column, table
 from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import validate_id
 
@@ -243,18 +243,11 @@ def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool
     return bool(settled)
 
 
-def _column(model: type[Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    if not isinstance(field, Field) or field.column is None:
-        raise TypeError(f"{model.__name__}.{name} is not a column")
-    return field.column
-
-
 @functools.cache
 def _settle_sql() -> str:
-    run_table, ti_table = DagRun._meta.db_table, TaskInstance._meta.db_table
-    run_id, run_state, run_end = (_column(DagRun, f) for f in ("id", "state", "end_date"))
-    ti_run, ti_state = (_column(TaskInstance, f) for f in ("dag_run", "state"))
+    run_table, ti_table = table(DagRun), table(TaskInstance)
+    run_id, run_state, run_end = (column(DagRun, f) for f in ("id", "state", "end_date"))
+    ti_run, ti_state = (column(TaskInstance, f) for f in ("dag_run", "state"))
 
     def placeholders(values: Collection[str]) -> str:
         return ", ".join(["%s"] * len(values))

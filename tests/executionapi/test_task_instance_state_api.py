@@ -746,8 +746,8 @@ def test_success_without_outlets_is_the_floor_of_three_statements(make_ti):
     assert response.status_code == 204, response.content
     sqls = [query["sql"] for query in queries.captured_queries]
     assert len(sqls) == 2 + 3, sqls
-    assert sqls[2].startswith('UPDATE "task_instance"'), sqls[2]
-    assert sqls[3].startswith('UPDATE "dag_run"'), sqls[3]
+    assert sqls[2].replace('"', "").startswith("UPDATE task_instance"), sqls[2]
+    assert sqls[3].replace('"', "").startswith("UPDATE dag_run"), sqls[3]
 
 
 @pytest.mark.parametrize(
