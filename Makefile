@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MANIFEST ?= examples/dags.yaml
 
-.PHONY: run test install install-test demo lint clean
+.PHONY: run test install install-test demo lint clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ run: install
 demo: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py demo
+
+# the README's pictures of the admin: headless Chromium (apt-get install chromium chromium-driver)
+screenshots: install-test
+	$(BIN)/python manage.py screenshots --out docs/screenshots
 
 test: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

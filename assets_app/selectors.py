@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet, Value
 from django.db.models.functions import Upper
@@ -14,9 +14,6 @@ from assets_app.models import (
     Asset,
     AssetEvent,
     DagRun,
-    DagScheduleAssetReference,
-    TaskInletAssetReference,
-    TaskOutletAssetReference,
 )
 
 
@@ -103,29 +100,3 @@ def _asset_ids_containing(text: str) -> list[int] | QuerySet[Asset, Any]:
     if len(ids) > SEARCH_MAX_ASSET_IDS:
         return assets.values("pk")
     return ids
-
-
-class AssetDagReference(NamedTuple):
-    """A DAG declaring an asset: scheduled on it, or one of its tasks producing or reading it."""
-
-    relation: Literal["schedule", "outlet", "inlet"]
-    dag_id: str
-    task_id: str | None = None
-
-
-def asset_dag_references(*, asset: Asset) -> list[AssetDagReference]:
-    """The DAGs that schedule on ``asset`` and the tasks that produce or read it (3 queries)."""
-    return [
-        *(
-            AssetDagReference("schedule", ref.dag_id)
-            for ref in DagScheduleAssetReference.objects.filter(asset=asset)
-        ),
-        *(
-            AssetDagReference("outlet", ref.dag_id, ref.task_id)
-            for ref in TaskOutletAssetReference.objects.filter(asset=asset)
-        ),
-        *(
-            AssetDagReference("inlet", ref.dag_id, ref.task_id)
-            for ref in TaskInletAssetReference.objects.filter(asset=asset)
-        ),
-    ]

@@ -1,4 +1,5 @@
-"""Benchmark the event-reading pages, routes and commands over a big ``asset_event`` table.
+"""Benchmark the event-reading pages, routes and commands over a big ``asset_event`` table
+(among them the admin's overview, asset page and DAG page, whose query counts must not grow).
 
 Usage (from the repository root)::
 
@@ -245,6 +246,7 @@ def scenarios(events: int) -> list[tuple[str, Callable[[], object]]]:
         return f"{changelist}?{urlencode(params)}" if params else changelist
 
     return [
+        ("admin overview (index)", get(admin, "/admin/")),
         ("admin events: first page", get(admin, admin_url())),
         ("admin events: ?p=50", get(admin, admin_url(p=50))),
         ("admin events: source DAG", get(admin, admin_url(source_dag="dag_07"))),
@@ -258,12 +260,24 @@ def scenarios(events: int) -> list[tuple[str, Callable[[], object]]]:
                 ),
             ),
         ),
+        (
+            "admin events: date hierarchy (a day)",
+            get(
+                admin,
+                admin_url(
+                    timestamp__year=middle.year,
+                    timestamp__month=middle.month,
+                    timestamp__day=middle.day,
+                ),
+            ),
+        ),
         ("admin events: search asset uri", get(admin, admin_url(q=uri))),
         ("admin events: search DAG id", get(admin, admin_url(q="dag_07"))),
         ("admin events: source alias", get(admin, admin_url(source_alias=alias.pk))),
         ("admin events: manual only", get(admin, admin_url(source="manual"))),
         ("admin asset change page", get(admin, f"/admin/assets_app/asset/{asset_id}/change/")),
         ("admin asset list", get(admin, "/admin/assets_app/asset/")),
+        ("admin DAG change page", get(admin, "/admin/assets_app/dag/dag_07/change/")),
         ("admin DAG run change page", get(admin, f"/admin/assets_app/dagrun/{run_id}/change/")),
         (
             "admin event change page",

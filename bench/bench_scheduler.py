@@ -130,6 +130,34 @@ The defaults, PostgreSQL 15, on the 2-core machine shared with other sessions' t
   the same ready list in the same order, and one keeps reaching DAGs the other has locked
   (3 statements) or already served (4).
 * Consistency held in every phase: 0 lost, 0 consumed twice, 0 runs without events.
+
+Measured on the perf branch (a875ee6: ``QueueWatch``, batches of 100 DAGs per transaction,
+LISTEN/NOTIFY, the queue upsert's DAG check by index)
+--------------------------------------------------------------------------------------------
+``--phases backlog,backlog2,steady1,steady2 --seconds 20``, the same machine, load average 5
+to 13 (the before-run of the backlog, on caba777 with ``--phases backlog --seconds 20``:
+19.0 runs/s, 12.0 statements and 10.2 + 3.5 ms CPU per run, at load 5 to 15)::
+
+    phase     events/s  runs    runs/s  stmts/run  CPU ms/run        event -> run
+                                                   sched + postgres  p50 / p99
+    backlog       -     10,000  633.5      0.1      0.5 + 0.2        -
+    backlog2      -     10,000  783.6      0.2      0.6 + 0.3        -
+    steady1     73.4    12,475  198.1      0.2      0.6 + 0.3        14.5 s / 26.1 s
+    steady2     43.0    15,738  146.3      0.2      0.9 + 0.5        17.4 s / 40.4 s
+
+* A backlog of 10,000 ready DAGs is one pass of 100 transactions (0.1 statements per run).
+  At 0.7 ms CPU per run a core makes ~1,400 runs/s; on this shared machine the scheduler
+  got a fraction of one.
+* The producers cost 4.2 ms + 4.3 ms PostgreSQL CPU per event (7.8 ms before: the queue
+  upsert no longer reads the whole ``dag`` table). At 200 events/s they still need more
+  than the two cores, so the steady phases are CPU-bound on this machine: ~3 runs per event
+  at 73 events/s and the producers' own CPU leave the scheduler behind, and the latency is
+  the backlog that builds up.
+* At a rate this machine sustains, ``--phases steady1,steady2 --rate 30 --seconds 20``
+  (3444bea, load 9): one scheduler 159 runs/s, event → run p50 129 ms, p99 841 ms,
+  1.3 + 0.6 ms CPU per run; two schedulers p50 600 ms, p99 1.42 s (they compete for the
+  same two cores). On caba777, ``--phases steady1 --rate 30 --seconds 20`` (load 8): p50
+  38.7 s, p99 60.6 s, 30.6 runs/s, 12.0 statements and 9.3 + 3.0 ms CPU per run.
 """
 
 from __future__ import annotations

@@ -37,7 +37,12 @@ from assets_app.models import (
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
 from assets_app.services.registration import asset_changes_register
-from assets_app.services.scheduler import Outcome, dag_asset_triggered_run_create, scheduler_pass
+from assets_app.services.scheduler import (
+    Outcome,
+    QueueWatch,
+    dag_asset_triggered_run_create,
+    scheduler_pass,
+)
 from assets_app.tokens import token_issue
 from devtools.processes import process_stop
 from task_sdk.definitions import AssetUniqueKey
@@ -327,6 +332,81 @@ def test_four_schedulers_while_200_successes_arrive_through_the_api(server, tmp_
     assert set(TaskInstance.objects.filter(pk__in=task_of).values_list("state", flat=True)) == {
         "success"
     }
+
+
+def test_schedulers_creating_runs_in_batches_consume_every_event_exactly_once(tmp_path):
+    """Three schedulers, each creating runs for up to 7 DAGs per transaction, over 60
+    consumer DAGs while four threads register 150 successes: every event is consumed once by
+    every DAG, and no run is created from a queue row whose events another run took."""
+    # given: the consumers of MANIFEST and 60 more on A, on B, or on A or B
+    many = [
+        {
+            "dag_id": f"many_{i:02d}",
+            "schedule": [
+                {"asset": {"uri": A}},
+                {"asset": {"uri": B}},
+                {"any": [{"asset": {"uri": A}}, {"asset": {"uri": B}}]},
+            ][i % 3],
+            "tasks": [{"task_id": "t"}],
+        }
+        for i in range(60)
+    ]
+    path = tmp_path / "dags.json"
+    path.write_text(json.dumps({"dags": MANIFEST["dags"] + many}))
+    call_command("declare_dags", str(path), stdout=StringIO())
+    tis = producer_task_instances(150, tasks=STREAM_TASKS)
+    producing = threading.Event()
+    producing.set()
+    errors: list[BaseException] = []
+    created: list[list[str]] = [[] for _ in range(3)]
+
+    def schedule(i: int) -> None:
+        try:
+            watch = QueueWatch()
+            while producing.is_set():
+                result = scheduler_pass(watch=watch, batch_size=7)
+                assert result.count(Outcome.FAILED) == 0
+                created[i] += [run.dag_id for run in result.created]
+                time.sleep(0.01)
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    # when
+    schedulers = [threading.Thread(target=schedule, args=(i,)) for i in range(3)]
+    for thread in schedulers:
+        thread.start()
+    producers = [
+        threading.Thread(target=produce, args=([ti.pk for ti in tis[i::4]], succeed, errors))
+        for i in range(4)
+    ]
+    for thread in producers:
+        thread.start()
+    for thread in producers:
+        thread.join(timeout=180)
+    time.sleep(0.5)
+    producing.clear()
+    for thread in schedulers:
+        thread.join(timeout=60)
+
+    # then: the schedulers shared the work, and after a final pass every event was consumed
+    # exactly once by each single-condition DAG
+    assert errors == []
+    assert sum(1 for runs in created if runs) >= 2, [len(runs) for runs in created]
+    drain()
+    assert_each_event_consumed_once(SINGLE_CONDITION_DAGS)
+    pairs = consumed_pairs()
+    assert [pair for pair, n in Counter(pairs).items() if n > 1] == []
+    on = {0: [A], 1: [B], 2: [A, B]}
+    for i in range(60):
+        got = {event_id for d, event_id in pairs if d == f"many_{i:02d}"}
+        expected = set(
+            AssetEvent.objects.filter(asset__uri__in=on[i % 3]).values_list("pk", flat=True)
+        )
+        assert got == expected, i
+    assert not DagRun.objects.filter(event_links__isnull=True, run_type="asset_triggered").exists()
+    assert not AssetDagRunQueue.objects.exclude(target_dag_id="all_ab").exists()
 
 
 def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):

@@ -5,7 +5,9 @@
 - ``dags``: DAGs (only the pause flag is editable, through ``assets_app.services.dags``) and
   the asset DAG-run queue;
 - ``runs``: DAG runs and task instances;
-- ``common`` (links, pretty JSON, durations, mixins) and ``filters`` serve them all.
+- ``common`` (links, pretty JSON, durations, mixins) and ``filters`` serve them all;
+- ``panels`` reads what the index (an overview), the asset page and the DAG page show beyond
+  their forms, drawn by ``charts`` (pygal bar charts, grandalf-laid-out lineage, inline SVG).
 
 Event-like tables (asset events, alias → event links, DAG runs, task instances, the queue)
 are read-only. List pages never query per row (FKs joined, to-many relations prefetched for
@@ -15,6 +17,14 @@ asset's DAG references) are selectors. Events survive deletion of their asset: s
 shows "deleted asset #id".
 """
 
+from django.contrib import admin
+
 from assets_app.admin import assets, dags, events, runs
+
+# the index opens with the overview (assets_app.admin.panels.overview) above the model list
+admin.site.index_template = "admin/assets_app/index.html"
+# the lists fit 1400 px only without the model sidebar (276 px); breadcrumbs and the index
+# link every page
+admin.site.enable_nav_sidebar = False
 
 __all__ = ["assets", "dags", "events", "runs"]

@@ -2,36 +2,34 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, TypedDict, TypeVar
 
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.http import HttpRequest
-from django.utils.html import format_html, format_html_join
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, path
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
 from assets_app.admin.common import (
     EMPTY,
     AssetColumnsMixin,
+    change_link,
     change_url,
-    changelist_url,
     count_of,
+    link_list,
+    when,
 )
+from assets_app.admin.emit import EMIT_PERMISSION, emit_event_view
 from assets_app.admin.filters import AliasFilter, AssetActiveFilter
+from assets_app.admin.panels import asset_panel
 from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
-from assets_app.selectors import asset_dag_references
-
-LATEST_EVENTS_SHOWN = 10
-
-#: How the asset page words each kind of DAG reference.
-RELATION_LABELS = {"schedule": "schedules on it", "outlet": "produces it", "inlet": "reads it"}
 
 
 class _LatestEvent(TypedDict):
     latest_event_timestamp: datetime | None
+    latest_event_pk: int | None
 
 
 class _LinkedAssets(TypedDict):
@@ -64,34 +62,23 @@ class AliasAssetLinkInline(_AliasLinkInline[AssetAlias]):
 
 @admin.register(Asset)
 class AssetAdmin(admin.ModelAdmin[Asset]):
-    list_display = (
-        "name",
-        "uri",
-        "group",
-        "is_active",
-        "alias_names",
-        "latest_event_at",
-        "updated_at",
-    )
+    list_display = ("name", "uri", "group", "is_active", "alias_names", "latest_event")
     list_select_related = ("active",)
     list_filter = (AssetActiveFilter, "group")
     search_fields = ("name", "uri")
     ordering = ("name", "uri")
     inlines = (AssetAliasLinkInline,)
-    readonly_fields = (
-        "is_active",
-        "created_at",
-        "updated_at",
-        "dag_references",
-        "latest_events",
-    )
+    readonly_fields = ("is_active", "created_at", "updated_at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Asset]:
-        latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp")
+        latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp", "-id")
         return (
             super()
             .get_queryset(request)
-            .annotate(latest_event_timestamp=Subquery(latest.values("timestamp")[:1]))
+            .annotate(
+                latest_event_timestamp=Subquery(latest.values("timestamp")[:1]),
+                latest_event_pk=Subquery(latest.values("pk")[:1]),
+            )
             .prefetch_related("aliases")
         )
 
@@ -106,58 +93,39 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
         return hasattr(obj, "active")
 
     @admin.display(description="aliases")
-    def alias_names(self, obj: Asset) -> str:
-        return ", ".join(alias.name for alias in obj.aliases.all()) or EMPTY
+    def alias_names(self, obj: Asset) -> SafeString | str:
+        return link_list((change_url("assetalias", a.pk), a.name) for a in obj.aliases.all())
 
     @admin.display(description="latest event", ordering="latest_event_timestamp")
-    def latest_event_at(self, obj: WithAnnotations[Asset, _LatestEvent]) -> datetime | str:
-        return obj.latest_event_timestamp or EMPTY
+    def latest_event(self, obj: WithAnnotations[Asset, _LatestEvent]) -> SafeString | str:
+        if obj.latest_event_pk is None:
+            return EMPTY
+        return change_link("assetevent", obj.latest_event_pk, when(obj.latest_event_timestamp))
 
-    @admin.display(description="declared by DAGs")
-    def dag_references(self, obj: Asset) -> SafeString | str:
-        rows = [
-            (
-                RELATION_LABELS[ref.relation],
-                f"{ref.dag_id}.{ref.task_id}" if ref.task_id else ref.dag_id,
-            )
-            for ref in asset_dag_references(asset=obj)
+    def get_urls(self) -> list[URLPattern]:
+        def emit(request: HttpRequest, object_id: str) -> HttpResponse:
+            return emit_event_view(self, request, object_id)
+
+        view = self.admin_site.admin_view(emit)
+        return [
+            path("<path:object_id>/emit/", view, name="assets_app_asset_emit"),
+            *super().get_urls(),
         ]
-        if not rows:
-            return EMPTY
-        # inline margin: the admin's "form .aligned ul" rule would indent it a second 160px
-        return format_html(
-            '<ul style="margin:0; padding:0">{}</ul>',
-            format_html_join("", "<li>{}: {}</li>", rows),
-        )
 
-    @admin.display(description=f"latest {LATEST_EVENTS_SHOWN} events")
-    def latest_events(self, obj: Asset) -> SafeString | str:
-        events = list(
-            AssetEvent.objects.filter(asset=obj).order_by("-timestamp", "-id")[:LATEST_EVENTS_SHOWN]
-        )
-        if not events:
-            return EMPTY
-        rows = format_html_join(
-            "",
-            '<tr><td><a href="{}">{}</a></td><td style="white-space:nowrap">{}</td>'
-            "<td>{}</td><td>{}</td></tr>",
-            (
-                (
-                    change_url("assetevent", event.pk),
-                    event.pk,
-                    event.timestamp.isoformat(timespec="seconds"),
-                    event.source_dag_id or "manual",
-                    json.dumps(event.extra, sort_keys=True),
-                )
-                for event in events
-            ),
-        )
-        return format_html(
-            "<table><tr><th>event</th><th>timestamp</th><th>source DAG</th><th>extra</th></tr>"
-            '{}</table><a href="{}">all events of this asset</a>',
-            rows,
-            changelist_url("assetevent", asset__id__exact=obj.pk),
-        )
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Asset | None = None,
+    ) -> HttpResponse:
+        # the events chart, the lineage and the latest events (assets_app.admin.panels)
+        if obj is not None:
+            context["panel"] = asset_panel(obj)
+            context["can_emit"] = request.user.has_perm(EMIT_PERMISSION)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 @admin.register(AssetAlias)
@@ -179,9 +147,13 @@ class AssetAliasAdmin(admin.ModelAdmin[AssetAlias]):
 
 @admin.register(AssetAliasAsset)
 class AssetAliasAssetAdmin(AssetColumnsMixin, admin.ModelAdmin[AssetAliasAsset]):
-    list_display = ("id", "alias", "asset_name", "asset_uri")
+    list_display = ("id", "alias_link", "asset_name", "asset_uri")
     list_select_related = ("alias", "asset")
     list_filter = (AliasFilter,)
     search_fields = ("alias__name", "asset__name", "asset__uri")
     autocomplete_fields = ("alias", "asset")
     ordering = ("alias__name", "asset__name", "asset__uri")
+
+    @admin.display(description="alias", ordering="alias__name")
+    def alias_link(self, obj: AssetAliasAsset) -> SafeString:
+        return change_link("assetalias", obj.alias_id, obj.alias.name)

@@ -12,6 +12,7 @@ from django.contrib import admin
 from django.db.models import Count, Model, OuterRef, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -21,6 +22,7 @@ from assets_app.models import (
     AssetAliasAssetEvent,
     AssetDagRunQueue,
     AssetEvent,
+    DagRun,
     DagRunAssetEvent,
 )
 from assets_app.paginators import CappedCountPaginator
@@ -55,6 +57,55 @@ def link_list(links: Iterable[tuple[str, Any]]) -> SafeString | str:
     return format_html_join(", ", '<a href="{}">{}</a>', pairs)
 
 
+def dag_link(dag_id: str | None) -> SafeString | str:
+    """A link to a DAG's page (``EMPTY`` without one)."""
+    if not dag_id:
+        return EMPTY
+    return change_link("dag", dag_id, dag_id)
+
+
+def task_link(dag_id: str | None, task_id: str | None) -> SafeString | str:
+    """A task is no row of its own: the link lists its task instances."""
+    if not dag_id or not task_id:
+        return EMPTY
+    return format_html(
+        '<a href="{}">{}</a>',
+        changelist_url("taskinstance", dag_id=dag_id, task_id=task_id),
+        task_id,
+    )
+
+
+def run_link(run_pk: int | None, run_id: str | None) -> SafeString | str:
+    """A link to a DAG run's page; the bare run id when the run is not (or no longer) known."""
+    if not run_id:
+        return EMPTY
+    if run_pk is None:
+        return run_id
+    return change_link("dagrun", run_pk, run_id)
+
+
+def source_links(
+    dag_id: str | None, task_id: str | None, run_pk: int | None, run_id: str | None
+) -> SafeString | str:
+    """Where an event came from: ``DAG . task @ run``, each a link, or ``manual``."""
+    if not dag_id:
+        return "manual"
+    return format_html(
+        '{}<span class="ar-sep">.</span>{}<span class="ar-sep"> @ </span>{}',
+        dag_link(dag_id),
+        task_link(dag_id, task_id),
+        run_link(run_pk, run_id),
+    )
+
+
+def when(value: datetime | None) -> str:
+    """A timestamp the one way the admin shows them (``settings.FORMAT_MODULE_PATH``):
+    ``2026-11-30 21:32:42 UTC``."""
+    if value is None:
+        return EMPTY
+    return formats.date_format(timezone.localtime(value), "DATETIME_FORMAT")
+
+
 def asset_link(asset: Asset | None, asset_id: int | None) -> SafeString | str:
     """A link to the asset, or ``deleted asset #id`` for an event that outlived its asset."""
     if asset is None:
@@ -84,6 +135,17 @@ def duration(delta: timedelta) -> str:
     if hours:
         return f"{hours}h {minutes:02d}m {seconds:02d}s"
     return f"{minutes}m {seconds:02d}s"
+
+
+def source_run_pk(*, event: str = "") -> Subquery:
+    """The id of an event's source DAG run, if it is still there (a correlated subquery on the
+    run's unique ``(dag_id, run_id)``, so a list page reads it in its one query). ``event``
+    prefixes the path to the event (``"event__"`` from a link row)."""
+    return Subquery(
+        DagRun.objects.filter(
+            dag_id=OuterRef(f"{event}source_dag_id"), run_id=OuterRef(f"{event}source_run_id")
+        ).values("pk")[:1]
+    )
 
 
 def count_of(model: type[Model], *, pointing_at: str) -> Subquery:

@@ -6,7 +6,7 @@ from typing import Any, TypedDict
 
 from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -24,6 +24,7 @@ from assets_app.admin.common import (
     pretty_json,
 )
 from assets_app.admin.filters import HasScheduleFilter, TargetDagFilter
+from assets_app.admin.panels import dag_panel
 from assets_app.conditions import condition_parse, condition_summary
 from assets_app.exceptions import InvalidAssetExpression
 from assets_app.models import (
@@ -83,7 +84,6 @@ class DagAdmin(admin.ModelAdmin[Dag]):
         "schedule",
         "tasks",
         "queued_assets_count",
-        "fileloc",
         "last_parsed_time",
     )
     list_filter = ("is_paused", "is_stale", HasScheduleFilter)
@@ -114,6 +114,20 @@ class DagAdmin(admin.ModelAdmin[Dag]):
 
     def has_delete_permission(self, request: HttpRequest, obj: Dag | None = None) -> bool:
         return False
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Dag | None = None,
+    ) -> HttpResponse:
+        # the lineage and the recent runs (assets_app.admin.panels)
+        if obj is not None:
+            context["panel"] = dag_panel(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def save_model(self, request: HttpRequest, obj: Dag, form: Any, change: bool) -> None:
         dags_set_paused(dag_ids=[obj.dag_id], is_paused=obj.is_paused)
@@ -170,6 +184,7 @@ class AssetDagRunQueueAdmin(
     AssetColumnsMixin, ReadOnlyAdminMixin, admin.ModelAdmin[AssetDagRunQueue]
 ):
     list_display = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    date_hierarchy = "created_at"
     list_select_related = ("asset",)
     list_filter = (TargetDagFilter, ("created_at", admin.DateFieldListFilter))
     search_fields = ("=target_dag__dag_id", "asset__name", "asset__uri")

@@ -9,18 +9,25 @@ from typing import Any, TypedDict
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
 from assets_app.admin.common import (
+    EMPTY,
     BigTableAdminMixin,
     LinkedEventColumnsMixin,
     ReadOnlyAdminMixin,
     ReadOnlyTabularInline,
     change_link,
     count_of,
+    dag_link,
+    duration,
     pretty_json,
+    source_links,
+    source_run_pk,
+    task_link,
 )
 from assets_app.admin.filters import DagIdFilter
 from assets_app.exceptions import AssetsError
@@ -78,14 +85,22 @@ class ConsumedEventInline(LinkedEventColumnsMixin, ReadOnlyTabularInline[DagRunA
     verbose_name_plural = "consumed asset events"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DagRunAssetEvent]:
-        return super().get_queryset(request).select_related("event__asset")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("event__asset")
+            .annotate(source_run_pk=source_run_pk(event="event__"))
+        )
 
     @admin.display(description="source")
-    def source(self, obj: DagRunAssetEvent) -> str:
+    def source(self, obj: DagRunAssetEvent) -> SafeString | str:
         event = obj.event
-        if event.source_dag_id is None:
-            return "manual"
-        return f"{event.source_dag_id}.{event.source_task_id} @ {event.source_run_id}"
+        return source_links(
+            event.source_dag_id,
+            event.source_task_id,
+            getattr(obj, "source_run_pk", None),
+            event.source_run_id,
+        )
 
 
 class RunTaskInstanceInline(ReadOnlyTabularInline[TaskInstance, DagRun]):
@@ -114,9 +129,9 @@ class DagRunAdmin(
         "run_type",
         "state",
         "run_after",
-        "logical_date",
         "start_date",
         "end_date",
+        "run_duration",
         "consumed_events_count",
     )
     list_filter = (DagIdFilter, "run_type", "state", ("run_after", admin.DateFieldListFilter))
@@ -163,6 +178,12 @@ class DagRunAdmin(
     def dag_link(self, obj: DagRun) -> SafeString:
         return change_link("dag", obj.dag_id, obj.dag_id)
 
+    @admin.display(description="duration")
+    def run_duration(self, obj: DagRun) -> str:
+        if obj.start_date is None:
+            return EMPTY
+        return duration((obj.end_date or timezone.now()) - obj.start_date)
+
     @admin.display(description="consumed events", ordering="consumed_event_total")
     def consumed_events_count(self, obj: WithAnnotations[DagRun, _ConsumedEvents]) -> int:
         return obj.consumed_event_total or 0
@@ -178,17 +199,15 @@ class TaskInstanceAdmin(
 ):
     list_display = (
         "short_id",
-        "dag_id",
-        "task_id",
+        "dag_link",
+        "task_link",
         "run_link",
-        "map_index",
+        "map",
         "state",
-        "try_number",
-        "max_tries",
+        "tries",
         "start_date",
         "end_date",
         "duration",
-        "hostname",
     )
     list_filter = (DagIdFilter, "state", ("start_date", admin.DateFieldListFilter))
     search_fields = ("=dag_id", "task_id", "run_id")
@@ -272,6 +291,22 @@ class TaskInstanceAdmin(
     @admin.display(description="id")
     def short_id(self, obj: TaskInstance) -> str:
         return str(obj.pk)[:8]
+
+    @admin.display(description="map", ordering="map_index")
+    def map(self, obj: TaskInstance) -> int:
+        return obj.map_index
+
+    @admin.display(description="try", ordering="try_number")
+    def tries(self, obj: TaskInstance) -> str:
+        return f"{obj.try_number}/{obj.max_tries + 1}"
+
+    @admin.display(description="DAG", ordering="dag_id")
+    def dag_link(self, obj: TaskInstance) -> SafeString | str:
+        return dag_link(obj.dag_id)
+
+    @admin.display(description="task", ordering="task_id")
+    def task_link(self, obj: TaskInstance) -> SafeString | str:
+        return task_link(obj.dag_id, obj.task_id)
 
     @admin.display(description="run", ordering="run_id")
     def run_link(self, obj: TaskInstance) -> SafeString:

@@ -9,13 +9,15 @@ unfinished (``dag_run_settle``; ``failed`` if any failed or is upstream_failed: 
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
-from django.db.models import Case, Exists, OuterRef, Value, When
+from django.db import connection, transaction
+from django.db.models import Field, Model
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInputError, TaskInstanceNotFoundError
@@ -26,6 +28,7 @@ from assets_app.models import (
     DagRun,
     DagRunState,
     DagRunType,
+    DagTask,
     TaskInstance,
     TaskInstanceState,
 )
@@ -78,7 +81,7 @@ def task_instance_create(
     run_id: str,
     map_index: int = -1,
     state: str = TaskInstanceState.QUEUED,
-    max_tries: int = 0,
+    max_tries: int | None = None,
 ) -> CreatedTaskInstance:
     """Get or create the DAG, its run and the task instance.
 
@@ -96,7 +99,7 @@ def task_instance_create(
             if map_index > INTEGER_MAX
             else f"map index must be -1 or more, got {map_index}"
         )
-    if not 0 <= max_tries <= INTEGER_MAX:
+    if max_tries is not None and not 0 <= max_tries <= INTEGER_MAX:
         raise TaskInstanceInputError(
             f"max tries must be 0 to {INTEGER_MAX}, got {max_tries}"
             if max_tries > INTEGER_MAX
@@ -142,7 +145,7 @@ def task_instance_create(
         defaults={
             "dag_run": dag_run,
             "state": state,
-            "max_tries": max_tries,
+            "max_tries": _declared_retries(dag_id, task_id) if max_tries is None else max_tries,
             "start_date": now if state == TaskInstanceState.RUNNING else None,
         },
     )
@@ -160,6 +163,16 @@ def task_instance_create(
         "created" if run_created else "existing",
     )
     return CreatedTaskInstance(task_instance=task_instance, created=created)
+
+
+def _declared_retries(dag_id: str, task_id: str) -> int:
+    """The task's ``retries`` from its manifest, 0 for a task no manifest declares."""
+    retries = (
+        DagTask.objects.filter(dag_id=dag_id, task_id=task_id)
+        .values_list("retries", flat=True)
+        .first()
+    )
+    return retries or 0
 
 
 def task_instance_token_issue(
@@ -200,26 +213,64 @@ def dag_run_start(dag_run: DagRun, *, start_date: datetime) -> None:
 def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool:
     """End the run if none of its task instances is unfinished; ``True`` if it ended now.
 
+    ``end_date`` defaults to now (as Airflow's ``DagRun.set_state``: the server's clock, not a
+    runner's).
+
     Call with the run row locked (``SELECT … FOR UPDATE``) in the transaction that finished a
     task instance: then two last task instances finishing at once settle the run once, the
-    second seeing the first's committed state. One ``UPDATE`` statement.
+    second seeing the first's committed state. One fixed ``UPDATE`` statement (raw SQL: the
+    ORM spent more time building it than PostgreSQL spends running it, on every finished
+    task instance).
     """
-    unfinished = TaskInstance.objects.filter(dag_run_id=OuterRef("pk")).exclude(
-        state__in=FINISHED_TI_STATES
-    )
-    failed = TaskInstance.objects.filter(dag_run_id=OuterRef("pk"), state__in=FAILED_TI_STATES)
-    settled = (
-        DagRun.objects.filter(pk=dag_run_id)
-        .exclude(state__in=FINISHED_RUN_STATES)
-        .exclude(Exists(unfinished))
-        .update(
-            state=Case(
-                When(Exists(failed), then=Value(DagRunState.FAILED.value)),
-                default=Value(DagRunState.SUCCESS.value),
-            ),
-            end_date=end_date or timezone.now(),
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _settle_sql(),
+            [
+                dag_run_id,
+                *(state.value for state in FAILED_TI_STATES),
+                DagRunState.FAILED.value,
+                DagRunState.SUCCESS.value,
+                connection.ops.adapt_datetimefield_value(end_date or timezone.now()),
+                dag_run_id,
+                *(state.value for state in FINISHED_RUN_STATES),
+                dag_run_id,
+                *(state.value for state in FINISHED_TI_STATES),
+            ],
         )
-    )
+        settled = cursor.rowcount
     if settled:
         logger.info("DAG run %s finished", dag_run_id)
     return bool(settled)
+
+
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field) or field.column is None:
+        raise TypeError(f"{model.__name__}.{name} is not a column")
+    return field.column
+
+
+@functools.cache
+def _settle_sql() -> str:
+    run_table, ti_table = DagRun._meta.db_table, TaskInstance._meta.db_table
+    run_id, run_state, run_end = (_column(DagRun, f) for f in ("id", "state", "end_date"))
+    ti_run, ti_state = (_column(TaskInstance, f) for f in ("dag_run", "state"))
+
+    def placeholders(values: Collection[str]) -> str:
+        return ", ".join(["%s"] * len(values))
+
+    return " ".join(
+        f"""
+        UPDATE {run_table} SET
+            {run_state} = CASE WHEN EXISTS (
+                SELECT 1 FROM {ti_table} WHERE {ti_run} = %s
+                AND {ti_state} IN ({placeholders(FAILED_TI_STATES)})
+            ) THEN %s ELSE %s END,
+            {run_end} = %s
+        WHERE {run_id} = %s AND {run_state} NOT IN ({placeholders(FINISHED_RUN_STATES)})
+        AND NOT EXISTS (
+            SELECT 1 FROM {ti_table} WHERE {ti_run} = %s
+            AND ({ti_state} IS NULL OR {ti_state} NOT IN ({placeholders(FINISHED_TI_STATES)}))
+        )
+        """.split()
+    )

@@ -48,7 +48,7 @@ from assets_app.services.manifest import (
     asset_describe,
     manifest_load,
 )
-from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
+from task_sdk.definitions import DEFAULT_GROUP, AssetNameRef, AssetUniqueKey, AssetUriRef
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +119,10 @@ def dags_declare(*, manifest: Manifest, fileloc: str) -> DeclareResult:
         aliases_created=aliases.created,
         activated=activated,
         deactivated=deactivated,
-        warnings=_moved_dag_warnings(existing, fileloc=fileloc),
+        warnings=[
+            *_moved_dag_warnings(existing, fileloc=fileloc),
+            *_unmatched_ref_warnings(manifest.dags),
+        ],
     )
 
 
@@ -216,6 +219,54 @@ def _moved_dag_warnings(existing: Mapping[str, Dag], *, fileloc: str) -> list[st
         for dag_id, dag in existing.items()
         if dag.fileloc and dag.fileloc != fileloc and not dag.is_stale
     ]
+
+
+def _unmatched_ref_warnings(dags: Iterable[DagDecl]) -> list[str]:
+    """One warning per ``asset_ref`` that no active asset matches once this load is stored: it
+    resolves to nothing (a schedule on it is never met, a task using it fails to resolve it)
+    until some manifest declares an asset with that name or uri. At most two queries."""
+    places: list[tuple[str, AssetNameRef | AssetUriRef]] = []
+    for dag in dags:
+        if dag.schedule is not None:
+            refs = condition_references(dag.schedule)
+            places += [
+                (f"DAG {dag.dag_id} schedule", AssetNameRef(n)) for n in sorted(refs.name_refs)
+            ]
+            places += [
+                (f"DAG {dag.dag_id} schedule", AssetUriRef(u)) for u in sorted(refs.uri_refs)
+            ]
+        for task in dag.tasks:
+            for kind, leaves in (("outlet", task.outlets), ("inlet", task.inlets)):
+                places += [
+                    (f"DAG {dag.dag_id} task {task.task_id} {kind}", leaf)
+                    for leaf in leaves
+                    if isinstance(leaf, AssetNameRef | AssetUriRef)
+                ]
+    names = {ref.name for _, ref in places if isinstance(ref, AssetNameRef)}
+    uris = {ref.uri for _, ref in places if isinstance(ref, AssetUriRef)}
+    active_names = (
+        set(AssetActive.objects.filter(name__in=names).values_list("name", flat=True))
+        if names
+        else set()
+    )
+    active_uris = (
+        set(AssetActive.objects.filter(uri__in=uris).values_list("uri", flat=True))
+        if uris
+        else set()
+    )
+    warnings = []
+    for where, ref in places:
+        if isinstance(ref, AssetNameRef) and ref.name not in active_names:
+            what, value = "name", ref.name
+        elif isinstance(ref, AssetUriRef) and ref.uri not in active_uris:
+            what, value = "uri", ref.uri
+        else:
+            continue
+        warnings.append(
+            f"{where}: asset_ref {{{what}: {value!r}}} matches no declared asset; it resolves "
+            f"to nothing until a manifest declares an asset with {what} {value!r}"
+        )
+    return warnings
 
 
 # --- assets and aliases ----------------------------------------------------------------------

@@ -29,7 +29,10 @@ from the models. In order:
    serialized);
 7. ``INSERT`` the alias → event links;
 8. ``INSERT`` the queue rows of every live consumer DAG (found in the same statement over the
-   four schedule reference tables) as an upsert, ``RETURNING`` the queued pairs.
+   four schedule reference tables) as an upsert, ``RETURNING`` the queued pairs; on
+   PostgreSQL the same statement notifies the schedulers (``pg_notify`` on
+   :data:`assets_app.notify.QUEUE_CHANNEL`, delivered when the transaction commits, only if
+   it queued something).
 
 Concurrency
 -----------
@@ -82,6 +85,7 @@ from assets_app.models import (
     DagScheduleAssetUriReference,
     TaskInstance,
 )
+from assets_app.notify import QUEUE_CHANNEL, notify_sql
 from assets_app.outlets import (
     AliasOutletEvent,
     AssetOutletEvent,
@@ -656,6 +660,10 @@ def asset_event_consumers_queue(
     with a partition key does not queue non-partitioned consumers, and no DAG is partitioned
     yet (the model has no such flag), so partitioned events queue nothing.
 
+    Each consumer's DAG row is checked by a subquery, which PostgreSQL cannot turn into a join:
+    it plans the JSON row set as 100 rows, and a join then read the whole ``dag`` table on every
+    event; the subquery is one index lookup per consumer.
+
     The queue rows are upserted in (asset, DAG) order; an existing row keeps its
     ``created_at`` (the oldest wait). Returns the queued ``(asset_id, dag_id)`` pairs, sorted,
     whether inserted now or already waiting.
@@ -677,6 +685,26 @@ def asset_event_consumers_queue(
     )
     rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
     queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
+    upsert = f"""
+            INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
+            SELECT c.asset_id, c.dag_id, %s
+            FROM consumer c
+            WHERE (
+                SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
+                WHERE d.dag_id = c.dag_id
+            )
+            ORDER BY c.asset_id, c.dag_id
+            ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
+            DO UPDATE SET created_at = q.created_at
+            RETURNING asset_id, target_dag_id
+    """
+    if sql.postgresql:
+        # Wake the schedulers when this transaction commits (one notification however many
+        # rows: PostgreSQL folds a transaction's identical ones), in the same statement.
+        upsert = f"""
+            , queued AS ({upsert})
+            SELECT asset_id, target_dag_id, {notify_sql(QUEUE_CHANNEL)} FROM queued
+        """
     with connection.cursor() as cursor:
         sql.execute(
             cursor,
@@ -694,15 +722,7 @@ def asset_event_consumers_queue(
                 UNION
                 SELECT e.asset_id, s.dag_id FROM emitted e
                 JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
-            )
-            INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
-            SELECT c.asset_id, c.dag_id, %s
-            FROM consumer c JOIN {table(Dag)} d ON d.dag_id = c.dag_id
-            WHERE NOT d.is_paused AND NOT d.is_stale
-            ORDER BY c.asset_id, c.dag_id
-            ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
-            DO UPDATE SET created_at = q.created_at
-            RETURNING asset_id, target_dag_id
+            ){upsert}
             """,
             [
                 sql.json(
@@ -712,7 +732,7 @@ def asset_event_consumers_queue(
                 sql.datetime(now),
             ],
         )
-        return sorted(cursor.fetchall())
+        return sorted((asset_id, dag_id) for asset_id, dag_id, *_ in cursor.fetchall())
 
 
 def asset_changes_notify(*, events: Sequence[EmittedEvent]) -> None:

@@ -1,10 +1,12 @@
 """The asset scheduler: turns ``asset_dag_run_queue`` rows into asset-triggered DAG runs.
 
-One pass (:func:`scheduler_pass`) first decides, without locks and in a constant number of
-queries, which unpaused, non-stale DAGs have queue rows that meet their condition (like
-Airflow's ``dags_needing_dagruns``). Each of those is then handled by
-:func:`dag_asset_triggered_run_create` in its **own transaction**, which re-checks everything
-under locks:
+One pass (:func:`scheduler_pass`) first decides, without locks, which unpaused, non-stale
+DAGs have queue rows that meet their condition (like Airflow's ``dags_needing_dagruns``); a
+long-running scheduler keeps a :class:`QueueWatch` so that a pass reads only the DAGs that got
+new queue rows (plus a periodic full rescan), and costs in proportion to the new work, not to
+the DAGs waiting. The ready DAGs are then handled in **batches** of up to ``BATCH_SIZE``, each
+in its own transaction (:func:`dags_asset_triggered_runs_create`, a constant number of
+set-based statements per batch), which re-checks everything under locks, DAG by DAG as below:
 
 1. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A DAG another
    scheduler is working on is skipped this pass. ``NO KEY`` so that producers' foreign-key
@@ -30,9 +32,11 @@ under locks:
    ``asset_triggered__<run_after ISO>_<8 random chars>`` — as Airflow 3), its
    ``dagrun_asset_event`` rows, one ``scheduled`` task instance per declared task
    (``Dag.task_ids``; else the task ids of its inlet/outlet references; ``max_tries`` = the
-   task's ``retries``) for a worker to claim, and delete the locked
-   queue rows. If every event was already consumed (a queue row re-added by a producer whose
-   event the previous run took), the rows are deleted and no run is created: never two runs
+   task's ``retries``) for a worker to claim, and delete the locked queue rows. On
+   PostgreSQL the transaction notifies the workers (:data:`assets_app.notify.RUNS_CHANNEL`,
+   delivered at commit). If every event was already consumed (a queue row re-added by a
+   producer whose event the previous run took), the rows are deleted and no run is created:
+   never two runs
    for one set of events.
 
 Why no event is left behind without locking producers out: producers queue consumers with an
@@ -57,6 +61,10 @@ deadlock. With ``ON CONFLICT DO NOTHING`` instead, a producer meeting our locked
 have done nothing without waiting, and its event would have had no queue row once we deleted
 ours.
 
+All of this holds DAG by DAG inside a batch: every lock is taken with ``SKIP LOCKED`` (the
+scheduler never waits, whatever the batch), and a DAG whose rows a producer holds is simply
+not ready in this batch (the watch looks at it again next pass).
+
 On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions
 (settings) make each DAG's transaction exclusive, which gives the same guarantees.
 """
@@ -67,11 +75,14 @@ import enum
 import logging
 import secrets
 import string
-from collections.abc import Collection
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
@@ -87,6 +98,7 @@ from assets_app.exceptions import InvalidAssetExpression
 from assets_app.models import (
     Asset,
     AssetActive,
+    AssetAlias,
     AssetAliasAsset,
     AssetAliasAssetEvent,
     AssetDagRunQueue,
@@ -102,6 +114,8 @@ from assets_app.models import (
     TaskInstanceState,
     TaskOutletAssetReference,
 )
+from assets_app.notify import RUNS_CHANNEL, notify
+from assets_app.services.sql import Dialect
 from task_sdk.definitions import AssetUniqueKey
 
 logger = logging.getLogger(__name__)
@@ -110,6 +124,16 @@ logger = logging.getLogger(__name__)
 #: only if its producer's transaction stayed open longer than this (requests time out long
 #: before).
 EVENT_LOOKBACK = timedelta(minutes=10)
+
+#: DAGs handled in one transaction. Bounds the transaction, and so how long a producer may
+#: wait for a queue row the scheduler holds.
+BATCH_SIZE = 100
+
+#: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
+#: still looked for, how often every waiting DAG is evaluated again, and how many per pass.
+ROW_ID_OVERLAP = 2.0
+FULL_RESCAN_EVERY = 10.0
+SWEEP_CHUNK = 250
 
 _RUN_ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -166,39 +190,160 @@ def asset_triggered_run_id(*, run_after: datetime) -> str:
     return f"{DagRunType.ASSET_TRIGGERED}__{run_after.isoformat()}_{suffix}"
 
 
-def scheduler_pass(*, max_dags: int | None = None) -> SchedulerPassResult:
-    """One scheduling pass over every unpaused, non-stale DAG that has queue rows.
+def scheduler_pass(
+    *,
+    max_dags: int | None = None,
+    watch: QueueWatch | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> SchedulerPassResult:
+    """One scheduling pass: find the DAGs whose condition is met, create their runs.
 
-    First, without locks and in a constant number of queries, find the DAGs whose condition is
-    met by their queue rows (as Airflow's ``dags_needing_dagruns`` does); then handle each of
-    them, oldest-waiting first, in its own transaction (:func:`dag_asset_triggered_run_create`,
-    which re-checks everything under locks). A database error in one DAG is logged and the pass
-    goes on; that DAG is retried next pass.
+    First, without locks, decide which unpaused, non-stale DAGs have queue rows that meet their
+    condition (as Airflow's ``dags_needing_dagruns`` does): with a :class:`QueueWatch` only the
+    DAGs that got new queue rows since it last looked (plus those it was asked to retry), else
+    every DAG with queue rows. Then create their runs, oldest-waiting first, ``batch_size``
+    DAGs per transaction (:func:`dags_asset_triggered_runs_create`, which re-checks everything
+    under locks). A database error in one batch is logged and the pass goes on; its DAGs are
+    retried next pass.
     """
     result = SchedulerPassResult()
-    ready = _ready_dag_ids(result=result)
+    rows = watch.scan() if watch is not None else _queue_rows()
+    try:
+        ready = _ready_dag_ids(rows, result=result)
+    except BaseException:
+        if watch is not None:
+            watch.forget()  # the rows it just saw were not evaluated
+        raise
+    retry: list[str] = []
     if max_dags is not None:
+        retry += ready[max_dags:]
         ready = ready[:max_dags]
-    for dag_id in ready:
+    for start in range(0, len(ready), batch_size):
+        batch = ready[start : start + batch_size]
         try:
-            outcome = dag_asset_triggered_run_create(dag_id=dag_id)
+            outcomes = dags_asset_triggered_runs_create(dag_ids=batch)
         except DatabaseError:
-            logger.exception("scheduling DAG %s failed; retrying next pass", dag_id)
-            outcome = DagOutcome(dag_id=dag_id, outcome=Outcome.FAILED)
-        result.outcomes.append(outcome)
+            logger.exception("scheduling DAGs %s … failed; retrying next pass", batch[0])
+            outcomes = [DagOutcome(dag_id=dag_id, outcome=Outcome.FAILED) for dag_id in batch]
+        result.outcomes += outcomes
+        # Met when the pass looked, but not under lock: look again next pass even if no new
+        # queue row arrives (e.g. a producer held one of its rows: it keeps its id).
+        retry += [o.dag_id for o in outcomes if o.outcome in _RETRIED]
+    if watch is not None:
+        watch.retry(retry)
     return result
 
 
-def _ready_dag_ids(*, result: SchedulerPassResult) -> list[str]:
-    """DAGs worth a transaction this pass, oldest-waiting first (3-5 queries, no locks).
+_RETRIED = frozenset({Outcome.LOCKED, Outcome.FAILED, Outcome.NOT_READY})
+
+#: A queue row as the scheduler reads it: (pk, dag_id, asset_id, created_at).
+_QueueRow = tuple[int, str, int, datetime]
+
+
+def _queue_rows(dag_ids: Collection[str] | None = None) -> list[_QueueRow]:
+    """The queue rows of unpaused, non-stale DAGs (of ``dag_ids`` only, if given); no locks."""
+    rows = AssetDagRunQueue.objects.filter(target_dag__is_paused=False, target_dag__is_stale=False)
+    if dag_ids is not None:
+        rows = rows.filter(target_dag_id__in=dag_ids)
+    return list(rows.order_by().values_list("pk", "target_dag_id", "asset_id", "created_at"))
+
+
+@dataclass
+class QueueWatch:
+    """What one scheduler process remembers between passes, so a pass looks at new work only.
+
+    A pass that finds no ready DAG should cost next to nothing however many DAGs wait with a
+    condition not met yet. A DAG's readiness changes only when it gets a new queue row, and a
+    new row gets a higher id (the table's sequence; a producer's upsert that only meets an
+    existing row keeps it, and adds no asset). So :meth:`scan` reads the ids and DAGs of the
+    rows above a bound, and then all queue rows of just the DAGs that have a row it has not
+    seen yet, or that the previous pass asked to :meth:`retry` (met but not created: locked
+    by another scheduler, a row held by a producer, a failed transaction).
+
+    Ids are drawn when a producer inserts, not when it commits: a row can become visible after
+    rows with higher ids. So the bound is not the highest id seen but the highest id seen by
+    the newest pass that started at least ``overlap`` seconds ago; ids already evaluated above
+    it are skipped by remembering them. A row committed more than ``overlap`` seconds after
+    taking its id (a producer stalled between its upsert and its commit), and anything else
+    a new id does not signal (a DAG unpaused, an alias resolving to a new asset, a ref's asset
+    becoming active), is picked up by the **sweep**: every ``full_rescan_every`` seconds the
+    watch lists every DAG with queue rows and evaluates them all again, ``sweep_chunk`` DAGs
+    per pass (so no single pass stalls behind thousands of waiting DAGs), within two sweeps.
+    The first pass evaluates every DAG at once.
+    """
+
+    full_rescan_every: float = FULL_RESCAN_EVERY
+    overlap: float = ROW_ID_OVERLAP
+    sweep_chunk: int = SWEEP_CHUNK
+    clock: Callable[[], float] = time.monotonic
+    _last_full: float | None = None
+    _high_water: int = 0
+    #: (pass start, highest id seen by then), oldest first
+    _marks: deque[tuple[float, int]] = field(default_factory=deque)
+    #: ids above the current bound that were already evaluated
+    _seen: set[int] = field(default_factory=set)
+    _retry: set[str] = field(default_factory=set)
+    #: DAGs the current sweep has still to evaluate
+    _sweep: list[str] = field(default_factory=list)
+
+    def scan(self) -> list[_QueueRow]:
+        """The queue rows of the DAGs worth evaluating this pass (1-3 queries, no locks)."""
+        now = self.clock()
+        bound = self._bound(now)
+        if self._last_full is None:
+            rows = _queue_rows()
+            self._last_full = now
+            self._sweep = []
+            new_ids = [pk for pk, _, _, _ in rows]
+        else:
+            if not self._sweep and now - self._last_full >= self.full_rescan_every:
+                self._sweep = sorted(
+                    set(AssetDagRunQueue.objects.order_by().values_list("target_dag_id", flat=True))
+                )
+                self._last_full = now
+            fresh = list(
+                AssetDagRunQueue.objects.filter(pk__gt=bound)
+                .order_by()
+                .values_list("pk", "target_dag_id")
+            )
+            dag_ids = {dag_id for pk, dag_id in fresh if pk not in self._seen} | self._retry
+            dag_ids.update(self._sweep[: self.sweep_chunk])
+            del self._sweep[: self.sweep_chunk]
+            rows = _queue_rows(dag_ids) if dag_ids else []
+            new_ids = [pk for pk, _ in fresh]
+        self._retry = set()
+        self._seen.update(pk for pk in new_ids if pk > bound)
+        self._high_water = max([self._high_water, *new_ids])
+        self._marks.append((now, self._high_water))
+        return rows
+
+    def forget(self) -> None:
+        """Make the next pass a full rescan (this one failed after :meth:`scan`)."""
+        self._last_full = None
+
+    def retry(self, dag_ids: Collection[str]) -> None:
+        """Evaluate these DAGs again next pass, new queue rows or not."""
+        self._retry.update(dag_ids)
+
+    def _bound(self, now: float) -> int:
+        """Highest id seen by the newest pass at least ``overlap`` old (0 if none); prunes."""
+        while len(self._marks) > 1 and self._marks[1][0] <= now - self.overlap:
+            self._marks.popleft()
+        if not self._marks or self._marks[0][0] > now - self.overlap:
+            return 0
+        bound = self._marks[0][1]
+        self._seen = {pk for pk in self._seen if pk > bound}
+        return bound
+
+
+def _ready_dag_ids(rows: Collection[_QueueRow], *, result: SchedulerPassResult) -> list[str]:
+    """The DAGs of ``rows`` worth a transaction, oldest-waiting first (1-4 queries, no locks).
 
     DAGs whose condition is not met (or unreadable) are recorded in ``result`` and left out.
     """
     queued: dict[str, set[int]] = {}
     first_queued: dict[str, datetime] = {}
-    for dag_id, asset_id, created_at in AssetDagRunQueue.objects.filter(
-        target_dag__is_paused=False, target_dag__is_stale=False
-    ).values_list("target_dag_id", "asset_id", "created_at"):
+    for _, dag_id, asset_id, created_at in rows:
         queued.setdefault(dag_id, set()).add(asset_id)
         if dag_id not in first_queued or created_at < first_queued[dag_id]:
             first_queued[dag_id] = created_at
@@ -213,7 +358,7 @@ def _ready_dag_ids(*, result: SchedulerPassResult) -> list[str]:
             ready.append(dag_id)  # its rows are dropped under lock
             continue
         try:
-            conditions[dag_id] = condition_parse(expression)
+            conditions[dag_id] = _condition_of(dag_id, expression)
         except InvalidAssetExpression as exc:
             logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
             result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.INVALID))
@@ -226,124 +371,200 @@ def _ready_dag_ids(*, result: SchedulerPassResult) -> list[str]:
     return sorted(ready, key=lambda dag_id: (first_queued[dag_id], dag_id))
 
 
-def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
-    """Create one asset-triggered run of ``dag_id`` if its condition is met (one transaction).
+#: dag_id → (the asset_expression parsed, its condition): parsing is most of evaluating.
+_parsed: dict[str, tuple[Any, Condition]] = {}
 
-    Takes its own locks (the DAG row, then its queue rows, both without waiting); the caller
-    must hold none and must not be inside a transaction.
+
+def _condition_of(dag_id: str, expression: Any) -> Condition:
+    """``condition_parse(expression)``, remembered per DAG while its expression is the same."""
+    cached = _parsed.get(dag_id)
+    if cached is not None and cached[0] == expression:
+        return cached[1]
+    condition = condition_parse(expression)
+    _parsed[dag_id] = (expression, condition)
+    return condition
+
+
+def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
+    """:func:`dags_asset_triggered_runs_create` for one DAG."""
+    (outcome,) = dags_asset_triggered_runs_create(dag_ids=[dag_id])
+    return outcome
+
+
+def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutcome]:
+    """Create one asset-triggered run of each of ``dag_ids`` whose condition is met.
+
+    One transaction for them all, a constant number of statements whatever their number
+    (steps 1-4 of the module docstring, each set-based). Takes its own locks (DAG rows, then
+    their queue rows, both without waiting); the caller must hold none and must not be inside
+    a transaction. Returns one outcome per DAG, in the order given.
     """
+    outcomes: dict[str, DagOutcome] = {}
+
+    def settle(dag_id: str, outcome: Outcome, run: AssetTriggeredRun | None = None) -> None:
+        outcomes[dag_id] = DagOutcome(dag_id=dag_id, outcome=outcome, run=run)
+
     with transaction.atomic(durable=True):
-        dag = (
-            Dag.objects.select_for_update(skip_locked=True, no_key=True)
-            .filter(dag_id=dag_id)
+        locked = {
+            dag.dag_id: dag
+            for dag in Dag.objects.select_for_update(skip_locked=True, no_key=True)
+            .filter(dag_id__in=dag_ids)
+            .order_by("dag_id")
             .only("dag_id", "is_paused", "is_stale", "asset_expression", "task_ids")
-            .first()
-        )
-        if dag is None:
-            return DagOutcome(dag_id=dag_id, outcome=Outcome.LOCKED)
-        if dag.is_paused or dag.is_stale:
-            return DagOutcome(dag_id=dag_id, outcome=Outcome.INACTIVE)
-        queued = list(
-            AssetDagRunQueue.objects.select_for_update(skip_locked=True)
-            .filter(target_dag_id=dag_id)
-            .values_list("pk", "asset_id", "created_at")
-        )
-        if not queued:
-            return DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY)
-        queue_pks = [pk for pk, _, _ in queued]
-        if dag.asset_expression is None:
-            # No longer asset-scheduled (re-declared with another schedule): as Airflow does,
-            # its queue rows are dropped.
-            AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
-            return DagOutcome(dag_id=dag_id, outcome=Outcome.DROPPED)
-        try:
-            condition = condition_parse(dag.asset_expression)
-        except InvalidAssetExpression as exc:
-            logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
-            return DagOutcome(dag_id=dag_id, outcome=Outcome.INVALID)
-        references = condition_references(condition)
-        resolution = _condition_resolve(references)
-        if not condition_is_met(
-            condition, resolution=resolution, ready_asset_ids={a for _, a, _ in queued}
-        ):
-            return DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY)
+        }
+        active: dict[str, Dag] = {}
+        for dag_id in dag_ids:
+            dag = locked.get(dag_id)
+            if dag is None:
+                settle(dag_id, Outcome.LOCKED)
+            elif dag.is_paused or dag.is_stale:
+                settle(dag_id, Outcome.INACTIVE)
+            else:
+                active[dag_id] = dag
+        queued: dict[str, list[tuple[int, int, datetime]]] = {}
+        if active:
+            for pk, dag_id, asset_id, created_at in (
+                AssetDagRunQueue.objects.select_for_update(skip_locked=True)
+                .filter(target_dag_id__in=active)
+                .order_by()
+                .values_list("pk", "target_dag_id", "asset_id", "created_at")
+            ):
+                queued.setdefault(dag_id, []).append((pk, asset_id, created_at))
+
+        delete_pks: list[int] = []
+        conditions: dict[str, Condition] = {}
+        for dag_id, dag in active.items():
+            rows = queued.get(dag_id)
+            if not rows:
+                settle(dag_id, Outcome.NOT_READY)
+            elif dag.asset_expression is None:
+                # No longer asset-scheduled (re-declared with another schedule): as Airflow
+                # does, its queue rows are dropped.
+                delete_pks += [pk for pk, _, _ in rows]
+                settle(dag_id, Outcome.DROPPED)
+            else:
+                try:
+                    conditions[dag_id] = _condition_of(dag_id, dag.asset_expression)
+                except InvalidAssetExpression as exc:
+                    logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
+                    settle(dag_id, Outcome.INVALID)
+        resolution = _condition_resolve(condition_references(*conditions.values()))
+        met: dict[str, Condition] = {}
+        for dag_id, condition in conditions.items():
+            ready_asset_ids = {asset_id for _, asset_id, _ in queued[dag_id]}
+            if condition_is_met(condition, resolution=resolution, ready_asset_ids=ready_asset_ids):
+                met[dag_id] = condition
+            else:
+                settle(dag_id, Outcome.NOT_READY)
 
         now = timezone.now()
-        event_ids = _unconsumed_event_ids(
-            dag_id=dag_id, alias_names=references.alias_names, resolution=resolution
-        )
-        if not event_ids:
-            AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
-            return DagOutcome(dag_id=dag_id, outcome=Outcome.NOTHING_TO_CONSUME)
-
-        run_after = max(created_at for _, _, created_at in queued)
-        run = DagRun.objects.create(
-            dag_id=dag_id,
-            run_id=asset_triggered_run_id(run_after=run_after),
-            logical_date=None,
-            data_interval_start=None,
-            data_interval_end=None,
-            run_after=run_after,
-            run_type=DagRunType.ASSET_TRIGGERED,
-            state=DagRunState.QUEUED,
-            conf={},
-            created_at=now,
-        )
-        DagRunAssetEvent.objects.bulk_create(
-            [DagRunAssetEvent(dag_run=run, event_id=event_id) for event_id in event_ids]
-        )
-        task_ids = _dag_task_ids(dag)
-        retries = dict(
-            DagTask.objects.filter(dag_id=dag_id, task_id__in=task_ids).values_list(
-                "task_id", "retries"
-            )
-        )
-        TaskInstance.objects.bulk_create(
-            [
-                TaskInstance(
-                    dag_run=run,
+        consumed = _unconsumed_event_ids(conditions=met, resolution=resolution)
+        runs: list[DagRun] = []
+        for dag_id in met:
+            delete_pks += [pk for pk, _, _ in queued[dag_id]]
+            if not consumed.get(dag_id):
+                settle(dag_id, Outcome.NOTHING_TO_CONSUME)
+                continue
+            run_after = max(created_at for _, _, created_at in queued[dag_id])
+            runs.append(
+                DagRun(
                     dag_id=dag_id,
-                    run_id=run.run_id,
-                    task_id=task_id,
-                    map_index=-1,
-                    try_number=1,
-                    max_tries=retries.get(task_id, 0),
-                    state=TaskInstanceState.SCHEDULED,
+                    run_id=asset_triggered_run_id(run_after=run_after),
+                    logical_date=None,
+                    data_interval_start=None,
+                    data_interval_end=None,
+                    run_after=run_after,
+                    run_type=DagRunType.ASSET_TRIGGERED,
+                    state=DagRunState.QUEUED,
+                    conf={},
+                    created_at=now,
                 )
-                for task_id in task_ids
-            ]
-        )
-        AssetDagRunQueue.objects.filter(pk__in=queue_pks).delete()
-        created = AssetTriggeredRun(
-            dag_id=dag_id,
-            run_id=run.run_id,
-            dag_run_pk=run.pk,
-            run_after=run_after,
-            event_ids=tuple(event_ids),
-            task_ids=tuple(task_ids),
-        )
-        transaction.on_commit(
-            lambda: logger.info(
-                "created asset-triggered run %s of %s consuming %d event(s)",
-                created.run_id,
-                dag_id,
-                len(created.event_ids),
             )
+        if runs:
+            _runs_insert(runs, active=active, consumed=consumed, settle=settle)
+        if delete_pks:
+            _rows_statement(
+                f"DELETE FROM {AssetDagRunQueue._meta.db_table} "
+                "WHERE id IN (SELECT r.id FROM {rows})",
+                [{"id": pk} for pk in delete_pks],
+                id="bigint",
+            )
+    return [outcomes[dag_id] for dag_id in dag_ids]
+
+
+def _runs_insert(
+    runs: list[DagRun],
+    *,
+    active: Mapping[str, Dag],
+    consumed: Mapping[str, list[int]],
+    settle: Callable[[str, Outcome, AssetTriggeredRun], None],
+) -> None:
+    """Insert ``runs``, their consumed events and their task instances, and notify the workers
+    (4-7 statements; the notification is none on SQLite)."""
+    DagRun.objects.bulk_create(runs)
+    _rows_statement(
+        f"INSERT INTO {DagRunAssetEvent._meta.db_table} (dag_run_id, event_id) "
+        "SELECT r.dag_run_id, r.event_id FROM {rows}",
+        [
+            {"dag_run_id": run.pk, "event_id": event_id}
+            for run in runs
+            for event_id in consumed[run.dag_id]
+        ],
+        dag_run_id="bigint",
+        event_id="bigint",
+    )
+    task_ids = _dags_task_ids([active[run.dag_id] for run in runs])
+    retries = {
+        (dag_id, task_id): retries
+        for dag_id, task_id, retries in DagTask.objects.filter(
+            dag_id__in=[run.dag_id for run in runs]
+        ).values_list("dag_id", "task_id", "retries")
+    }
+    TaskInstance.objects.bulk_create(
+        [
+            TaskInstance(
+                dag_run_id=run.pk,
+                dag_id=run.dag_id,
+                run_id=run.run_id,
+                task_id=task_id,
+                map_index=-1,
+                try_number=1,
+                max_tries=retries.get((run.dag_id, task_id), 0),
+                state=TaskInstanceState.SCHEDULED,
+            )
+            for run in runs
+            for task_id in task_ids[run.dag_id]
+        ]
+    )
+    for run in runs:
+        settle(
+            run.dag_id,
+            Outcome.CREATED,
+            AssetTriggeredRun(
+                dag_id=run.dag_id,
+                run_id=run.run_id,
+                dag_run_pk=run.pk,
+                run_after=run.run_after,
+                event_ids=tuple(consumed[run.dag_id]),
+                task_ids=tuple(task_ids[run.dag_id]),
+            ),
         )
-        return DagOutcome(dag_id=dag_id, outcome=Outcome.CREATED, run=created)
+    notify(RUNS_CHANNEL)  # workers wake up when this commits
+    count = len(runs)
+    transaction.on_commit(lambda: logger.info("created %d asset-triggered run(s)", count))
 
 
 def _condition_resolve(references: ConditionReferences) -> Resolution:
     """Look up the asset ids of a condition's assets, aliases and refs (≤ 3 queries)."""
     asset_ids: dict[AssetUniqueKey, int] = {}
     if references.asset_keys:
-        keys = Q()
-        for key in references.asset_keys:
-            keys |= Q(name=key.name, uri=key.uri)
-        asset_ids = {
-            AssetUniqueKey(name=name, uri=uri): pk
-            for pk, name, uri in Asset.objects.filter(keys).values_list("pk", "name", "uri")
-        }
+        keys = {(key.name, key.uri): key for key in references.asset_keys}
+        for pk, name, uri in Asset.objects.filter(
+            name__in={key.name for key in references.asset_keys}
+        ).values_list("pk", "name", "uri"):
+            key = keys.get((name, uri))
+            if key is not None:
+                asset_ids[key] = pk
     alias_asset_ids: dict[str, set[int]] = {}
     if references.alias_names:
         for name, asset_id in AssetAliasAsset.objects.filter(
@@ -369,23 +590,83 @@ def _condition_resolve(references: ConditionReferences) -> Resolution:
 
 
 def _unconsumed_event_ids(
-    *, dag_id: str, alias_names: Collection[str], resolution: Resolution
-) -> list[int]:
-    """Ids of the events the new run consumes, oldest first (one query, plus one for the bound).
+    *, conditions: Mapping[str, Condition], resolution: Resolution
+) -> dict[str, list[int]]:
+    """Per DAG, the ids of the events its new run consumes, oldest first (≤ 2 queries).
 
-    Events on assets the condition names directly or by ref, and events emitted through one of
-    its aliases (``alias_names``); not partitioned; not consumed by an earlier run of this DAG.
+    The set-based form of :func:`_next_run_events`: events on the assets the condition names
+    directly or by ref, and events emitted through one of its aliases; not partitioned; not
+    consumed by an earlier run of the DAG; stamped later than ``EVENT_LOOKBACK`` before its
+    latest asset-triggered run was created, if it has one.
     """
-    if not resolution.all_asset_ids():
-        return []
-    previous = DagRun.objects.filter(dag_id=dag_id, run_type=DagRunType.ASSET_TRIGGERED).aggregate(
-        latest=Max("created_at")
-    )["latest"]
-    wanted = _next_run_events(
-        dag_id=dag_id, alias_names=alias_names, resolution=resolution, previous_run_at=previous
+    if not conditions:
+        return {}
+    previous = dict(
+        DagRun.objects.filter(dag_id__in=conditions, run_type=DagRunType.ASSET_TRIGGERED)
+        .values("dag_id")
+        .annotate(latest=Max("created_at"))
+        .values_list("dag_id", "latest")
     )
-    events = AssetEvent.objects.filter(wanted)
-    return list(events.order_by("timestamp", "pk").values_list("pk", flat=True))
+    wanted: list[dict[str, Any]] = []
+    for dag_id, condition in conditions.items():
+        references = condition_references(condition)
+        latest = previous.get(dag_id)
+        after = None if latest is None else _json_datetime(latest - EVENT_LOOKBACK)
+        direct = {resolution.asset_ids.get(key) for key in references.asset_keys}
+        direct |= {resolution.name_ref_ids.get(name) for name in references.name_refs}
+        direct |= {resolution.uri_ref_ids.get(uri) for uri in references.uri_refs}
+        direct.discard(None)
+        wanted += [{"dag_id": dag_id, "asset_id": asset_id, "after": after} for asset_id in direct]
+        wanted += [
+            {"dag_id": dag_id, "asset_id": asset_id, "alias": alias, "after": after}
+            for alias in sorted(references.alias_names)
+            for asset_id in resolution.alias_asset_ids.get(alias, ())
+        ]
+    if not wanted:
+        return {}
+    sql = Dialect.current()
+    rows = sql.rows(dag_id="text", asset_id="bigint", alias="text", after="timestamptz")
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            SELECT r.dag_id, e.id FROM {rows}
+            JOIN {AssetEvent._meta.db_table} e ON e.asset_id = r.asset_id
+            WHERE e.partition_key IS NULL
+            AND (r.after IS NULL OR e.timestamp > r.after)
+            AND (r.alias IS NULL OR EXISTS (
+                SELECT 1 FROM {AssetAliasAssetEvent._meta.db_table} l
+                JOIN {AssetAlias._meta.db_table} a ON a.id = l.alias_id
+                WHERE l.event_id = e.id AND a.name = r.alias))
+            AND NOT EXISTS (
+                SELECT 1 FROM {DagRunAssetEvent._meta.db_table} c
+                JOIN {DagRun._meta.db_table} d ON d.id = c.dag_run_id
+                WHERE c.event_id = e.id AND d.dag_id = r.dag_id)
+            ORDER BY r.dag_id, e.timestamp, e.id
+            """,
+            [sql.json(wanted)],
+        )
+        found: dict[str, dict[int, None]] = {}
+        for dag_id, event_id in cursor.fetchall():
+            found.setdefault(dag_id, {})[event_id] = None  # the same event via two leaves: once
+    return {dag_id: list(ids) for dag_id, ids in found.items()}
+
+
+def _rows_statement(statement: str, rows: Sequence[Mapping[str, Any]], **columns: str) -> None:
+    """Run ``statement`` with its ``{rows}`` the given rows, passed as one JSON parameter.
+
+    Rows by the thousand without a parameter (and its conversion) per value; see
+    :class:`assets_app.services.sql.Dialect`. ``columns``: each row member's PostgreSQL type.
+    """
+    sql = Dialect.current()
+    with connection.cursor() as cursor:
+        sql.execute(cursor, statement.format(rows=sql.rows(None, (), **columns)), [sql.json(rows)])
+
+
+def _json_datetime(value: datetime) -> Any:
+    """``value`` as the database compares it with a datetime column, inside a JSON parameter."""
+    adapted = connection.ops.adapt_datetimefield_value(value)
+    return adapted.isoformat() if isinstance(adapted, datetime) else adapted
 
 
 def _next_run_events(
@@ -492,14 +773,21 @@ def _resolution_restrict(resolution: Resolution, references: ConditionReferences
     )
 
 
-def _dag_task_ids(dag: Dag) -> list[str]:
-    """The DAG's declared tasks; without a declared list, the tasks its asset references name."""
-    if dag.task_ids:
-        return list(dict.fromkeys(str(task_id) for task_id in dag.task_ids))
-    found = set(
-        TaskOutletAssetReference.objects.filter(dag_id=dag.dag_id).values_list("task_id", flat=True)
-    )
-    found |= set(
-        TaskInletAssetReference.objects.filter(dag_id=dag.dag_id).values_list("task_id", flat=True)
-    )
-    return sorted(found)
+def _dags_task_ids(dags: Collection[Dag]) -> dict[str, list[str]]:
+    """Each DAG's declared tasks; without a declared list, the tasks its asset references name
+    (0 queries if every DAG declares its tasks, else 2)."""
+    task_ids = {
+        dag.dag_id: list(dict.fromkeys(str(task_id) for task_id in dag.task_ids))
+        for dag in dags
+        if dag.task_ids
+    }
+    undeclared = [dag.dag_id for dag in dags if not dag.task_ids]
+    if undeclared:
+        found: dict[str, set[str]] = {dag_id: set() for dag_id in undeclared}
+        for model in (TaskOutletAssetReference, TaskInletAssetReference):
+            for dag_id, task_id in model.objects.filter(dag_id__in=undeclared).values_list(
+                "dag_id", "task_id"
+            ):
+                found[dag_id].add(task_id)
+        task_ids.update((dag_id, sorted(tasks)) for dag_id, tasks in found.items())
+    return task_ids

@@ -14,15 +14,16 @@ once its retry delay has passed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum, StrEnum
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from assets_app.exceptions import (
@@ -146,20 +147,47 @@ class RunStartResult:
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _lock(task_instance_id: uuid.UUID | str, *, with_run: bool = False) -> TaskInstance:
-    """Lock and return the task instance (and its run too with ``with_run``); call inside
-    ``transaction.atomic``."""
-    task_instance = (
-        TaskInstance.objects.select_for_update(of=("self", "dag_run") if with_run else ("self",))
-        .select_related("dag_run")
-        .filter(pk=task_instance_id)
-        .first()
-    )
-    if task_instance is None:
+def _lock(
+    task_instance_id: uuid.UUID | str, *, with_run: bool = False, load_run: bool = False
+) -> TaskInstance:
+    """Lock and return the task instance; call inside ``transaction.atomic``.
+
+    ``with_run``: lock its run too, and load it; ``load_run``: load the run without locking
+    it. One statement by primary key, never an ``ORDER BY``; without the run, not even a join,
+    and its SQL is built once per process: this is on every request's path.
+    """
+    if with_run or load_run:
+        try:
+            return (
+                TaskInstance.objects.select_for_update(
+                    of=("self", "dag_run") if with_run else ("self",)
+                )
+                .select_related("dag_run")
+                .get(pk=task_instance_id)
+            )
+        except TaskInstance.DoesNotExist:
+            raise TaskInstanceNotFoundError(
+                _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
+            ) from None
+    pk = TaskInstance._meta.pk.get_db_prep_value(task_instance_id, connection)
+    found = list(TaskInstance.objects.raw(_lock_statement(connection.vendor), [pk]))
+    if not found:
         raise TaskInstanceNotFoundError(
             _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
         )
-    return task_instance
+    return found[0]
+
+
+@functools.cache
+def _lock_statement(vendor: str) -> str:
+    """``SELECT`` every column of one task instance by id, ``FOR UPDATE`` where supported."""
+    quote = connection.ops.quote_name
+    meta = TaskInstance._meta
+    columns = ", ".join(quote(field.column) for field in meta.concrete_fields if field.column)
+    pk = meta.pk.column if meta.pk is not None else None
+    assert pk is not None
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(pk)} = %s{lock}"
 
 
 def _not_found_message(task_instance_id: uuid.UUID | str) -> str | None:
@@ -207,7 +235,7 @@ def task_instance_state_update(
     with transaction.atomic():
         task_instance = _lock(task_instance_id, with_run=finishes)
         if task_instance.state == payload.state:
-            logger.info(
+            logger.debug(
                 "task instance %s already in state %s; nothing written",
                 task_instance.pk,
                 payload.state,
@@ -224,8 +252,8 @@ def task_instance_state_update(
         if isinstance(payload, SuccessPayload):
             _register_asset_changes(task_instance, payload)
         if finishes and isinstance(payload, SuccessPayload | TerminalPayload):
-            dag_run_settle(dag_run_id=task_instance.dag_run_id, end_date=payload.end_date)
-    logger.info("task instance %s moved to %s", task_instance_id, payload.state)
+            dag_run_settle(dag_run_id=task_instance.dag_run_id)
+    logger.debug("task instance %s moved to %s", task_instance_id, payload.state)
     return StateUpdateOutcome.UPDATED
 
 
@@ -399,7 +427,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
     writing; anything else raises ``TaskInstanceInvalidStateError``.
     """
     with transaction.atomic():
-        task_instance = _lock(task_instance_id)
+        task_instance = _lock(task_instance_id, load_run=True)
         if task_instance.state == TaskInstanceState.RUNNING and (
             task_instance.hostname,
             task_instance.unixname,
@@ -438,7 +466,7 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
             ]
         )
         dag_run_start(task_instance.dag_run, start_date=run.start_date)
-    logger.info("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
+    logger.debug("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
     return RunStartResult(task_instance=task_instance, previous_state=previous_state)
 
 
@@ -497,3 +525,19 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
             for task_instance in claimed:
                 task_instance.state = TaskInstanceState.QUEUED
     return claimed
+
+
+def task_instances_unclaim(*, task_instance_ids: Collection[uuid.UUID | str]) -> int:
+    """Give back claimed task instances that were never started: ``queued`` → ``scheduled``.
+
+    For a worker that claimed them and then stopped, could not start them, or whose runner
+    exited before ``/run``. Only rows still ``queued`` change (one conditional ``UPDATE``; on
+    PostgreSQL it waits for a concurrent ``/run`` holding the row and then skips it), so a task
+    instance a runner started meanwhile is left alone. Returns how many were given back.
+    """
+    if not task_instance_ids:
+        return 0
+    with transaction.atomic():
+        return TaskInstance.objects.filter(
+            pk__in=list(task_instance_ids), state=TaskInstanceState.QUEUED
+        ).update(state=TaskInstanceState.SCHEDULED, updated_at=timezone.now())

@@ -93,6 +93,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# one timestamp format everywhere (the admin): with seconds and the time zone
+FORMAT_MODULE_PATH = ["assets_app.formats"]
 
 STATIC_URL = "static/"
 # Only needed for `collectstatic`; unset, the files are served from the installed apps.
@@ -155,6 +157,10 @@ ASSET_EVENT_EXTRA_MAX_BYTES = env.int("ASSET_EVENT_EXTRA_MAX_BYTES", default=102
 # fails a running task instance, or sets it up_for_retry while tries remain (Airflow's
 # [scheduler] task_instance_heartbeat_timeout).
 TASK_INSTANCE_HEARTBEAT_TIMEOUT = env.float("TASK_INSTANCE_HEARTBEAT_TIMEOUT", default=300.0)
+# Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
+# it writes one log file per task-instance try.
+EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")
+WORKER_LOG_DIR = Path(env("WORKER_LOG_DIR", default=str(DATA_DIR / "task_logs")))
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 

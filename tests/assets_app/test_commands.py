@@ -124,6 +124,28 @@ def test_declare_dags_names_stale_dags_and_warns_of_moved_ones(tmp_path):
     assert err == f"DAG keep moved from {path}\n"
 
 
+def test_declare_dags_warns_about_an_asset_ref_that_matches_no_declared_asset(tmp_path):
+    path = _manifest(
+        tmp_path,
+        {
+            "dags": [
+                {
+                    "dag_id": "d",
+                    "tasks": [{"task_id": "t", "outlets": [{"asset_ref": {"name": "customers"}}]}],
+                }
+            ]
+        },
+    )
+
+    out, err = run("declare_dags", str(path))
+
+    assert "Declared 1 DAG(s)" in out
+    assert err == (
+        "DAG d task t outlet: asset_ref {name: 'customers'} matches no declared asset; it "
+        "resolves to nothing until a manifest declares an asset with name 'customers'\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -460,3 +482,17 @@ def test_prune_asset_events_deletes_old_events_and_their_links():
 def test_prune_asset_events_rejects_bad_input(args, message):
     with pytest.raises(CommandError, match=message):
         run("prune_asset_events", *args)
+
+
+def test_create_task_instance_max_tries_defaults_to_the_declared_retries(tmp_path):
+    manifest = tmp_path / "dags.yaml"
+    manifest.write_text("dags:\n  - dag_id: d\n    tasks: [{task_id: t, retries: 3}]\n")
+    run("declare_dags", str(manifest))
+
+    declared = json.loads(run("create_task_instance", "--dag-id=d", "--task-id=t", "--run-id=r")[0])
+    undeclared = json.loads(
+        run("create_task_instance", "--dag-id=other", "--task-id=t", "--run-id=r")[0]
+    )
+
+    assert TaskInstance.objects.get(pk=declared["id"]).max_tries == 3
+    assert TaskInstance.objects.get(pk=undeclared["id"]).max_tries == 0

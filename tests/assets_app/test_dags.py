@@ -407,6 +407,55 @@ def test_a_dag_declared_by_another_file_moves_with_a_warning(tmp_path):
     assert declare(tmp_path / "second.yaml").warnings == []
 
 
+def test_an_asset_ref_that_matches_no_declared_asset_is_warned_about(tmp_path):
+    # given refs in a schedule and in task outlets/inlets; only "orders" is declared (here)
+    # and "s3://other/x" by another file
+    declare(
+        write(
+            tmp_path,
+            {"dags": [{"dag_id": "o", "schedule": {"asset": {"uri": "s3://other/x"}}}]},
+            name="other.yaml",
+        )
+    )
+    document = {
+        "dags": [
+            {
+                "dag_id": "p",
+                "tasks": [
+                    {
+                        "task_id": "t",
+                        "outlets": [
+                            {"asset": {"name": "orders", "uri": "s3://w/orders"}},
+                            {"asset_ref": {"name": "customers"}},
+                            {"asset_ref": {"name": "orders"}},
+                        ],
+                        "inlets": [{"asset_ref": {"uri": "s3://w/missing"}}],
+                    }
+                ],
+            },
+            {
+                "dag_id": "c",
+                "schedule": {
+                    "any": [{"asset_ref": {"uri": "s3://other/x"}}, {"asset_ref": {"name": "nope"}}]
+                },
+            },
+        ]
+    }
+
+    # when
+    result = declare(write(tmp_path, document))
+
+    # then one warning per unmatched ref, naming where it is
+    assert result.warnings == [
+        "DAG p task t outlet: asset_ref {name: 'customers'} matches no declared asset; it "
+        "resolves to nothing until a manifest declares an asset with name 'customers'",
+        "DAG p task t inlet: asset_ref {uri: 's3://w/missing'} matches no declared asset; it "
+        "resolves to nothing until a manifest declares an asset with uri 's3://w/missing'",
+        "DAG c schedule: asset_ref {name: 'nope'} matches no declared asset; it resolves to "
+        "nothing until a manifest declares an asset with name 'nope'",
+    ]
+
+
 def test_dags_set_paused_changes_only_what_differs():
     # given
     declare(EXAMPLE)

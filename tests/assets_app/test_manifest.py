@@ -62,23 +62,49 @@ def test_example_manifest_parses_into_declarations():
 
     # then
     alias = AssetAliasUniqueKey(name="example-alias")
+    tasks = EXAMPLE.parent / "tasks"
+    producers, consumers = tasks / "seed_producers.py", tasks / "seed_consumers.py"
     assert manifest.dags == (
         DagDecl(
             dag_id="asset_s3_bucket_producer",
-            tasks=(TaskDecl(task_id="produce_asset_events", outlets=(MY_TASK,)),),
+            tasks=(
+                TaskDecl(
+                    task_id="produce_asset_events",
+                    outlets=(MY_TASK,),
+                    callable=f"{producers}:produce_asset_events",
+                ),
+            ),
         ),
         DagDecl(
             dag_id="asset_s3_bucket_consumer",
-            tasks=(TaskDecl(task_id="consume_asset_events", inlets=(MY_TASK,)),),
+            tasks=(
+                TaskDecl(
+                    task_id="consume_asset_events",
+                    inlets=(MY_TASK,),
+                    callable=f"{consumers}:consume_asset_events",
+                ),
+            ),
             schedule=MY_TASK,
         ),
         DagDecl(
             dag_id="asset_alias_example_alias_producer",
-            tasks=(TaskDecl(task_id="produce_asset_events_through_asset_alias", outlets=(alias,)),),
+            tasks=(
+                TaskDecl(
+                    task_id="produce_asset_events_through_asset_alias",
+                    outlets=(alias,),
+                    callable=f"{producers}:produce_asset_events_through_asset_alias",
+                ),
+            ),
         ),
         DagDecl(
             dag_id="asset_alias_example_alias_consumer",
-            tasks=(TaskDecl(task_id="consume_asset_alias_events", inlets=(alias,)),),
+            tasks=(
+                TaskDecl(
+                    task_id="consume_asset_alias_events",
+                    inlets=(alias,),
+                    callable=f"{consumers}:consume_asset_alias_events",
+                ),
+            ),
             schedule=alias,
         ),
     )

@@ -8,6 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -29,7 +30,9 @@ from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import (
     Outcome,
+    QueueWatch,
     dag_asset_triggered_run_create,
+    dags_asset_triggered_runs_create,
     scheduler_pass,
 )
 from assets_app.services.task_instances import task_instances_claim
@@ -631,17 +634,232 @@ def test_query_count_per_triggered_dag_is_constant(django_assert_num_queries):
     queue(dag, x)
 
     # when / then
-    with django_assert_num_queries(17):
+    with django_assert_num_queries(17 + (connection.vendor == "postgresql")):
         # the pass, no locks:  1 queue rows  2 their DAGs' expressions  3 assets by key
         #                      4 alias → assets
         # the DAG's transaction (here a SAVEPOINT inside the test's transaction), the same on
         # PostgreSQL and SQLite (no table lock):
         #   lock the DAG row, lock its queue rows, assets by key, alias → assets,
         #   previous run's created_at, unconsumed event ids, insert the run, insert its
-        #   consumed events, the tasks' retries, insert its TIs, delete the queue rows,
-        #   RELEASE SAVEPOINT
+        #   consumed events, the tasks' retries, insert its TIs, NOTIFY the workers (on
+        #   PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
         (created,) = scheduler_pass().created
     assert len(created.event_ids) == 60
+
+
+def test_query_count_of_a_batch_does_not_grow_with_its_dags(django_assert_num_queries):
+    # given: 30 ready DAGs on different assets, some all-of, one alias, one ref
+    alias = AssetAliasFactory()
+    dags = []
+    for i in range(30):
+        a, b = AssetFactory(), AssetFactory()
+        activate(a)
+        if i % 3 == 0:
+            expression = {"all": [asset_node(a), asset_node(b)]}
+        elif i == 1:
+            expression = {"alias": {"name": alias.name}}
+        elif i == 2:
+            expression = {"asset_ref": {"uri": a.uri}}
+        else:
+            expression = asset_node(a)
+        dag = consumer(f"batch_{i:02d}", expression, task_ids=["t"])
+        emit(a, via=alias if i == 1 else None)
+        emit(b)
+        queue(dag, a)
+        queue(dag, b)
+        dags.append(dag)
+
+    # when / then: one transaction whatever the number of DAGs (here a SAVEPOINT): lock the
+    # DAGs, lock their queue rows, assets by name, alias → assets, active assets by ref,
+    # previous runs, unconsumed events, insert the runs, their events, the tasks' retries,
+    # their TIs, NOTIFY the workers (PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
+    with django_assert_num_queries(14 + (connection.vendor == "postgresql")):
+        outcomes = dags_asset_triggered_runs_create(dag_ids=[dag.dag_id for dag in dags])
+    assert [o.outcome for o in outcomes] == [Outcome.CREATED] * 30
+    assert DagRun.objects.count() == 30
+    assert TaskInstance.objects.filter(state="scheduled", max_tries=0).count() == 30
+    assert not AssetDagRunQueue.objects.exists()
+    # each run consumed exactly its own DAG's events
+    for dag, outcome in zip(dags, outcomes, strict=True):
+        (run,) = runs_of(dag)
+        assert run.pk == outcome.run.dag_run_pk
+        assert consumed(run) == set(outcome.run.event_ids)
+        assert len(outcome.run.event_ids) == (2 if dag.asset_expression.get("all") else 1)
+
+
+def test_a_batch_settles_each_dag_on_its_own():
+    # given: a ready DAG, one not ready, a paused one, one no longer asset-scheduled, one with
+    # an unreadable expression and one whose events were all consumed already
+    a, b = AssetFactory(), AssetFactory()
+    emit(a)
+    ready = consumer("ready", asset_node(a))
+    waiting = consumer("waiting", {"all": [asset_node(a), asset_node(b)]})
+    paused = consumer("paused", asset_node(a), is_paused=True)
+    dropped = consumer("dropped", None)
+    invalid = consumer("invalid", {"nonsense": 1})
+    done = consumer("done", asset_node(a))
+    for dag in (ready, waiting, paused, dropped, invalid, done):
+        queue(dag, a)
+    assert dag_asset_triggered_run_create(dag_id="done").outcome is Outcome.CREATED
+    queue(done, a)
+
+    # when
+    outcomes = dags_asset_triggered_runs_create(
+        dag_ids=["ready", "waiting", "paused", "dropped", "invalid", "done", "missing"]
+    )
+
+    # then
+    assert [o.outcome for o in outcomes] == [
+        Outcome.CREATED,
+        Outcome.NOT_READY,
+        Outcome.INACTIVE,
+        Outcome.DROPPED,
+        Outcome.INVALID,
+        Outcome.NOTHING_TO_CONSUME,
+        Outcome.LOCKED,  # gone: nothing to lock
+    ]
+    left = set(AssetDagRunQueue.objects.values_list("target_dag_id", flat=True))
+    assert left == {"waiting", "paused", "invalid"}
+
+
+def test_passes_create_runs_in_batches(django_assert_num_queries):
+    # given: 25 ready DAGs
+    a = AssetFactory()
+    emit(a)
+    for i in range(25):
+        queue(consumer(f"c{i:02d}", asset_node(a)), a)
+
+    # when
+    result = scheduler_pass(batch_size=10)
+
+    # then: every DAG got a run, consuming the one event
+    assert len(result.created) == 25
+    assert {run.event_ids for run in result.created} == {(AssetEvent.objects.get().pk,)}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_watch_looks_only_at_dags_with_new_queue_rows(django_assert_num_queries):
+    # given: 20 all-of DAGs waiting for b, seen by a first (full) pass
+    a, b, c = AssetFactory(), AssetFactory(), AssetFactory()
+    emit(a)
+    waiting = [consumer(f"w{i:02d}", {"all": [asset_node(a), asset_node(b)]}) for i in range(20)]
+    for dag in waiting:
+        queue(dag, a)
+    on_c = consumer("on_c", asset_node(c))
+    clock = FakeClock()
+    watch = QueueWatch(clock=clock)
+    assert scheduler_pass(watch=watch).count(Outcome.NOT_READY) == 20
+
+    # when: nothing new arrives
+    clock.now += 0.5
+    with django_assert_num_queries(1):  # only the ids of the rows above the bound
+        idle = scheduler_pass(watch=watch)
+
+    # then: the waiting DAGs were not evaluated again
+    assert idle.outcomes == []
+
+    # when: a row for another DAG arrives
+    emit(c)
+    queue(on_c, c)
+    clock.now += 0.5
+    result = scheduler_pass(watch=watch)
+
+    # then: only that DAG was evaluated, and run
+    assert [(o.dag_id, o.outcome) for o in result.outcomes] == [("on_c", Outcome.CREATED)]
+
+
+def test_watch_finds_a_row_committed_after_higher_ids_within_the_overlap():
+    # given: a pass saw the queue row with id 100
+    a = AssetFactory()
+    emit(a)
+    first, late = consumer("first", asset_node(a)), consumer("late", asset_node(a))
+    AssetDagRunQueue.objects.create(pk=100, target_dag=first, asset=a)
+    clock = FakeClock()
+    watch = QueueWatch(clock=clock, overlap=2.0, full_rescan_every=10.0)
+    assert [run.dag_id for run in scheduler_pass(watch=watch).created] == ["first"]
+
+    # when: a producer that drew id 50 commits now, and the next pass is within the overlap
+    AssetDagRunQueue.objects.create(pk=50, target_dag=late, asset=a)
+    clock.now += 1.0
+    result = scheduler_pass(watch=watch)
+
+    # then: it is found
+    assert [run.dag_id for run in result.created] == ["late"]
+
+
+def test_watch_finds_a_row_committed_too_late_at_the_next_full_rescan():
+    # given: passes moved the bound past id 50
+    a = AssetFactory()
+    emit(a)
+    first, late = consumer("first", asset_node(a)), consumer("late", asset_node(a))
+    AssetDagRunQueue.objects.create(pk=100, target_dag=first, asset=a)
+    clock = FakeClock()
+    watch = QueueWatch(clock=clock, overlap=2.0, full_rescan_every=10.0)
+    assert [run.dag_id for run in scheduler_pass(watch=watch).created] == ["first"]
+    clock.now += 3.0
+    scheduler_pass(watch=watch)
+
+    # when: a row with a lower id becomes visible after the overlap
+    AssetDagRunQueue.objects.create(pk=50, target_dag=late, asset=a)
+    clock.now += 3.0
+    missed = scheduler_pass(watch=watch)
+    clock.now += 4.0  # 10 s after the first (full) pass
+    found = scheduler_pass(watch=watch)
+
+    # then: the incremental pass misses it, the full rescan finds it
+    assert missed.created == []
+    assert [run.dag_id for run in found.created] == ["late"]
+
+
+def test_watch_sweeps_every_waiting_dag_again_a_chunk_per_pass():
+    # given: five DAGs on a ref to an asset that is not active yet, evaluated (not met)
+    a = AssetFactory()
+    emit(a)
+    for i in range(5):
+        queue(consumer(f"ref{i}", {"asset_ref": {"name": a.name}}), a)
+    clock = FakeClock()
+    watch = QueueWatch(clock=clock, full_rescan_every=10.0, sweep_chunk=2)
+    assert scheduler_pass(watch=watch).count(Outcome.NOT_READY) == 5
+
+    # when: the asset becomes active (no new queue row says so)
+    activate(a)
+    clock.now += 5.0
+    before_the_sweep = scheduler_pass(watch=watch)
+    clock.now += 5.0  # the sweep is due
+    created = []
+    for _ in range(3):
+        created.append(len(scheduler_pass(watch=watch).created))
+        clock.now += 0.1
+
+    # then: not before the sweep; then two DAGs per pass
+    assert before_the_sweep.outcomes == []
+    assert created == [2, 2, 1]
+    assert DagRun.objects.count() == 5
+
+
+def test_watch_retries_ready_dags_left_for_the_next_pass():
+    # given: two ready DAGs, a pass that may handle only one
+    a = AssetFactory()
+    emit(a)
+    for dag_id in ("one", "two"):
+        queue(consumer(dag_id, asset_node(a)), a)
+    clock = FakeClock()
+    watch = QueueWatch(clock=clock)
+    (first,) = scheduler_pass(watch=watch, max_dags=1).created
+
+    # when: no new row arrives
+    clock.now += 0.5
+    (second,) = scheduler_pass(watch=watch, max_dags=1).created
+
+    # then: the other one is handled by the next pass all the same
+    assert {first.dag_id, second.dag_id} == {"one", "two"}
 
 
 # --- the command --------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The admin's reads in assets_app.selectors: the event search and an asset's DAG references."""
+"""The admin's reads in assets_app.selectors: the event search (an asset's DAG references
+are drawn by assets_app.admin.panels, tested in tests/assets_app/admin/test_panels.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,7 @@ import pytest
 
 from assets_app import selectors
 from assets_app.models import AssetEvent
-from assets_app.selectors import (
-    AssetDagReference,
-    asset_dag_references,
-    asset_events_search,
-    search_words,
-)
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
+from assets_app.selectors import asset_events_search, search_words
 from tests.factories import AssetEventFactory, AssetFactory
 
 
@@ -62,37 +56,3 @@ def test_event_search_keeps_many_matching_assets_as_a_subquery(monkeypatch):
     # then
     assert '"asset_id" IN (SELECT' in str(events.query)
     assert set(events) == {first, second}
-
-
-@pytest.mark.django_db
-def test_asset_dag_references_lists_schedules_outlets_and_inlets():
-    # given
-    dags_declare(
-        manifest=manifest_parse(
-            {
-                "dags": [
-                    {"dag_id": "consumer", "schedule": {"asset": {"name": "a"}}},
-                    {
-                        "dag_id": "pipeline",
-                        "tasks": [
-                            {"task_id": "write", "outlets": [{"asset": {"name": "a"}}]},
-                            {"task_id": "read", "inlets": [{"asset": {"name": "a"}}]},
-                        ],
-                    },
-                ]
-            }
-        ),
-        fileloc="refs.yaml",
-    )
-    asset = AssetFactory(name="a", uri="a")
-
-    # when
-    references = asset_dag_references(asset=asset)
-
-    # then
-    assert references == [
-        AssetDagReference("schedule", "consumer"),
-        AssetDagReference("outlet", "pipeline", "write"),
-        AssetDagReference("inlet", "pipeline", "read"),
-    ]
-    assert asset_dag_references(asset=AssetFactory(name="b")) == []

@@ -36,6 +36,7 @@ from assets_app.models import (
     XCom,
 )
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
+from assets_app.worker import airflow_workload
 from tests.executionapi.conftest import airflow_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -249,25 +250,12 @@ def test_airflow_execute_workload_command_runs_a_task_without_a_metadata_db(
         stdout=out,
     )
     created = json.loads(out.getvalue())
-    workload = {
-        "type": "ExecuteTask",
-        "token": created["token"],
-        "ti": {
-            "id": created["id"],
-            "dag_id": DAG_ID,
-            "task_id": "produce",
-            "run_id": "manual__execute-workload",
-            "try_number": 1,
-            "map_index": -1,
-            "dag_version_id": "00000000-0000-0000-0000-000000000000",
-            "pool_slots": 1,
-            "priority_weight": 1,
-            "queue": "default",
-        },
-        "dag_rel_path": DAG_FILE,
-        "bundle_info": {"name": "dags-folder"},
-        "log_path": None,
-    }
+    # the workload Airflow's executors hand over, as the worker builds it (the README's recipe)
+    workload = airflow_workload(
+        ti=TaskInstance.objects.get(pk=created["id"]),
+        token=created["token"],
+        dag_rel_path=DAG_FILE,
+    )
 
     # when Airflow's own entry point for containerised executors runs it, with the default
     # dags-folder bundle and the server from [core] execution_api_server_url

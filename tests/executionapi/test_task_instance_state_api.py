@@ -21,6 +21,7 @@ from assets_app.models import (
     TaskInstance,
 )
 from tests.executionapi.conftest import client_for, state_url, wire_sample
+from tests.factories import TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -729,3 +730,67 @@ def test_success_query_count_is_identical_across_kinds(declare, make_ti):
 
     assert AssetEvent.objects.count() == 1 + 100 + 1000 + 1
     assert counts == [2 + 3 + 8] * 4, counts
+
+
+def test_success_without_outlets_is_the_floor_of_three_statements(make_ti):
+    # given: a running task that declares no outlet
+    ti = make_ti()
+    client = client_for(ti)
+
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        response = client.patch(state_url(ti), _success(), format="json")
+
+    # then: the API's transaction (a SAVEPOINT/RELEASE pair inside the test's transaction)
+    # around three statements: lock the TI and its run, update the TI, settle the run
+    assert response.status_code == 204, response.content
+    sqls = [query["sql"] for query in queries.captured_queries]
+    assert len(sqls) == 2 + 3, sqls
+    assert sqls[2].startswith('UPDATE "task_instance"'), sqls[2]
+    assert sqls[3].startswith('UPDATE "dag_run"'), sqls[3]
+
+
+@pytest.mark.parametrize(
+    "body, joins_the_run",
+    [
+        (_success(), True),  # finishing: the run is locked too (it may settle)
+        ({"state": "failed", "end_date": END}, True),
+        ({"state": "up_for_reschedule", "reschedule_date": END, "end_date": END}, False),
+    ],
+)
+def test_the_task_instance_is_locked_by_one_cheap_statement(make_ti, body, joins_the_run):
+    # given
+    ti = make_ti()
+    client = client_for(ti)
+
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        response = client.patch(state_url(ti), body, format="json")
+
+    # then: by primary key, no ORDER BY, FOR UPDATE where the database has it; a join only
+    # when the run is needed
+    assert response.status_code == 204, response.content
+    lock = queries.captured_queries[1]["sql"]
+    assert lock.startswith("SELECT ") and ' FROM "task_instance" ' in lock, lock
+    assert '"task_instance"."id" = ' in lock or ' WHERE "id" = ' in lock, lock
+    assert "ORDER BY" not in lock, lock
+    assert ("JOIN" in lock) == joins_the_run, lock
+    assert (" FOR UPDATE" in lock) == (connection.vendor == "postgresql"), lock
+    ti.refresh_from_db()
+    assert ti.state == body["state"]
+
+
+def test_a_success_logs_nothing_at_info(make_ti, caplog):
+    # given: a running task whose run has another task left (the run does not finish: that
+    # is logged once per run)
+    ti = make_ti()
+    TaskInstanceFactory(dag_run=ti.dag_run, task_id="other")
+    client = client_for(ti)
+
+    # when
+    with caplog.at_level("INFO"):
+        response = client.patch(state_url(ti), _success(), format="json")
+
+    # then: no per-request line by default (the access log is the server's business)
+    assert response.status_code == 204, response.content
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 20] == []

@@ -1,64 +1,56 @@
-"""The README's "Write a task" examples, run as written against a live server.
+"""The README's "Write a task" walkthrough, run as written against a live server.
 
-The producer (``tasks/orders.py``) and the consumer (``tasks/report_orders.py``) code blocks
-are taken from the README verbatim, declared in a manifest, run through the CLI, and the
-consumer runs in the asset-triggered run the scheduler made from the producer's event.
+The manifest (``my_dags.yaml``), the producer (``tasks/orders.py``) and the consumer
+(``tasks/report_orders.py``) are the README's code blocks verbatim, laid out as the README
+says (the manifest next to ``tasks/``). ``declare_dags`` loads the manifest without a
+warning, the producer runs through the ``task_sdk`` CLI, and the consumer runs in the
+asset-triggered run the scheduler made from the producer's event, started by
+``manage.py worker --once`` from the manifest's ``callable``.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import subprocess
+import sys
 
 import pytest
-import yaml
+from django.core.management import call_command
 
-from assets_app.models import AssetEvent, XCom
+from assets_app.models import AssetEvent, TaskInstance, XCom
 from assets_app.services.dag_runs import task_instance_create
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
 from assets_app.services.scheduler import scheduler_pass
-from assets_app.services.task_instances import task_instances_claim
-from tests.live_server import REPO
+from tests.live_server import REPO, server_env
 from tests.task_sdk_e2e.test_task_sdk_e2e import run_task_instance
 
 pytestmark = pytest.mark.slow
 
-MANIFEST = """
-dags:
-  - dag_id: orders
-    tasks:
-      - task_id: export_orders
-        outlets:
-          - {asset: {name: orders, uri: "s3://warehouse/orders"}}
-          - {alias: daily-exports}
-          - {asset_ref: {name: customers}}
-  - dag_id: customers
-    tasks:
-      - task_id: load_customers
-        outlets: [{asset: {name: customers, uri: "s3://warehouse/customers"}}]
-  - dag_id: orders_report
-    schedule: {asset: {name: orders, uri: "s3://warehouse/orders"}}
-    tasks:
-      - task_id: report_orders
-        inlets: [{asset: {name: orders, uri: "s3://warehouse/orders"}}]
-"""
 
-
-def readme_block(first_line: str) -> str:
-    """The README's ```python block that starts with ``first_line``."""
+def readme_block(language: str, first_line: str) -> str:
+    """The README's ```language block that starts with ``first_line``."""
     readme = (REPO / "README.md").read_text()
-    match = re.search(rf"```python\n({re.escape(first_line)}\n.*?)```", readme, re.DOTALL)
-    assert match, f"no python block starting with {first_line!r} in the README"
+    pattern = rf"```{language}\n({re.escape(first_line)}\n.*?)```"
+    match = re.search(pattern, readme, re.DOTALL)
+    assert match, f"no {language} block starting with {first_line!r} in the README"
     return match.group(1)
 
 
 def test_write_a_task_examples_run_as_written(server, transactional_db, tmp_path):
-    dags_declare(manifest=manifest_parse(yaml.safe_load(MANIFEST)), fileloc="readme.yaml")
+    # given the README's files, laid out as it says
+    (tmp_path / "my_dags.yaml").write_text(readme_block("yaml", "# my_dags.yaml"))
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    (tasks / "orders.py").write_text(readme_block("# tasks/orders.py"))
-    (tasks / "report_orders.py").write_text(readme_block("# tasks/report_orders.py"))
+    (tasks / "orders.py").write_text(readme_block("python", "# tasks/orders.py"))
+    (tasks / "report_orders.py").write_text(readme_block("python", "# tasks/report_orders.py"))
 
+    # when the manifest is declared: complete, so no reference is left unmatched
+    out, err = io.StringIO(), io.StringIO()
+    call_command("declare_dags", str(tmp_path / "my_dags.yaml"), stdout=out, stderr=err)
+    assert "Declared 3 DAG(s)" in out.getvalue()
+    assert err.getvalue() == ""
+
+    # and the producer runs through the CLI, as "Run it against a server" shows
     producer = task_instance_create(
         dag_id="orders", task_id="export_orders", run_id="manual__2025-01-01"
     ).task_instance
@@ -69,16 +61,29 @@ def test_write_a_task_examples_run_as_written(server, transactional_db, tmp_path
     assert events["customers"].extra == {"touched": True}
     assert events["s3://warehouse/exports/manual__2025-01-01"].extra == {"rows": 1234}
 
+    # and the scheduler makes the consumer's run, which the worker runs
     [run] = [r for r in scheduler_pass().created if r.dag_id == "orders_report"]
-    (consumer,) = task_instances_claim(limit=1)  # as the worker does
-    assert (consumer.dag_id, consumer.run_id) == ("orders_report", run.run_id)
-    consumed = run_task_instance(
-        server.url, consumer, f"{tasks / 'report_orders.py'}:report_orders"
+    logs = tmp_path / "task_logs"
+    worker = subprocess.run(
+        [
+            *(sys.executable, "manage.py", "worker", "--once", "--server", server.url),
+            *("--log-dir", str(logs)),
+        ],
+        cwd=REPO,
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
-    assert consumed.process.returncode == 0, consumed.process.stderr
-    assert consumed.ti.state == "success"
-    log = consumed.process.stderr
+    # then the consumer succeeded, reading the producer's event
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    consumer = TaskInstance.objects.get(dag_id="orders_report", run_id=run.run_id)
+    assert consumer.state == "success", worker.stdout
+    assert consumer.dag_run.state == "success"
+    assert f"finished orders_report.report_orders @ {run.run_id} try 1: success" in worker.stdout
+    log = (logs / "orders_report" / run.run_id / "report_orders" / "attempt=1.log").read_text()
     assert "[stdout] triggered by orders/manual__2025-01-01: {'rows': 1234}" in log
     orders_event = events["orders"]
     assert (

@@ -40,7 +40,12 @@ class Command(BaseCommand):
             default=TaskInstanceState.QUEUED,
             help="state of a new task instance (default queued)",
         )
-        parser.add_argument("--max-tries", type=int, default=0, help="retries allowed (default 0)")
+        parser.add_argument(
+            "--max-tries",
+            type=int,
+            default=None,
+            help="retries allowed (default: the task's declared retries, else 0)",
+        )
         parser.add_argument(
             "--ttl",
             type=int,

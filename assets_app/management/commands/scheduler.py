@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, close_old_connections, connection
 
-from assets_app.services.scheduler import Outcome, SchedulerPassResult, scheduler_pass
+from assets_app.notify import QUEUE_CHANNEL, Listener
+from assets_app.services.scheduler import (
+    Outcome,
+    QueueWatch,
+    SchedulerPassResult,
+    scheduler_pass,
+)
 from assets_app.services.upkeep import UpkeepResult, upkeep_pass
+
+#: How often (seconds) a waiting scheduler checks whether it was asked to stop.
+STOP_CHECK = 0.25
 
 
 class Command(BaseCommand):
@@ -21,8 +31,9 @@ class Command(BaseCommand):
         "Turn asset_dag_run_queue rows into asset-triggered DAG runs when a consumer's asset "
         "condition is met; fail (or retry) running task instances whose heartbeat timed out "
         "(TASK_INSTANCE_HEARTBEAT_TIMEOUT) and schedule retries whose delay has passed. Runs "
-        "passes every --interval seconds until stopped (SIGTERM or Ctrl-C), or one pass with "
-        "--once. Several schedulers may run at once."
+        "passes until stopped (SIGTERM or Ctrl-C), or one pass with --once: on PostgreSQL as "
+        "soon as producers commit queue rows (LISTEN), at the latest every --interval seconds "
+        "(the upkeep at most once per interval). Several schedulers may run at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,7 +42,8 @@ class Command(BaseCommand):
             "--interval",
             type=float,
             default=1.0,
-            help="seconds to sleep between passes (default 1)",
+            help="the longest wait between passes (default 1); on PostgreSQL a pass starts "
+            "as soon as a producer commits queue rows",
         )
         parser.add_argument(
             "--max-passes",
@@ -59,14 +71,21 @@ class Command(BaseCommand):
         stop = threading.Event()
         previous = self._install_stop_handler(stop)
         passes = created = 0
+        watch = QueueWatch()  # passes after the first look at new queue rows only
+        upkeep_due = 0.0
+        listener = Listener(QUEUE_CHANNEL)  # only sleeps on SQLite
+        if max_passes != 1:
+            listener.listen()  # before the first pass: no commit after it goes unnoticed
         self.stdout.write(f"scheduler started (interval {interval}s)")
         self.stdout.flush()
         try:
             while not stop.is_set():
                 self._refresh_connection()
                 try:
-                    self._report_upkeep(upkeep_pass())
-                    result = scheduler_pass(max_dags=options["max_dags"])
+                    if time.monotonic() >= upkeep_due:  # not on every wake-up
+                        self._report_upkeep(upkeep_pass())
+                        upkeep_due = time.monotonic() + interval
+                    result = scheduler_pass(max_dags=options["max_dags"], watch=watch)
                 except DatabaseError as exc:
                     # e.g. the database restarted: report, drop the connection, try again.
                     self.stderr.write(f"scheduler pass failed: {exc}")
@@ -78,10 +97,11 @@ class Command(BaseCommand):
                 passes += 1
                 if max_passes is not None and passes >= max_passes:
                     break
-                stop.wait(interval)
+                self._wait(listener, stop, interval)
         except KeyboardInterrupt:
             pass
         finally:
+            listener.close()
             self._restore_stop_handler(previous)
             self._close_connection()
         self.stdout.write(
@@ -109,6 +129,15 @@ class Command(BaseCommand):
                 f"scheduled {result.retries_scheduled} retry(ies), "
                 f"{result.reschedules_scheduled} reschedule(s)"
             )
+
+    @staticmethod
+    def _wait(listener: Listener, stop: threading.Event, interval: float) -> None:
+        """Until a producer's commit is notified, ``interval`` passed, or a stop requested."""
+        deadline = time.monotonic() + interval
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or listener.wait(min(left, STOP_CHECK)):
+                return
 
     @staticmethod
     def _refresh_connection() -> None:

@@ -2,7 +2,11 @@
 
 Declares the seed's four example DAGs, serves the app from a child gunicorn process on a free
 port, runs the two producer tasks (``examples/tasks/seed_producers.py``) through the real
-task_sdk supervisor → HTTP → execution API path, and prints what was recorded.
+task_sdk supervisor → HTTP → execution API path and prints what was recorded; one scheduler
+pass turns the queued consumers into asset-triggered runs, and the worker
+(``assets_app.worker``) runs their tasks (``examples/tasks/seed_consumers.py``), which read
+the events that triggered them. Ends with the chain: producer → event → consumer run → what
+the consumer read.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -25,10 +30,13 @@ from assets_app.models import (
     AssetAliasAsset,
     AssetDagRunQueue,
     AssetEvent,
+    DagRunAssetEvent,
+    DagTask,
     TaskInstance,
 )
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
 from assets_app.services.scheduler import scheduler_pass
+from assets_app.worker import TaskOutcome, Worker
 from config.env import BASE_DIR
 from devtools.processes import (
     ServerStartError,
@@ -41,15 +49,11 @@ from task_sdk.supervisor import Supervisor
 
 REPO = BASE_DIR
 MANIFEST = REPO / "examples" / "dags.yaml"
-TASKS = REPO / "examples" / "tasks" / "seed_producers.py"
-#: (dag_id, task_id, function in TASKS): the seed's producers, in the seed's order.
+#: (dag_id, task_id): the seed's producers, in the seed's order; their code is the manifest's
+#: ``callable``.
 PRODUCERS = [
-    ("asset_s3_bucket_producer", "produce_asset_events", "produce_asset_events"),
-    (
-        "asset_alias_example_alias_producer",
-        "produce_asset_events_through_asset_alias",
-        "produce_asset_events_through_asset_alias",
-    ),
+    ("asset_s3_bucket_producer", "produce_asset_events"),
+    ("asset_alias_example_alias_producer", "produce_asset_events_through_asset_alias"),
 ]
 
 
@@ -77,8 +81,9 @@ class Command(BaseCommand):
     help = (
         "Run the seed scenario: declare the example DAGs, serve the app on a free port, run "
         "the two producer tasks through task_sdk, and print the recorded assets, alias "
-        "mappings, events and queued consumers, then run one scheduler pass that turns the "
-        "queued consumers into asset-triggered DAG runs."
+        "mappings, events and queued consumers; run one scheduler pass that turns the queued "
+        "consumers into asset-triggered DAG runs, and a worker that runs their tasks; print "
+        "the chain producer → event → consumer run → what it read."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -92,18 +97,23 @@ class Command(BaseCommand):
         logging.getLogger("task_sdk.task").setLevel(logging.WARNING)
         call_command("declare_dags", options["manifest"], stdout=self.stdout)
         run_id = f"manual__demo_{timezone.now():%Y%m%dT%H%M%S%f}"
-        with _serve() as url:
+        with _serve() as url, tempfile.TemporaryDirectory(prefix="demo-logs-") as logs:
             self.stdout.write(f"server listening on {url}")
-            task_instances = [self._run_producer(url, run_id, *producer) for producer in PRODUCERS]
-        self._report(run_id, task_instances)
-        self._schedule()
+            producers = [self._run_producer(url, run_id, *producer) for producer in PRODUCERS]
+            self._report(run_id, producers)
+            self._schedule()
+            consumers = self._run_consumers(url, Path(logs))
+            self._chain(producers, consumers)
 
-    def _run_producer(self, url: str, run_id: str, dag_id: str, task_id: str, func: str) -> Any:
+    def _run_producer(self, url: str, run_id: str, dag_id: str, task_id: str) -> TaskInstance:
+        code = DagTask.objects.filter(dag_id=dag_id, task_id=task_id).first()
+        if code is None or not code.callable:
+            raise CommandError(f"the manifest names no callable for {dag_id}.{task_id}")
         ti = task_instance_create(dag_id=dag_id, task_id=task_id, run_id=run_id).task_instance
         token = task_instance_token_issue(task_instance_id=ti.pk)
         self.stdout.write(f"\nrunning {dag_id}.{task_id} (task instance {ti.pk})")
         with Client(url, token) as client:
-            result = Supervisor(client, str(ti.pk), f"{TASKS}:{func}", task_id=task_id).run()
+            result = Supervisor(client, str(ti.pk), code.callable, task_id=task_id).run()
         for line in result.log:
             self.stdout.write(f"  | {line}")
         if not result.succeeded:
@@ -163,3 +173,68 @@ class Command(BaseCommand):
             )
         if not created:
             write("  no consumer was ready")
+
+    def _run_consumers(self, url: str, log_dir: Path) -> list[TaskOutcome]:
+        """The worker (as ``manage.py worker --once``) runs the consumer runs' tasks."""
+        write = self.stdout.write
+        write(f"\nWorker (manage.py worker --once --server {url}):")
+        worker = Worker(
+            server=url, log_dir=log_dir, once=True, report=lambda line: write(f"  {line}")
+        )
+        outcomes = worker.run().outcomes
+        for outcome in outcomes:
+            write(f"\n  output of {outcome.label}:")
+            for line in _task_output(outcome):
+                write(f"  | {line}")
+        failed = [o for o in outcomes if o.state != "success"]
+        if failed:
+            raise CommandError(
+                "consumer task(s) did not succeed: "
+                + "; ".join(f"{o.label}: {o.state} {o.detail}" for o in failed)
+            )
+        return outcomes
+
+    def _chain(self, producers: list[TaskInstance], consumers: list[TaskOutcome]) -> None:
+        """producer → event → consumer run → what the consumer read, one block per run."""
+        write = self.stdout.write
+        write("\nThe chain (producer → event → consumer run → what it read):")
+        outcomes = {outcome.task_instance_id: outcome for outcome in consumers}
+        links = (
+            DagRunAssetEvent.objects.select_related("event__asset", "dag_run")
+            .prefetch_related("event__source_aliases", "dag_run__task_instances")
+            .filter(event__source_run_id__in={ti.run_id for ti in producers})
+            .order_by("dag_run__dag_id", "event_id")
+        )
+        by_run: dict[int, list[DagRunAssetEvent]] = {}
+        for link in links:
+            by_run.setdefault(link.dag_run_id, []).append(link)
+        for run_links in by_run.values():
+            for link in run_links:
+                event = link.event
+                aliases = ", ".join(a.name for a in event.source_aliases.all())
+                asset = event.asset.uri if event.asset else f"deleted asset #{event.asset_id}"
+                write(
+                    f"  {event.source_dag_id}.{event.source_task_id} → event #{event.pk} on "
+                    f"{asset}" + (f" (through {aliases})" if aliases else "")
+                )
+            run = run_links[0].dag_run
+            write(f"    → {run.dag_id} {run.run_id} (run {run.state})")
+            for ti in run.task_instances.all():
+                outcome = outcomes.get(str(ti.pk))
+                read = [
+                    line.removeprefix("consumed ")
+                    for line in (_task_output(outcome) if outcome else [])
+                    if line.startswith("consumed ")
+                ]
+                write(f"    → {ti.task_id}: {ti.state}; it read {len(read)} event(s):")
+                for line in read:
+                    write(f"        {line}")
+
+
+def _task_output(outcome: TaskOutcome) -> list[str]:
+    """What the task printed, from its task_sdk log (``… task_sdk.task: [stdout] …``)."""
+    if outcome.log_path is None:
+        return []
+    marker = "task_sdk.task: [stdout] "
+    log = outcome.log_path.read_text(errors="replace")
+    return [line.split(marker, 1)[1] for line in log.splitlines() if marker in line]

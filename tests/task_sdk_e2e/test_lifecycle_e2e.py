@@ -1,6 +1,11 @@
-"""A supervisor killed with -9 mid-task: the scheduler's upkeep reaps its task instance once
-the heartbeat timeout has passed, retrying it while tries remain; the dead runner's late
-report is refused (404 for a try that moved on, as Airflow; 409 for a failed one)."""
+"""The run lifecycle with the real ``task_sdk`` CLI against a live server.
+
+- A task declared with ``retries: 1`` fails its first try (the runner reports
+  ``up_for_retry``), the upkeep schedules the next try, which succeeds: the run succeeds.
+- A supervisor killed with -9 mid-task: the scheduler's upkeep reaps its task instance once
+  the heartbeat timeout has passed, retrying it while tries remain; the dead runner's late
+  report is refused (404 for a try that moved on, as Airflow; 409 for a failed one).
+"""
 
 from __future__ import annotations
 
@@ -9,20 +14,82 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+import yaml
+from django.utils import timezone
 
 from assets_app.models import DagRun, TaskInstance, TaskInstanceHistory
 from assets_app.services.dag_runs import task_instance_create
-from assets_app.services.upkeep import upkeep_pass
+from assets_app.services.dags import dags_declare
+from assets_app.services.manifest import manifest_parse
+from assets_app.services.task_instances import task_instances_claim
+from assets_app.services.upkeep import task_instances_schedule_due, upkeep_pass
 from assets_app.tokens import token_issue
 from tests.live_server import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-TASK = Path(__file__).resolve().parent / "reaper_tasks.py"
+TASKS = Path(__file__).resolve().parent / "lifecycle_tasks.py"
+
+
+def _run_cli(server_url: str, ti: TaskInstance, task: str, **env: str) -> int:
+    return subprocess.run(  # the CLI as a worker would run it
+        [sys.executable, "-m", "task_sdk", "run", f"{TASKS}:{task}"],
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "TASK_SDK_SERVER": server_url,
+            "TASK_SDK_TI_ID": str(ti.pk),
+            "TASK_SDK_TOKEN": token_issue(task_instance_id=ti.pk),
+            "TASK_SDK_HEARTBEAT_INTERVAL": "0.2",
+            **env,
+        },
+        capture_output=True,
+        timeout=120,
+        check=False,
+    ).returncode
+
+
+def test_retries_1_first_try_fails_second_succeeds(server, tmp_path):
+    manifest = """
+    dags:
+      - dag_id: flaky
+        tasks: [{task_id: fails_once, retries: 1, retry_delay: 3600}]
+    """
+    dags_declare(manifest=manifest_parse(yaml.safe_load(manifest)), fileloc="flaky.yaml")
+    first = task_instance_create(
+        dag_id="flaky", task_id="fails_once", run_id="manual__flaky", max_tries=1
+    ).task_instance
+    marker = str(tmp_path / "marker")
+
+    # try 1: run by the CLI, fails → up_for_retry (a new try, not yet due)
+    assert _run_cli(server.url, first, "fails_once", LIFECYCLE_MARKER=marker) == 1
+    second = TaskInstance.objects.get(dag_id="flaky")
+    assert (second.state, second.try_number, second.max_tries) == ("up_for_retry", 1, 1)
+    assert second.pk != first.pk
+    assert task_instances_schedule_due() == (0, 0)  # its retry_delay is an hour
+
+    # an hour later: try 2 is scheduled, claimed, run by the CLI and succeeds
+    assert task_instances_schedule_due(now=timezone.now() + timedelta(hours=1)) == (1, 0)
+    [claimed] = task_instances_claim(limit=5)
+    assert (claimed.pk, claimed.try_number) == (second.pk, 2)
+    assert _run_cli(server.url, claimed, "fails_once", LIFECYCLE_MARKER=marker) == 0
+
+    # then
+    final = TaskInstance.objects.get(dag_id="flaky")
+    assert (final.pk, final.state, final.try_number) == (second.pk, "success", 2)
+    [history] = TaskInstanceHistory.objects.all()
+    assert (history.task_instance_id, history.try_number, history.state) == (
+        first.pk,
+        1,
+        "failed",
+    )
+    run = DagRun.objects.get(dag_id="flaky")
+    assert run.state == "success" and run.end_date is not None
 
 
 def _wait_for(condition, timeout: float = 60.0) -> None:
@@ -56,7 +123,7 @@ def test_killed_supervisor_is_reaped_and_its_late_report_refused(
         "TASK_SDK_HEARTBEAT_INTERVAL": "0.2",
     }
     runner = subprocess.Popen(
-        [sys.executable, "-m", "task_sdk", "run", f"{TASK}:sleeps"],
+        [sys.executable, "-m", "task_sdk", "run", f"{TASKS}:sleeps"],
         env=env,
         start_new_session=True,
         stdout=subprocess.DEVNULL,

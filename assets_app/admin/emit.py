@@ -1,0 +1,116 @@
+"""The asset page's "create asset event": an operator's event with an ``extra`` and an optional
+partition key, through the same service as ``manage.py create_asset_event``
+(``assets_app.services.asset_events.asset_event_create_manual``: it queues the consumers), and
+recorded in the asset's admin history with the user who did it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from assets_app.exceptions import InvalidInputError
+from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetDagRunQueue, AssetEvent
+from assets_app.services.asset_events import asset_event_create_manual
+
+#: The model permission that allows emitting an event (Django's "add asset event").
+EMIT_PERMISSION = "assets_app.add_assetevent"
+
+
+class EmitEventForm(forms.Form):
+    extra = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 70, "class": "vLargeTextField"}),
+        help_text='A JSON object stored with the event, e.g. {"rows": 42}. Empty means {}.',
+    )
+    partition_key = forms.CharField(
+        required=False,
+        max_length=PARTITION_KEY_LENGTH,
+        strip=True,
+        help_text="Optional. An event with a partition key queues no (non-partitioned) DAG.",
+    )
+
+    def clean_extra(self) -> dict[str, Any]:
+        extra = self.cleaned_data.get("extra")
+        if extra is None:
+            return {}
+        if not isinstance(extra, dict):
+            raise forms.ValidationError(
+                f"Enter a JSON object ({{...}}), not a JSON {_json_kind(extra)}."
+            )
+        return extra
+
+    def clean_partition_key(self) -> str | None:
+        return self.cleaned_data.get("partition_key") or None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"
+
+
+def emit_event_view(
+    model_admin: admin.ModelAdmin[Asset], request: HttpRequest, object_id: str
+) -> HttpResponse:
+    """GET: the form; POST: create the event, log it on the asset, back to the asset page."""
+    asset = model_admin.get_object(request, object_id)
+    if asset is None:
+        return model_admin._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined,no-any-return]
+            request, Asset._meta, object_id
+        )
+    if not (
+        model_admin.has_view_permission(request, asset) and request.user.has_perm(EMIT_PERMISSION)
+    ):
+        raise PermissionDenied
+    form = EmitEventForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            with transaction.atomic():
+                event = asset_event_create_manual(
+                    name=asset.name,
+                    uri=asset.uri,
+                    extra=form.cleaned_data["extra"],
+                    partition_key=form.cleaned_data["partition_key"],
+                )
+                model_admin.log_change(request, asset, _history_message(event))
+        except InvalidInputError as exc:
+            form.add_error(None, str(exc))
+        else:
+            queued = sorted(
+                AssetDagRunQueue.objects.filter(asset=asset).values_list("target_dag_id", flat=True)
+            )
+            model_admin.message_user(
+                request,
+                f"Created asset event {event.pk} on {asset.name}; DAGs waiting on this asset: "
+                f"{', '.join(queued) or 'none'}.",
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(reverse("admin:assets_app_asset_change", args=[asset.pk]))
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Create asset event on {asset.name}",
+        "subtitle": asset.uri,
+        "opts": Asset._meta,
+        "original": asset,
+        "form": form,
+        "extra_example": json.dumps({"rows": 42, "source": "manual"}),
+    }
+    return TemplateResponse(request, "admin/assets_app/asset/emit_event.html", context)
+
+
+def _history_message(event: AssetEvent) -> list[dict[str, Any]]:
+    """The change message (``LogEntry``'s JSON form): "Added asset event "event N ..."."""
+    return [{"added": {"name": "asset event", "object": str(event)}}]

@@ -1,0 +1,428 @@
+"""What the overview (the admin index), the asset page and the DAG page show beyond their
+forms: counts, charts, lineage and recent rows. Read-only; each panel runs a fixed number of
+queries whatever the number of events (pinned by the tests)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Min, Prefetch, Q, QuerySet
+from django.db.models.functions import TruncDay, TruncHour
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from assets_app.admin.charts import Bar, Lineage, Node, bar_chart, lineage_svg
+from assets_app.admin.common import change_url, changelist_url, source_run_pk, when
+from assets_app.models import (
+    Asset,
+    AssetAlias,
+    AssetAliasAsset,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    DagRunState,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetNameReference,
+    DagScheduleAssetReference,
+    DagScheduleAssetUriReference,
+    TaskInletAssetReference,
+    TaskInstance,
+    TaskInstanceState,
+    TaskOutletAssetReference,
+)
+
+LATEST_EVENTS = 10
+RECENT_RUNS = 10
+HOURS = 48
+DAYS = 30
+
+
+def _timestamp_range(start: datetime, end: datetime) -> dict[str, str]:
+    """Changelist parameters for events with ``start <= timestamp < end``."""
+    return {"timestamp__gte": start.isoformat(), "timestamp__lt": end.isoformat()}
+
+
+# --- latest events ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """An event with what produced it and what it triggered."""
+
+    event: AssetEvent
+    source_run_pk: int | None
+    consumer_runs: list[DagRun]
+    waiting_dags: list[str]  # DAGs queued on the event's asset (not yet run)
+
+
+def latest_events(events: QuerySet[AssetEvent], *, limit: int) -> list[EventRow]:
+    """The newest ``limit`` of ``events`` with their source run, aliases, consumer runs and the
+    DAGs still waiting on their assets (4 queries)."""
+    rows = list(
+        events.select_related("asset")
+        .annotate(source_run_pk=source_run_pk())
+        .prefetch_related(
+            "source_aliases", Prefetch("created_dagruns", queryset=DagRun.objects.order_by("id"))
+        )
+        .order_by("-timestamp", "-id")[:limit]
+    )
+    asset_ids = {event.asset_id for event in rows if event.asset_id is not None}
+    queued: dict[int, list[tuple[str, datetime]]] = {}
+    for asset_id, dag_id, since in (
+        AssetDagRunQueue.objects.filter(asset_id__in=asset_ids)
+        .order_by("target_dag_id")
+        .values_list("asset_id", "target_dag_id", "created_at")
+    ):
+        queued.setdefault(asset_id, []).append((dag_id, since))
+    return [
+        EventRow(
+            event=event,
+            source_run_pk=event.source_run_pk,
+            consumer_runs=list(event.created_dagruns.all()),
+            # a queue row waits since its asset's oldest unconsumed event (registration stamps
+            # the event and the row with the same time)
+            waiting_dags=[
+                dag_id
+                for dag_id, since in queued.get(event.asset_id or 0, [])
+                if event.timestamp >= since
+                and not any(run.dag_id == dag_id for run in event.created_dagruns.all())
+            ],
+        )
+        for event in rows
+    ]
+
+
+# --- the overview ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overview:
+    now: datetime
+    assets_active: int
+    assets_inactive: int
+    events_24h: int
+    events_7d: int
+    queue_entries: int
+    queue_dags: int
+    queue_oldest: datetime | None
+    runs_by_state: dict[str, int]
+    tis_failed: int
+    tis_running: int
+    chart: SafeString
+    latest: list[EventRow]
+
+    @property
+    def oldest_wait(self) -> timedelta | None:
+        return self.now - self.queue_oldest if self.queue_oldest else None
+
+    @property
+    def since_24h(self) -> str:
+        return (self.now - timedelta(hours=24)).isoformat()
+
+    @property
+    def since_7d(self) -> str:
+        return (self.now - timedelta(days=7)).isoformat()
+
+
+def overview() -> Overview:
+    """The admin index's overview (10 queries)."""
+    now = timezone.now()
+    assets = Asset.objects.aggregate(total=Count("pk"), active=Count("active"))
+    recent = AssetEvent.objects.filter(timestamp__gte=now - timedelta(days=7)).aggregate(
+        week=Count("pk"), day=Count("pk", filter=Q(timestamp__gte=now - timedelta(hours=24)))
+    )
+    queue = AssetDagRunQueue.objects.aggregate(
+        entries=Count("pk"), dags=Count("target_dag", distinct=True), oldest=Min("created_at")
+    )
+    runs = dict(
+        DagRun.objects.order_by()
+        .values_list("state")
+        .annotate(n=Count("pk"))
+        .values_list("state", "n")
+    )
+    tis = dict(
+        TaskInstance.objects.filter(state__in=[TaskInstanceState.FAILED, TaskInstanceState.RUNNING])
+        .order_by()
+        .values_list("state")
+        .annotate(n=Count("pk"))
+        .values_list("state", "n")
+    )
+    return Overview(
+        now=now,
+        assets_active=assets["active"],
+        assets_inactive=assets["total"] - assets["active"],
+        events_24h=recent["day"],
+        events_7d=recent["week"],
+        queue_entries=queue["entries"],
+        queue_dags=queue["dags"],
+        queue_oldest=queue["oldest"],
+        runs_by_state={state: runs.get(state, 0) for state in DagRunState.values},
+        tis_failed=tis.get(TaskInstanceState.FAILED, 0),
+        tis_running=tis.get(TaskInstanceState.RUNNING, 0),
+        chart=events_per_hour_chart(now=now),
+        latest=latest_events(AssetEvent.objects.all(), limit=LATEST_EVENTS),
+    )
+
+
+def events_per_hour_chart(*, now: datetime) -> SafeString:
+    """Events per hour over the last ``HOURS`` hours, every bar a link to its events."""
+    end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    start = end - timedelta(hours=HOURS)
+    counts = Counter(
+        {
+            timezone.localtime(hour): n
+            for hour, n in AssetEvent.objects.filter(timestamp__gte=start)
+            .annotate(hour=TruncHour("timestamp"))
+            .order_by()
+            .values_list("hour")
+            .annotate(n=Count("pk"))
+            .values_list("hour", "n")
+        }
+    )
+    bars = []
+    for i in range(HOURS):
+        hour = timezone.localtime(start + timedelta(hours=i))
+        bars.append(
+            Bar(
+                label=hour.strftime("%d %H:00"),
+                value=counts[hour],
+                url=changelist_url(
+                    "assetevent", **_timestamp_range(hour, hour + timedelta(hours=1))
+                ),
+                title=f"{counts[hour]} event(s) {when(hour)} + 1 h",
+            )
+        )
+    return bar_chart(bars, title=f"asset events per hour, last {HOURS} h", label_every=6)
+
+
+# --- the asset page --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AssetPanel:
+    chart: SafeString
+    lineage: SafeString
+    latest: list[EventRow]
+
+
+def asset_panel(asset: Asset) -> AssetPanel:
+    """The asset page's events-per-day chart, lineage and latest events (14 queries)."""
+    return AssetPanel(
+        chart=events_per_day_chart(asset),
+        lineage=lineage_svg(asset_lineage(asset), title=f"lineage of {asset.name}"),
+        latest=latest_events(AssetEvent.objects.filter(asset=asset), limit=LATEST_EVENTS),
+    )
+
+
+def events_per_day_chart(asset: Asset) -> SafeString:
+    """The asset's events per day over the last ``DAYS`` days, every bar a link."""
+    today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    start = today - timedelta(days=DAYS - 1)
+    counts = Counter(
+        {
+            timezone.localtime(day).date(): n
+            for day, n in AssetEvent.objects.filter(asset=asset, timestamp__gte=start)
+            .annotate(day=TruncDay("timestamp"))
+            .order_by()
+            .values_list("day")
+            .annotate(n=Count("pk"))
+            .values_list("day", "n")
+        }
+    )
+    bars = []
+    for i in range(DAYS):
+        day = start + timedelta(days=i)
+        n = counts[day.date()]
+        url = changelist_url(
+            "assetevent",
+            asset__id__exact=asset.pk,
+            **_timestamp_range(day, day + timedelta(days=1)),
+        )
+        bars.append(
+            Bar(label=day.strftime("%m-%d"), value=n, url=url, title=f"{n} on {day:%Y-%m-%d}")
+        )
+    return bar_chart(bars, title=f"events per day, last {DAYS} days", label_every=5)
+
+
+def _dag_node(key: str, dag_id: str, *, note: str = "", waiting: bool = False) -> Node:
+    return Node(
+        key=key, label=dag_id, kind="dag", url=change_url("dag", dag_id), note=note, waiting=waiting
+    )
+
+
+def _task_node(dag_id: str, task_id: str, *, role: str) -> Node:
+    return Node(
+        key=f"task:{dag_id}.{task_id}",
+        label=task_id,
+        kind="task",
+        url=changelist_url("taskinstance", dag_id=dag_id, task_id=task_id),
+        note=f"{role}, DAG {dag_id}",
+    )
+
+
+def _asset_node(key: str, asset: Asset, *, note: str = "", waiting: bool = False) -> Node:
+    return Node(
+        key=key,
+        label=asset.name,
+        kind="asset",
+        url=change_url("asset", asset.pk),
+        note=note,
+        waiting=waiting,
+    )
+
+
+def asset_lineage(asset: Asset) -> Lineage:
+    """Producing tasks and aliases → the asset → the DAGs scheduled on it (directly, by name
+    or uri reference, or through an alias), each marked when it is queued on this asset
+    (8 queries)."""
+    lineage = Lineage()
+    me = lineage.add(_asset_node("asset", asset))
+    lineage.nodes[me] = Node(
+        key=me, label=asset.name, kind="asset", url=change_url("asset", asset.pk), focus=True
+    )
+    for dag_id, task_id in TaskOutletAssetReference.objects.filter(asset=asset).values_list(
+        "dag_id", "task_id"
+    ):
+        lineage.link(lineage.add(_task_node(dag_id, task_id, role="produces it")), me)
+    aliases = {
+        alias_id: lineage.add(
+            Node(
+                key=f"alias:{alias_id}",
+                label=name,
+                kind="alias",
+                url=change_url("assetalias", alias_id),
+            )
+        )
+        for alias_id, name in AssetAliasAsset.objects.filter(asset=asset)
+        .order_by("alias__name")
+        .values_list("alias_id", "alias__name")
+    }
+    for key in aliases.values():
+        lineage.link(key, me)
+    waiting = set(
+        AssetDagRunQueue.objects.filter(asset=asset).values_list("target_dag_id", flat=True)
+    )
+    consumers: dict[str, str] = {}
+    for dag_id in DagScheduleAssetReference.objects.filter(asset=asset).values_list(
+        "dag_id", flat=True
+    ):
+        consumers.setdefault(dag_id, "scheduled on it")
+    for dag_id in DagScheduleAssetNameReference.objects.filter(name=asset.name).values_list(
+        "dag_id", flat=True
+    ):
+        consumers.setdefault(dag_id, "by name")
+    for dag_id in DagScheduleAssetUriReference.objects.filter(uri=asset.uri).values_list(
+        "dag_id", flat=True
+    ):
+        consumers.setdefault(dag_id, "by uri")
+    for alias_name, dag_id in DagScheduleAssetAliasReference.objects.filter(
+        alias_id__in=aliases
+    ).values_list("alias__name", "dag_id"):
+        consumers.setdefault(dag_id, f"through alias {alias_name}")
+    for dag_id, how in sorted(consumers.items()):
+        is_waiting = dag_id in waiting
+        note = "waiting on this asset" if is_waiting else how
+        node = _dag_node(f"dag:{dag_id}", dag_id, note=note, waiting=is_waiting)
+        lineage.link(me, lineage.add(node))
+    for dag_id, task_id in TaskInletAssetReference.objects.filter(asset=asset).values_list(
+        "dag_id", "task_id"
+    ):
+        lineage.link(me, lineage.add(_task_node(dag_id, task_id, role="reads it")))
+    return lineage
+
+
+# --- the DAG page ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run: DagRun
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.run.start_date is None:
+            return None
+        return (self.run.end_date or timezone.now()) - self.run.start_date
+
+
+@dataclass(frozen=True)
+class DagPanel:
+    lineage: SafeString
+    runs: list[RunRow]
+
+
+def dag_panel(dag: Dag) -> DagPanel:
+    """The DAG page's lineage and recent runs (8 queries)."""
+    runs = DagRun.objects.filter(dag=dag).order_by("-run_after", "-id")[:RECENT_RUNS]
+    return DagPanel(
+        lineage=lineage_svg(dag_lineage(dag), title=f"lineage of {dag.dag_id}"),
+        runs=[RunRow(run) for run in runs],
+    )
+
+
+def dag_lineage(dag: Dag) -> Lineage:
+    """The assets, aliases and references the DAG is scheduled on, and its inlets → the DAG →
+    its producing tasks → the assets they produce. An input the DAG is queued on (an event
+    arrived, the run not yet created) is marked (7 queries)."""
+    lineage = Lineage()
+    me = lineage.add(
+        Node(
+            key="dag",
+            label=dag.dag_id,
+            kind="dag",
+            url=change_url("dag", dag.dag_id),
+            focus=True,
+            note="paused" if dag.is_paused else "",
+        )
+    )
+    queued = set(AssetDagRunQueue.objects.filter(target_dag=dag).values_list("asset_id", flat=True))
+    for ref in DagScheduleAssetReference.objects.filter(dag=dag).select_related("asset"):
+        is_queued = ref.asset_id in queued
+        node = _asset_node(
+            f"in:{ref.asset_id}",
+            ref.asset,
+            note="event queued" if is_queued else "schedule",
+            waiting=is_queued,
+        )
+        lineage.link(lineage.add(node), me)
+    for alias_ref in DagScheduleAssetAliasReference.objects.filter(dag=dag).select_related("alias"):
+        alias: AssetAlias = alias_ref.alias
+        node = Node(
+            key=f"alias:{alias.pk}",
+            label=alias.name,
+            kind="alias",
+            url=change_url("assetalias", alias.pk),
+            note="schedule",
+        )
+        lineage.link(lineage.add(node), me)
+    for name in DagScheduleAssetNameReference.objects.filter(dag=dag).values_list(
+        "name", flat=True
+    ):
+        node = Node(
+            key=f"name:{name}",
+            label=name,
+            kind="reference",
+            url=changelist_url("asset", name=name),
+            note="schedule: Asset.ref(name)",
+        )
+        lineage.link(lineage.add(node), me)
+    for uri in DagScheduleAssetUriReference.objects.filter(dag=dag).values_list("uri", flat=True):
+        node = Node(
+            key=f"uri:{uri}",
+            label=uri,
+            kind="reference",
+            url=changelist_url("asset", uri=uri),
+            note="schedule: Asset.ref(uri)",
+        )
+        lineage.link(lineage.add(node), me)
+    for inlet in TaskInletAssetReference.objects.filter(dag=dag).select_related("asset"):
+        node = _asset_node(f"in:{inlet.asset_id}", inlet.asset, note=f"inlet of {inlet.task_id}")
+        lineage.link(lineage.add(node), me)
+    for outlet in TaskOutletAssetReference.objects.filter(dag=dag).select_related("asset"):
+        task = lineage.add(_task_node(dag.dag_id, outlet.task_id, role="task"))
+        lineage.link(me, task)
+        lineage.link(task, lineage.add(_asset_node(f"out:{outlet.asset_id}", outlet.asset)))
+    return lineage

@@ -1,0 +1,566 @@
+"""The worker behind ``manage.py worker``: runs runnable task instances, like Airflow's
+LocalExecutor.
+
+A loop claims up to the free slots (``task_instances_claim``: ``scheduled`` → ``queued`` with
+``FOR UPDATE SKIP LOCKED``, so two workers never get one task instance), issues each a token
+and starts one child process per task instance, which talks to the execution API over HTTP:
+
+- a task with a ``callable`` runs under the ``task_sdk`` supervisor
+  (``python -m task_sdk run``);
+- a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
+  (``python -m airflow.sdk.execution_time.execute_workload``, the ``airflow`` extra) with the
+  DAG file's folder as the ``dags-folder`` bundle.
+
+The child reports the outcome (``/run``, heartbeats, ``/state``); the worker reaps it, reads
+the task instance's state and reports one line per task instance. A task whose code cannot be
+found is failed with that message: the worker reports it through the API itself when nothing
+names the code (or the DAG file is missing); a missing ``callable`` file or an import error
+is reported by the child. Neither stops the worker. A claimed task instance whose child exited
+before ``/run`` (say, the server was unreachable) is given back (``queued`` → ``scheduled``).
+
+``request_stop()`` (SIGTERM/SIGINT in the command) stops claiming and gives back what was
+claimed but not started; running tasks get ``grace_period`` seconds to finish, then SIGTERM
+(their supervisor stops the task and reports ``failed`` / ``up_for_retry``), then SIGKILL
+``kill_grace`` seconds later. A second ``request_stop()`` skips the grace period.
+
+Waiting for work is ``wait_for_work``: on PostgreSQL it wakes up when a scheduler commits new
+runs (``LISTEN``, :mod:`assets_app.notify`), at the latest after the poll interval.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+from django.db import DatabaseError, close_old_connections, connection
+
+from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
+from assets_app.notify import RUNS_CHANNEL, Listener
+from assets_app.services.task_instances import task_instances_claim, task_instances_unclaim
+from assets_app.tokens import token_issue
+from task_sdk.client import Client, ServerResponseError, now
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between checks while waiting (for work, for children, for the grace period).
+WAIT_SLICE = 0.1
+#: Seconds between SIGTERM and SIGKILL once the grace period is over.
+DEFAULT_KILL_GRACE = 10.0
+#: The bundle name Airflow gives ``[core] dags_folder``.
+AIRFLOW_BUNDLE = "dags-folder"
+#: ``dag_version_id`` is required by Airflow's worker but only passed through.
+AIRFLOW_DAG_VERSION_ID = "00000000-0000-0000-0000-000000000000"
+
+
+class TaskCodeError(Exception):
+    """The code of a task instance cannot be found; the message says why."""
+
+
+# --- how to run one task instance ----------------------------------------------------------
+
+
+def airflow_workload(*, ti: TaskInstance, token: str, dag_rel_path: str) -> dict[str, Any]:
+    """The ``ExecuteTask`` workload Airflow's executors hand to its worker entry point
+    (``execute_workload --json-path``), for a DAG file in the ``dags-folder`` bundle."""
+    return {
+        "type": "ExecuteTask",
+        "token": token,
+        "log_path": None,
+        "bundle_info": {"name": AIRFLOW_BUNDLE},
+        "dag_rel_path": dag_rel_path,
+        "ti": {
+            "id": str(ti.pk),
+            "dag_id": ti.dag_id,
+            "task_id": ti.task_id,
+            "run_id": ti.run_id,
+            "try_number": ti.try_number,
+            "map_index": ti.map_index,
+            "dag_version_id": AIRFLOW_DAG_VERSION_ID,
+            "pool_slots": 1,
+            "priority_weight": 1,
+            "queue": "default",
+        },
+    }
+
+
+def _airflow_available() -> bool:
+    try:
+        return importlib.util.find_spec("airflow.sdk.execution_time.execute_workload") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@dataclass
+class TaskLaunch:
+    """The child process that runs one task instance, and a file to delete after it."""
+
+    argv: list[str]
+    env: dict[str, str]
+    scratch: Path | None = None
+
+
+def task_launch(
+    *, ti: TaskInstance, dag_task: DagTask | None, server: str, token: str, airflow_home: Path
+) -> TaskLaunch:
+    """How to run ``ti``: its task's ``callable`` under ``task_sdk``, or its DAG's Airflow DAG
+    file under Airflow's worker. Raises ``TaskCodeError`` when neither can run."""
+    label = f"{ti.dag_id}.{ti.task_id}"
+    if dag_task is None or not (dag_task.callable or dag_task.airflow_dag_file):
+        raise TaskCodeError(
+            f"{label} has no code to run: the manifest names no 'callable' for the task and no "
+            "'airflow_dag_file' for its DAG"
+        )
+    env = dict(os.environ)
+    if dag_task.callable:
+        env.update(TASK_SDK_TOKEN=token, PYTHONUNBUFFERED="1")
+        argv = [
+            *(sys.executable, "-m", "task_sdk", "run", "--server", server),
+            *("--ti-id", str(ti.pk), "--try-number", str(ti.try_number)),
+            dag_task.callable,
+        ]
+        return TaskLaunch(argv=argv, env=env)
+    dag_file = Path(dag_task.airflow_dag_file)
+    if not dag_file.is_file():
+        raise TaskCodeError(f"{label}: Airflow DAG file not found: {dag_file}")
+    if not _airflow_available():
+        raise TaskCodeError(
+            f"{label}: running an airflow_dag_file needs Apache Airflow's task SDK "
+            "(pip install -e '.[airflow]')"
+        )
+    env.pop("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", None)  # the dags-folder bundle
+    env.update(
+        AIRFLOW_HOME=env.get("AIRFLOW_HOME") or str(airflow_home),
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{server.rstrip('/')}/execution/",
+        AIRFLOW__CORE__DAGS_FOLDER=str(dag_file.parent),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        PYTHONUNBUFFERED="1",
+    )
+    workload = airflow_workload(ti=ti, token=token, dag_rel_path=dag_file.name)
+    # the token goes in a private file, not on the command line where `ps` shows it
+    fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json")
+    with os.fdopen(fd, "w") as file:
+        json.dump(workload, file)
+    argv = [
+        *(sys.executable, "-m", "airflow.sdk.execution_time.execute_workload"),
+        *("--json-path", name),
+    ]
+    return TaskLaunch(argv=argv, env=env, scratch=Path(name))
+
+
+# --- waiting -------------------------------------------------------------------------------
+
+
+def wait_for_work(
+    timeout: float, *, interrupted: Callable[[], bool], listener: Listener | None = None
+) -> None:
+    """Wait up to ``timeout`` seconds for runnable task instances to appear.
+
+    Returns early when ``interrupted()`` (a stop was requested, a child exited) or, with a
+    ``listener`` on :data:`~assets_app.notify.RUNS_CHANNEL` (PostgreSQL), as soon as a
+    scheduler commits new runs. Without one (SQLite) it only sleeps: the timeout is the poll.
+    """
+    deadline = time.monotonic() + timeout
+    while not interrupted():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        if listener is None:
+            time.sleep(min(WAIT_SLICE, left))
+        elif listener.wait(min(WAIT_SLICE, left)):
+            return
+
+
+# --- the worker ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """What became of one task instance the worker took."""
+
+    task_instance_id: str
+    label: str  # dag.task @ run, try N
+    state: str | None  # the task instance's state after its child exited
+    detail: str  # one line: why it failed, or what the worker did
+    log_path: Path | None
+    seconds: float
+
+
+@dataclass
+class WorkerSummary:
+    outcomes: list[TaskOutcome] = field(default_factory=list)
+    given_back: int = 0  # claimed, never started, back to scheduled
+
+    def count(self, state: str) -> int:
+        return sum(1 for outcome in self.outcomes if outcome.state == state)
+
+
+@dataclass
+class _Child:
+    ti: TaskInstance
+    label: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    started: float
+    scratch: Path | None
+
+
+def _path_part(value: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_.:+=-]", "_", value)
+    return "_" + cleaned if cleaned.startswith(".") else cleaned
+
+
+def _last_error_line(log_path: Path) -> str:
+    """The line of a child's log that best says why it failed."""
+    try:
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [line for line in lines if line]
+    for line in reversed(lines):
+        if line.startswith("error:"):
+            return line
+    for line in reversed(lines):
+        if '"level":"error"' in line or " ERROR " in line:
+            return line[:500]
+    return lines[-1][:500] if lines else ""
+
+
+class Worker:
+    """Claims and runs task instances until stopped (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        log_dir: Path,
+        concurrency: int = 4,
+        once: bool = False,
+        max_tasks: int | None = None,
+        poll_interval: float = 1.0,
+        grace_period: float = 30.0,
+        kill_grace: float = DEFAULT_KILL_GRACE,
+        airflow_home: Path | None = None,
+        report: Callable[[str], None] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if max_tasks is not None and max_tasks < 1:
+            raise ValueError("max_tasks must be at least 1")
+        self.server = server
+        self.log_dir = log_dir
+        self.concurrency = concurrency
+        self.once = once
+        self.max_tasks = max_tasks
+        self.poll_interval = poll_interval
+        self.grace_period = grace_period
+        self.kill_grace = kill_grace
+        self.airflow_home = airflow_home or log_dir / "airflow_home"
+        self.report = report or (lambda line: logger.info("%s", line))
+        self.summary = WorkerSummary()
+        self._children: list[_Child] = []
+        self._taken = 0  # task instances taken (started, or failed for missing code)
+        self._claimed_once = False
+        self._stop_requested = False
+        self._hurry = False  # a second stop request: skip the grace period
+
+    # -- control ---------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Stop claiming; end after the running tasks (a second call: without grace).
+        Only sets flags, so it is safe in a signal handler."""
+        if self._stop_requested:
+            self._hurry = True
+        self._stop_requested = True
+
+    def _done_claiming(self) -> bool:
+        if self._stop_requested:
+            return True
+        if self.once and self._claimed_once:
+            return True
+        return self.max_tasks is not None and self._taken >= self.max_tasks
+
+    def _free_slots(self) -> int:
+        free = self.concurrency - len(self._children)
+        if self.max_tasks is not None:
+            free = min(free, self.max_tasks - self._taken)
+        return max(free, 0)
+
+    def _any_exited(self) -> bool:
+        return any(child.process.poll() is not None for child in self._children)
+
+    # -- main loop -------------------------------------------------------------------------
+
+    def run(self) -> WorkerSummary:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        listener = Listener(RUNS_CHANNEL)  # wakes on the schedulers' commits (PostgreSQL)
+        if not self.once:
+            listener.listen()  # before the first claim: no run created after it goes unnoticed
+        try:
+            while True:
+                self._reap()
+                if self._done_claiming():
+                    break
+                free = self._free_slots()
+                claimed = self._claim(free) if free else []
+                self._claimed_once = True
+                self._start_all(claimed)
+                if self._done_claiming():
+                    break
+                wait_for_work(
+                    self.poll_interval,
+                    interrupted=lambda: self._stop_requested or self._any_exited(),
+                    listener=listener if listener.enabled else None,
+                )
+            self._drain()
+        finally:
+            listener.close()
+            self._end_children()
+            self._close_connection()
+        return self.summary
+
+    def _claim(self, limit: int) -> list[tuple[TaskInstance, DagTask | None]]:
+        """Claim up to ``limit`` task instances, each with its declared task (where its code
+        is). A database error is reported and the claim tried again on the next round: the
+        running tasks do not need the worker's database connection."""
+        if not connection.in_atomic_block:
+            close_old_connections()  # as between requests: drop a broken or too old connection
+        claimed: list[TaskInstance] = []
+        try:
+            claimed = task_instances_claim(limit=limit)
+            if not claimed:
+                return []
+            dag_tasks = {
+                (task.dag_id, task.task_id): task
+                for task in DagTask.objects.filter(
+                    dag_id__in={ti.dag_id for ti in claimed},
+                    task_id__in={ti.task_id for ti in claimed},
+                )
+            }
+        except DatabaseError as exc:
+            self.report(f"claiming failed, trying again: {exc}")
+            self._close_connection()
+            if claimed:
+                self._give_back(claimed, "the worker could not read where their code is")
+            return []
+        return [(ti, dag_tasks.get((ti.dag_id, ti.task_id))) for ti in claimed]
+
+    @staticmethod
+    def _close_connection() -> None:
+        if not connection.in_atomic_block:
+            connection.close()
+
+    def _start_all(self, claimed: list[tuple[TaskInstance, DagTask | None]]) -> None:
+        for index, (ti, dag_task) in enumerate(claimed):
+            if self._stop_requested:
+                self._give_back([ti for ti, _ in claimed[index:]], "the worker is stopping")
+                return
+            try:
+                self._start(ti, dag_task)
+            except OSError as exc:
+                self.report(f"could not start {self._label(ti)}: {exc}")
+                self._give_back([ti], "its process could not be started")
+
+    @staticmethod
+    def _label(ti: TaskInstance) -> str:
+        return f"{ti.dag_id}.{ti.task_id} @ {ti.run_id} try {ti.try_number}"
+
+    def _log_path(self, ti: TaskInstance) -> Path:
+        folder = self.log_dir.joinpath(*(_path_part(p) for p in (ti.dag_id, ti.run_id, ti.task_id)))
+        folder.mkdir(parents=True, exist_ok=True)
+        suffix = f"map_index={ti.map_index}," if ti.map_index >= 0 else ""
+        return folder / f"{suffix}attempt={ti.try_number}.log"
+
+    def _start(self, ti: TaskInstance, dag_task: DagTask | None) -> None:
+        label = self._label(ti)
+        token = token_issue(task_instance_id=ti.pk)
+        try:
+            launch = task_launch(
+                ti=ti,
+                dag_task=dag_task,
+                server=self.server,
+                token=token,
+                airflow_home=self.airflow_home,
+            )
+        except TaskCodeError as exc:
+            self._taken += 1
+            self._fail_without_code(ti, label, token, str(exc))
+            return
+        log_path = self._log_path(ti)
+        log_file: IO[bytes]
+        with log_path.open("ab") as log_file:
+            try:
+                process = subprocess.Popen(
+                    launch.argv,
+                    env=launch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    # a session of its own: a terminal's Ctrl-C reaches the worker only, which
+                    # lets the task finish within the grace period
+                    start_new_session=True,
+                )
+            except OSError:
+                if launch.scratch is not None:
+                    launch.scratch.unlink(missing_ok=True)
+                raise
+        self._taken += 1
+        self._children.append(
+            _Child(ti, label, process, log_path, time.monotonic(), launch.scratch)
+        )
+        self.report(f"started {label} (task instance {ti.pk}, pid {process.pid}, log {log_path})")
+
+    def _fail_without_code(self, ti: TaskInstance, label: str, token: str, reason: str) -> None:
+        """Report the task instance failed through the execution API, as its runner would."""
+        state: str | None = TaskInstanceState.FAILED
+        detail = reason
+        try:
+            with Client(self.server, token, retries=2, backoff_max=2.0) as client:
+                client.start(str(ti.pk), pid=os.getpid())
+                client.finish(str(ti.pk), TaskInstanceState.FAILED, now())
+        except (ServerResponseError, httpx.HTTPError) as exc:
+            state = None
+            detail = f"{reason}; reporting failed did not work: {exc}"
+            self._give_back([ti], "its failure could not be reported")
+        self._record(TaskOutcome(str(ti.pk), label, state, detail, None, 0.0))
+
+    def _give_back(self, tis: list[TaskInstance], why: str) -> None:
+        try:
+            given = task_instances_unclaim(task_instance_ids=[ti.pk for ti in tis])
+        except DatabaseError as exc:
+            self.report(f"could not give back {len(tis)} task instance(s) ({why}): {exc}")
+            self._close_connection()
+            return
+        self.summary.given_back += given
+        if given:
+            self.report(f"gave back {given} task instance(s) (back to scheduled): {why}")
+
+    def _record(self, outcome: TaskOutcome) -> None:
+        self.summary.outcomes.append(outcome)
+        state = outcome.state or "no state"
+        detail = f": {outcome.detail}" if outcome.detail else ""
+        took = f" in {outcome.seconds:.1f}s" if outcome.seconds else ""
+        self.report(f"finished {outcome.label}: {state}{took}{detail}")
+
+    # -- children --------------------------------------------------------------------------
+
+    def _reap(self) -> None:
+        for child in [c for c in self._children if c.process.poll() is not None]:
+            self._children.remove(child)
+            self._finish(child)
+
+    def _finish(self, child: _Child) -> None:
+        if child.scratch is not None:
+            child.scratch.unlink(missing_ok=True)
+        seconds = time.monotonic() - child.started
+        code = child.process.returncode
+        try:
+            state, detail = self._try_outcome(child.ti)
+        except DatabaseError as exc:
+            self._close_connection()
+            state, detail = None, f"exit code {code}; its state could not be read: {exc}"
+        if state == TaskInstanceState.QUEUED:
+            detail = f"its process exited ({code}) before starting the task"
+            self._give_back([child.ti], detail)
+            state = TaskInstanceState.SCHEDULED
+        elif state == TaskInstanceState.RUNNING:
+            detail = (
+                f"its process exited ({code}) leaving it running; the scheduler's heartbeat "
+                f"timeout will reap it. Log: {child.log_path}"
+            )
+        elif state is not None and state != TaskInstanceState.SUCCESS:
+            why = detail or _last_error_line(child.log_path) or f"exit code {code}"
+            detail = f"{why} (log {child.log_path})"
+        self._record(
+            TaskOutcome(str(child.ti.pk), child.label, state, detail, child.log_path, seconds)
+        )
+
+    @staticmethod
+    def _try_outcome(ti: TaskInstance) -> tuple[str | None, str]:
+        """The state this try ended in, and the server's failure reason (if any).
+
+        A try that failed with tries left is kept in ``TaskInstanceHistory`` and the task
+        instance moves on under a new id, ``up_for_retry`` (then ``scheduled`` as the next
+        try): that try's outcome is ``up_for_retry``.
+        """
+        live = (
+            TaskInstance.objects.filter(
+                dag_id=ti.dag_id, run_id=ti.run_id, task_id=ti.task_id, map_index=ti.map_index
+            )
+            .values_list("pk", "state", "try_number", "failure_reason")
+            .first()
+        )
+        if live is None:
+            return None, "the task instance no longer exists"
+        pk, state, try_number, reason = live
+        if pk == ti.pk:
+            return state, reason
+        earlier = (
+            TaskInstanceHistory.objects.filter(task_instance_id=ti.pk)
+            .values_list("state", "failure_reason")
+            .first()
+        )
+        if earlier is None:
+            return None, f"the task instance moved on to try {try_number} ({state})"
+        earlier_state, earlier_reason = earlier
+        if earlier_state == TaskInstanceState.FAILED and (
+            state == TaskInstanceState.UP_FOR_RETRY or try_number > ti.try_number
+        ):
+            earlier_state = TaskInstanceState.UP_FOR_RETRY
+        return earlier_state, earlier_reason
+
+    def _drain(self) -> None:
+        """Wait for the running tasks: all of them after ``--once`` / ``--max-tasks``; after a
+        stop (also one that comes while waiting), at most the grace period."""
+        deadline: float | None = None
+        while self._children and not self._hurry:
+            if self._stop_requested and deadline is None:
+                self.report(
+                    f"stopping: waiting up to {self.grace_period:g}s for "
+                    f"{len(self._children)} running task(s)"
+                )
+                deadline = time.monotonic() + self.grace_period
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(WAIT_SLICE)
+            self._reap()
+
+    def _end_children(self) -> None:
+        """SIGTERM the children still running (their supervisors stop the task and report it
+        ``failed`` / ``up_for_retry``), SIGKILL their process groups ``kill_grace`` later."""
+        if not self._children:
+            return
+        self.report(f"terminating {len(self._children)} running task(s)")
+        for child in self._children:
+            self._signal(child, signal.SIGTERM, group=False)
+        deadline = time.monotonic() + self.kill_grace
+        while self._children and time.monotonic() < deadline:
+            time.sleep(WAIT_SLICE)
+            self._reap()
+        for child in self._children:
+            self._signal(child, signal.SIGKILL, group=True)
+        for child in self._children:
+            child.process.wait()
+        self._reap()
+
+    @staticmethod
+    def _signal(child: _Child, sig: signal.Signals, *, group: bool) -> None:
+        try:
+            if group:
+                os.killpg(child.process.pid, sig)
+            else:
+                child.process.send_signal(sig)
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,176 @@
+"""A month of the seed scenario's history, for looking at the admin (screenshots, browser tests).
+
+``showcase_seed()`` declares the example DAGs (``examples/dags.yaml``) and writes what a month
+of their runs would have left: producer runs whose tasks emitted events (hourly over the last
+two days, a few a day before), the consumer runs those events triggered, a failed and a running
+task instance, and the consumers still queued on the newest events. Deterministic: the same
+rows on every call on an empty database, times relative to now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import transaction
+from django.utils import timezone
+
+from assets_app.models import (
+    Asset,
+    AssetAlias,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    DagRun,
+    DagRunAssetEvent,
+    DagRunState,
+    DagRunType,
+    TaskInstance,
+    TaskInstanceState,
+)
+from devtools.processes import REPO
+
+MANIFEST = REPO / "examples" / "dags.yaml"
+PRODUCER = ("asset_s3_bucket_producer", "produce_asset_events")
+CONSUMER = ("asset_s3_bucket_consumer", "consume_asset_events")
+ALIAS_PRODUCER = ("asset_alias_example_alias_producer", "produce_asset_events_through_asset_alias")
+ALIAS_CONSUMER = ("asset_alias_example_alias_consumer", "consume_asset_alias_events")
+MY_TASK = "s3://bucket/my-task"
+OTHER = "s3://bucket/other-output"
+USERNAME = "operator"
+PASSWORD = "correct-horse-battery-staple"
+
+
+@dataclass(frozen=True)
+class Showcase:
+    asset: Asset  # s3://bucket/my-task
+    alias: AssetAlias
+    newest_event: AssetEvent
+    waiting_dag_id: str  # a consumer queued on ``asset``
+
+
+def _run(dag_id: str, task_id: str, at: datetime, *, state: str, run_type: str) -> DagRun:
+    run = DagRun.objects.create(
+        dag_id=dag_id,
+        run_id=f"{run_type}__{at:%Y-%m-%dT%H:%M:%S}",
+        run_type=run_type,
+        state=state,
+        run_after=at,
+        start_date=at,
+        end_date=None if state == DagRunState.RUNNING else at + timedelta(seconds=40 + at.minute),
+    )
+    ti_state = {
+        "success": TaskInstanceState.SUCCESS,
+        "failed": TaskInstanceState.FAILED,
+        "running": TaskInstanceState.RUNNING,
+    }[state]
+    TaskInstance.objects.create(
+        dag_run=run,
+        dag_id=dag_id,
+        run_id=run.run_id,
+        task_id=task_id,
+        state=ti_state,
+        start_date=at,
+        end_date=run.end_date,
+        duration=(run.end_date - at).total_seconds() if run.end_date else None,
+        hostname="worker-1",
+    )
+    return run
+
+
+def _emit(run: DagRun, task_id: str, asset: Asset, at: datetime, **extra: object) -> AssetEvent:
+    return AssetEvent.objects.create(
+        asset=asset,
+        extra=extra,
+        source_dag_id=run.dag_id,
+        source_task_id=task_id,
+        source_run_id=run.run_id,
+        timestamp=at,
+    )
+
+
+def _times(now: datetime) -> list[datetime]:
+    """When the producer ran: hourly (with gaps) over the last 48 h, 2-4 a day before."""
+    top = now.replace(minute=0, second=0, microsecond=0)
+    recent = [
+        top - timedelta(hours=h) + timedelta(minutes=7, seconds=h * 13 % 60)
+        for h in range(47, 0, -1)
+        if h % 5 != 3
+    ]
+    older = [
+        top - timedelta(days=d, hours=h) + timedelta(minutes=(d * 7 + h) % 60, seconds=d % 60)
+        for d in range(30, 2, -1)
+        for h in (2, 9, 15, 21)[: 2 + d % 3]
+    ]
+    return sorted(older) + recent
+
+
+@transaction.atomic
+def showcase_seed(*, now: datetime | None = None) -> Showcase:
+    """Fill an empty database with a month of history (see the module docstring)."""
+    now = now or timezone.now()
+    if not get_user_model().objects.filter(username=USERNAME).exists():
+        get_user_model().objects.create_superuser(USERNAME, "operator@example.com", PASSWORD)
+    call_command("declare_dags", str(MANIFEST), stdout=None)
+    asset = Asset.objects.get(uri=MY_TASK)
+    other, _ = Asset.objects.get_or_create(name="other-output", uri=OTHER)
+    alias = AssetAlias.objects.get(name="example-alias")
+    for target in (asset, other):
+        AssetAliasAsset.objects.get_or_create(alias=alias, asset=target)
+    newest = None
+    times = _times(now)
+    for i, at in enumerate(times):
+        last = i == len(times) - 1
+        failed = i % 23 == 11
+        run = _run(
+            *PRODUCER,
+            at,
+            state=DagRunState.FAILED if failed else DagRunState.SUCCESS,
+            run_type=DagRunType.SCHEDULED,
+        )
+        if failed:
+            continue
+        newest = _emit(run, PRODUCER[1], asset, at + timedelta(seconds=31), rows=1000 + i * 7)
+        if not last:
+            consumer = _run(
+                *CONSUMER,
+                at + timedelta(minutes=1),
+                state=DagRunState.SUCCESS,
+                run_type=DagRunType.ASSET_TRIGGERED,
+            )
+            DagRunAssetEvent.objects.create(dag_run=consumer, event=newest)
+        if i % 6 == 2:  # the alias producer writes both assets through the alias
+            alias_run = _run(
+                *ALIAS_PRODUCER,
+                at + timedelta(minutes=20),
+                state=DagRunState.SUCCESS,
+                run_type=DagRunType.SCHEDULED,
+            )
+            for target in (asset, other):
+                event = _emit(
+                    alias_run, ALIAS_PRODUCER[1], target, at + timedelta(minutes=20, seconds=45)
+                )
+                AssetAliasAssetEvent.objects.create(alias=alias, event=event)
+            consumer = _run(
+                *ALIAS_CONSUMER,
+                at + timedelta(minutes=21),
+                state=DagRunState.SUCCESS,
+                run_type=DagRunType.ASSET_TRIGGERED,
+            )
+            DagRunAssetEvent.objects.create(dag_run=consumer, event=event)
+    assert newest is not None
+    # the newest event is not consumed yet: its consumer waits in the queue; one alias
+    # producer is running right now
+    AssetDagRunQueue.objects.create(
+        asset=asset, target_dag_id=CONSUMER[0], created_at=newest.timestamp
+    )
+    _run(
+        *ALIAS_PRODUCER,
+        now - timedelta(minutes=2),
+        state=DagRunState.RUNNING,
+        run_type=DagRunType.MANUAL,
+    )
+    return Showcase(asset=asset, alias=alias, newest_event=newest, waiting_dag_id=CONSUMER[0])

@@ -1,0 +1,212 @@
+"""The overview, the asset page, the DAG page and the emit-event form in headless Chromium at
+1400 px, against a live gunicorn server and a month of seeded history (devtools.showcase):
+the charts and the lineage render, their links resolve, nothing scrolls sideways."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urljoin
+
+import httpx
+import pytest
+from django.contrib.admin.models import LogEntry
+
+from assets_app.models import Asset, AssetDagRunQueue, AssetEvent, Dag
+from devtools.browser import full_page_png, log_in
+from devtools.showcase import PASSWORD, USERNAME, showcase_seed
+
+pytestmark = pytest.mark.slow
+
+#: Every list page of the registry's admin.
+LISTS = (
+    "asset",
+    "assetalias",
+    "assetaliasasset",
+    "assetevent",
+    "assetaliasassetevent",
+    "dag",
+    "dagrun",
+    "taskinstance",
+    "assetdagrunqueue",
+)
+
+
+@pytest.fixture
+def site(server, browser):
+    """The seeded registry, and the browser logged in as the operator."""
+    showcase = showcase_seed()
+    log_in(browser, server.url, USERNAME, PASSWORD)
+    return showcase
+
+
+def _css(browser, selector: str) -> list:
+    from selenium.webdriver.common.by import By
+
+    return browser.find_elements(By.CSS_SELECTOR, selector)
+
+
+def _no_sideways_scroll(browser) -> None:
+    """Neither the page nor a scrollable part of it (the admin's result table box, a lineage
+    box) is wider than what the 1400 px window shows."""
+    page = browser.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert page[0] <= page[1], f"page {page[0]} px wide in a {page[1]} px window"
+    assert browser.execute_script("return window.innerWidth") == 1400
+    overflowing = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#content *'))"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1"
+        "  && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))"
+        ".map(e => e.id || e.className)"
+    )
+    assert overflowing == [], overflowing
+
+
+def _links_resolve(browser, server, selector: str) -> int:
+    """GET every link under ``selector`` with the browser's session; all answer 200."""
+    cookies = {c["name"]: c["value"] for c in browser.get_cookies()}
+    hrefs = browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]))"
+        ".map(a => a.getAttribute('href') || a.getAttribute('xlink:href'))",
+        f"{selector} a",
+    )
+    assert hrefs, selector
+    with httpx.Client(cookies=cookies, timeout=30) as client:
+        for href in sorted(set(hrefs)):
+            url = urljoin(browser.current_url, href)
+            response = client.get(url)
+            assert response.status_code == 200, (href, response.status_code)
+            assert "/admin/login/" not in str(response.url), href
+    return len(set(hrefs))
+
+
+def _rendered_size(element) -> tuple[int, int]:
+    size = element.size
+    return size["width"], size["height"]
+
+
+def test_overview(site, server, browser, tmp_path):
+    browser.get(f"{server.url}/admin/")
+    overview = _css(browser, "#ar-overview")[0]
+    assert "Overview" in overview.text
+    cards = _css(browser, "#ar-card-queue")[0].text
+    assert "1 DAG(s) waiting" in cards and "oldest wait" in cards
+    # the chart is drawn: 48 bars with a size, the x axis labelled
+    chart = _css(browser, "#ar-overview figure.ar-chart svg")[0]
+    width, height = _rendered_size(chart)
+    assert width > 800 and height > 150, (width, height)
+    bars = _css(browser, "#ar-overview figure.ar-chart svg .bar rect")
+    assert len(bars) == 48
+    assert sum(1 for bar in bars if bar.size["height"] > 0) >= 30
+    # the latest events: producer → asset → consumers
+    rows = _css(browser, "#ar-overview table.ar-events tbody tr")
+    assert len(rows) == 10
+    assert "waiting:" in rows[0].text and site.waiting_dag_id in rows[0].text
+    assert _links_resolve(browser, server, "#ar-overview") > 40
+    _no_sideways_scroll(browser)
+    full_page_png(browser, tmp_path / "overview.png")
+
+
+def test_asset_page(site, server, browser, tmp_path):
+    browser.get(f"{server.url}/admin/assets_app/asset/{site.asset.pk}/change/")
+    lineage = _css(browser, "#ar-asset-lineage svg.ar-lineage")[0]
+    assert _rendered_size(lineage)[0] > 600
+    nodes = _css(browser, "#ar-asset-lineage svg a.ar-node")
+    labels = {node.text for node in nodes}
+    assert {"s3://bucket/my-task", "example-alias", "produce_asset_events"} <= {
+        label.split("\n")[0] for label in labels
+    }, labels
+    waiting = _css(browser, "#ar-asset-lineage svg a.ar-waiting")
+    assert len(waiting) == 1 and site.waiting_dag_id in waiting[0].text
+
+    # boxes are laid out left to right: producers, the asset, consumers
+    def x(node):
+        return node.location["x"]
+
+    focus = _css(browser, "#ar-asset-lineage svg a.ar-focus")[0]
+    assert x(waiting[0]) > x(focus) > x(_css(browser, "#ar-asset-lineage svg a.ar-alias")[0])
+    assert len(_css(browser, "#ar-asset-chart svg .bar rect")) == 30
+    assert len(_css(browser, "#ar-asset-events table.ar-events tbody tr")) == 10
+    _links_resolve(browser, server, "#ar-asset-lineage")
+    _links_resolve(browser, server, "#ar-asset-chart")
+    _links_resolve(browser, server, "#ar-asset-events")
+    _no_sideways_scroll(browser)
+    full_page_png(browser, tmp_path / "asset.png")
+
+
+def test_dag_page(site, server, browser, tmp_path):
+    browser.get(f"{server.url}/admin/assets_app/dag/{site.waiting_dag_id}/change/")
+    nodes = _css(browser, "#ar-dag-lineage svg a.ar-node")
+    assert len(nodes) == 2  # its input asset (queued) → the DAG
+    queued = _css(browser, "#ar-dag-lineage svg a.ar-waiting")[0]
+    assert "s3://bucket/my-task" in queued.text and "event queued" in queued.text
+    runs = _css(browser, "#ar-dag-runs tbody tr")
+    assert len(runs) == 10
+    assert "success" in runs[0].text and "0m 4" in runs[0].text  # state, duration
+    _links_resolve(browser, server, "#ar-dag-lineage")
+    _links_resolve(browser, server, "#ar-dag-runs")
+    _no_sideways_scroll(browser)
+
+    browser.get(f"{server.url}/admin/assets_app/dag/asset_s3_bucket_producer/change/")
+    kinds = [n.get_attribute("class") for n in _css(browser, "#ar-dag-lineage svg a.ar-node")]
+    assert len(kinds) == 3 and any("ar-task" in k for k in kinds), kinds  # DAG → task → asset
+    _links_resolve(browser, server, "#ar-dag-lineage")
+    full_page_png(browser, tmp_path / "dag.png")
+
+
+def test_emit_event_form(site, server, browser, tmp_path):
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    asset = site.asset
+    AssetDagRunQueue.objects.all().delete()
+    before = AssetEvent.objects.filter(asset=asset).count()
+    browser.get(f"{server.url}/admin/assets_app/asset/{asset.pk}/change/")
+    old = _css(browser, "html")[0]
+    _css(browser, "#ar-emit-link")[0].click()
+    WebDriverWait(browser, 15).until(ec.staleness_of(old))
+    assert "Create asset event on s3://bucket/my-task" in browser.page_source
+    _no_sideways_scroll(browser)
+
+    # a JSON array is refused, naming the field; nothing is written
+    extra = _css(browser, "#id_extra")[0]
+    extra.clear()
+    extra.send_keys("[1, 2]")
+    old = _css(browser, "html")[0]
+    _css(browser, "#ar-emit-form [type=submit]")[0].click()
+    WebDriverWait(browser, 15).until(ec.staleness_of(old))
+    error = _css(browser, ".field-extra .errorlist")[0].text
+    assert error == "Enter a JSON object ({...}), not a JSON array.", error
+    assert AssetEvent.objects.filter(asset=asset).count() == before
+    full_page_png(browser, tmp_path / "emit-error.png")
+
+    # a valid object and a partition key: created, back on the asset page
+    extra = _css(browser, "#id_extra")[0]
+    extra.clear()
+    extra.send_keys(json.dumps({"rows": 7, "by": "operator"}))
+    old = _css(browser, "html")[0]
+    _css(browser, "#ar-emit-form [type=submit]")[0].click()
+    WebDriverWait(browser, 15).until(ec.staleness_of(old))
+    assert browser.current_url.endswith(f"/admin/assets_app/asset/{asset.pk}/change/")
+    message = _css(browser, ".messagelist")[0].text
+    event = AssetEvent.objects.filter(asset=asset).order_by("-id").first()
+    assert f"Created asset event {event.pk}" in message
+    assert site.waiting_dag_id in message  # the consumer was queued
+    assert event.extra == {"rows": 7, "by": "operator"}
+    assert AssetDagRunQueue.objects.filter(asset=asset, target_dag_id=site.waiting_dag_id).exists()
+    entry = LogEntry.objects.get(object_id=str(asset.pk))
+    assert entry.user.username == USERNAME
+    # the new event heads the asset's latest events
+    first = _css(browser, "#ar-asset-events tbody tr")[0].text
+    assert "manual" in first and "waiting:" in first
+    browser.get(f"{server.url}/admin/assets_app/asset/{asset.pk}/history/")
+    assert USERNAME in _css(browser, "#change-history")[0].text
+
+
+def test_lists_fit_1400_px(site, server, browser):
+    assert Asset.objects.filter(active__isnull=False).count() == 1
+    assert Dag.objects.count() == 4
+    for model in LISTS:
+        browser.get(f"{server.url}/admin/assets_app/{model}/")
+        assert _css(browser, "#result_list tbody tr"), model
+        _no_sideways_scroll(browser)
