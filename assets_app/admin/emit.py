@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -19,13 +20,24 @@ from django.urls import reverse
 from assets_app.exceptions import InvalidInputError
 from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetDagRunQueue, AssetEvent
 from assets_app.services.asset_events import asset_event_create_manual
+from assets_app.validators import json_value_problem
 
 #: The model permission that allows emitting an event (Django's "add asset event").
 EMIT_PERMISSION = "assets_app.add_assetevent"
 
 
+class _AsciiJSONField(forms.JSONField):
+    """Shows a typed value back as ASCII JSON, so a lone surrogate (refused by ``clean_extra``)
+    is redisplayed as ``\\ud800`` instead of breaking the page's UTF-8."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, ensure_ascii=True, cls=self.encoder)
+
+
 class EmitEventForm(forms.Form):
-    extra = forms.JSONField(
+    extra = _AsciiJSONField(
         required=False,
         initial=dict,
         widget=forms.Textarea(attrs={"rows": 8, "cols": 70, "class": "vLargeTextField"}),
@@ -46,6 +58,9 @@ class EmitEventForm(forms.Form):
             raise forms.ValidationError(
                 f"Enter a JSON object ({{...}}), not a JSON {_json_kind(extra)}."
             )
+        problem = json_value_problem(extra, max_bytes=settings.ASSET_EVENT_EXTRA_MAX_BYTES)
+        if problem is not None:
+            raise forms.ValidationError(problem.describe("extra"))
         return extra
 
     def clean_partition_key(self) -> str | None:

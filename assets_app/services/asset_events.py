@@ -9,6 +9,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -28,6 +29,7 @@ from assets_app.services.registration import (
     asset_event_consumers_queue,
 )
 from assets_app.services.scheduler import events_awaiting_consumers
+from assets_app.validators import json_value_problem
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +73,9 @@ def asset_event_create_manual(
     consumer DAGs, as Airflow's "create asset event" does. Signals are sent after commit."""
     if extra is not None and not isinstance(extra, dict):
         raise InvalidInputError("extra must be a JSON object")
+    problem = json_value_problem(extra, max_bytes=settings.ASSET_EVENT_EXTRA_MAX_BYTES)
+    if problem is not None:
+        raise InvalidInputError(problem.describe("extra"))
     if partition_key is not None and not 0 < len(partition_key) <= PARTITION_KEY_LENGTH:
         raise InvalidInputError(f"partition key must be 1-{PARTITION_KEY_LENGTH} characters")
     asset = asset_get_for_event(name=name, uri=uri)

@@ -427,6 +427,7 @@ def test_create_asset_event_records_a_manual_event_and_queues_consumers():
         pytest.param(["--name=a", "--extra={"], "--extra is not valid JSON", id="bad-json"),
         pytest.param(["--name=a", "--extra=[1]"], "--extra must be a JSON object", id="not-object"),
         pytest.param(["--name=dup"], "several inactive assets have name 'dup'", id="ambiguous"),
+        pytest.param(["--name=a", '--extra={"r": NaN}'], r"extra\['r'\]: ", id="nan-extra"),
     ],
 )
 def test_create_asset_event_rejects_bad_input(args, message):

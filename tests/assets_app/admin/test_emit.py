@@ -73,6 +73,9 @@ def test_emit_with_partition_key_queues_nothing(admin_client, world):
         ({"extra": "[1, 2]"}, "extra", "Enter a JSON object ({...}), not a JSON array."),
         ({"extra": '"text"'}, "extra", "Enter a JSON object ({...}), not a JSON string."),
         ({"extra": "3"}, "extra", "Enter a JSON object ({...}), not a JSON number."),
+        ({"extra": '{"ratio": NaN}'}, "extra", "extra['ratio']: "),
+        ({"extra": '{"big": 1e400}'}, "extra", "extra['big']: "),
+        ({"extra": '{"s": "\\ud800"}'}, "extra", "extra['s']: "),
         (
             {"extra": "{}", "partition_key": "k" * (PARTITION_KEY_LENGTH + 1)},
             "partition_key",
