@@ -136,10 +136,15 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 
 class JSONStringField(serializers.CharField):
-    """A string of a JSON body, never coerced from another type (``0`` is not ``"0"``), as
-    pydantic checks ``str``; otherwise DRF's ``CharField``."""
+    """A string of a JSON body, never coerced from another type (``0`` is not ``"0"``) and
+    never trimmed (a hostname of one no-break space is not blank), as pydantic checks ``str``;
+    otherwise DRF's ``CharField``."""
 
     default_error_messages = {"string_type": "Input should be a valid string"}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):

@@ -40,6 +40,17 @@ def test_run_from_queued_or_restarting_returns_the_run_context(make_ti, state):
     assert ti.start_date.isoformat() == "2026-11-30T04:50:58.075255+00:00"
 
 
+def test_run_keeps_hostname_and_unixname_as_sent_untrimmed(make_ti):
+    # a no-break space is a non-empty string to pydantic (and so to the schema): not blank
+    ti = make_ti(state="queued")
+
+    response = _run(ti, {**RUN_BODY, "hostname": " vm ", "unixname": "\u00a0"})
+
+    assert response.status_code == 200, response.content
+    ti.refresh_from_db()
+    assert (ti.hostname, ti.unixname) == (" vm ", "\u00a0")
+
+
 def test_run_repeat_by_the_same_process_is_200_again(make_ti):
     ti = make_ti(state="queued")
     assert _run(ti).status_code == 200
