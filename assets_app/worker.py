@@ -6,10 +6,14 @@ A loop claims up to the free slots (``task_instances_claim``: ``scheduled`` → 
 and starts one child process per task instance, which talks to the execution API over HTTP:
 
 - a task with a ``callable`` runs under the ``task_sdk`` supervisor
-  (``python -m task_sdk run``);
+  (``python -m task_sdk run``), started as a fork of the worker (:mod:`task_sdk.forking`:
+  the worker has imported the supervisor's modules already, so the child marks its task
+  instance running within milliseconds instead of after a fresh interpreter's ~0.3 s of
+  imports). The task's own code still runs in a fresh process the supervisor starts;
 - a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
   (``python -m airflow.sdk.execution_time.execute_workload``, the ``airflow`` extra) with the
-  DAG file's folder as the ``dags-folder`` bundle.
+  DAG file's folder as the ``dags-folder`` bundle. That one stays a new process: Airflow's
+  modules and settings are not the worker's to import, and its supervisor forks in turn.
 
 The child reports the outcome (``/run``, heartbeats, ``/state``); the worker reaps it, reads
 the task instance's state and reports one line per task instance. A task whose code cannot be
@@ -24,7 +28,9 @@ claimed but not started; running tasks get ``grace_period`` seconds to finish, t
 ``kill_grace`` seconds later. A second ``request_stop()`` skips the grace period.
 
 Waiting for work is ``wait_for_work``: on PostgreSQL it wakes up when a scheduler commits new
-runs (``LISTEN``, :mod:`assets_app.notify`), at the latest after the poll interval.
+runs (``LISTEN``, :mod:`assets_app.notify`), at the latest after the poll interval, and
+claims at once. With ``DEBUG`` logging it logs, per task instance, when it woke up, claimed
+it and started its process (``timing …`` lines, read by ``bench/bench_e2e.py``).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import httpx
 from django.db import DatabaseError, close_old_connections, connection
@@ -51,7 +57,9 @@ from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskIn
 from assets_app.notify import RUNS_CHANNEL, Listener
 from assets_app.services.task_instances import task_instances_claim, task_instances_unclaim
 from assets_app.tokens import token_issue
-from task_sdk.client import Client, ServerResponseError, now
+from task_sdk.client import Client, ServerResponseError
+from task_sdk.forking import preload, start_cli
+from task_sdk.timestamps import now
 
 logger = logging.getLogger(__name__)
 
@@ -105,10 +113,14 @@ def _airflow_available() -> bool:
 
 @dataclass
 class TaskLaunch:
-    """The child process that runs one task instance, and a file to delete after it."""
+    """The child process that runs one task instance, and a file to delete after it.
+
+    ``argv`` is the command to start; ``forked``: the arguments of ``python -m task_sdk``,
+    run in a fork of the worker instead."""
 
     argv: list[str]
     env: dict[str, str]
+    forked: bool = False
     scratch: Path | None = None
 
 
@@ -126,12 +138,12 @@ def task_launch(
     env = dict(os.environ)
     if dag_task.callable:
         env.update(TASK_SDK_TOKEN=token, PYTHONUNBUFFERED="1")
-        argv = [
-            *(sys.executable, "-m", "task_sdk", "run", "--server", server),
+        sdk_args = [
+            *("run", "--server", server),
             *("--ti-id", str(ti.pk), "--try-number", str(ti.try_number)),
             dag_task.callable,
         ]
-        return TaskLaunch(argv=argv, env=env)
+        return TaskLaunch(argv=sdk_args, env=env, forked=True)
     dag_file = Path(dag_task.airflow_dag_file)
     if not dag_file.is_file():
         raise TaskCodeError(f"{label}: Airflow DAG file not found: {dag_file}")
@@ -207,11 +219,24 @@ class WorkerSummary:
         return sum(1 for outcome in self.outcomes if outcome.state == state)
 
 
+class TaskProcess(Protocol):
+    """A task instance's child: a ``subprocess.Popen`` or a ``task_sdk.forking.ForkedProcess``."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+
 @dataclass
 class _Child:
     ti: TaskInstance
     label: str
-    process: subprocess.Popen[bytes]
+    process: TaskProcess
     log_path: Path
     started: float
     scratch: Path | None
@@ -238,43 +263,42 @@ def _last_error_line(log_path: Path) -> str:
     return lines[-1][:500] if lines else ""
 
 
-class Worker:
-    """Claims and runs task instances until stopped (see the module docstring)."""
+def _log_report(line: str) -> None:
+    logger.info("%s", line)
 
-    def __init__(
-        self,
-        *,
-        server: str,
-        log_dir: Path,
-        concurrency: int = 4,
-        once: bool = False,
-        max_tasks: int | None = None,
-        poll_interval: float = 1.0,
-        grace_period: float = 30.0,
-        kill_grace: float = DEFAULT_KILL_GRACE,
-        airflow_home: Path | None = None,
-        report: Callable[[str], None] | None = None,
-    ) -> None:
-        if concurrency < 1:
+
+@dataclass(kw_only=True, eq=False)
+class Worker:
+    """Claims and runs task instances until stopped (see the module docstring).
+
+    ``airflow_home`` defaults to ``log_dir / "airflow_home"``; ``report`` gets one line per
+    event (default: the log)."""
+
+    server: str
+    log_dir: Path
+    concurrency: int = 4
+    once: bool = False
+    max_tasks: int | None = None
+    poll_interval: float = 1.0
+    grace_period: float = 30.0
+    kill_grace: float = DEFAULT_KILL_GRACE
+    airflow_home: Path | None = None
+    report: Callable[[str], None] = _log_report
+    summary: WorkerSummary = field(default_factory=WorkerSummary, init=False)
+    _children: list[_Child] = field(default_factory=list, init=False)
+    _taken: int = field(default=0, init=False)  # started, or failed for missing code
+    _claimed_once: bool = field(default=False, init=False)
+    _stop_requested: bool = field(default=False, init=False)
+    _hurry: bool = field(default=False, init=False)  # a second stop request: no grace period
+    # wall clock, for the timing lines: the last wake-up and the last claim
+    _woken_at: float = field(default=0.0, init=False)
+    _claimed_at: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        if max_tasks is not None and max_tasks < 1:
+        if self.max_tasks is not None and self.max_tasks < 1:
             raise ValueError("max_tasks must be at least 1")
-        self.server = server
-        self.log_dir = log_dir
-        self.concurrency = concurrency
-        self.once = once
-        self.max_tasks = max_tasks
-        self.poll_interval = poll_interval
-        self.grace_period = grace_period
-        self.kill_grace = kill_grace
-        self.airflow_home = airflow_home or log_dir / "airflow_home"
-        self.report = report or (lambda line: logger.info("%s", line))
-        self.summary = WorkerSummary()
-        self._children: list[_Child] = []
-        self._taken = 0  # task instances taken (started, or failed for missing code)
-        self._claimed_once = False
-        self._stop_requested = False
-        self._hurry = False  # a second stop request: skip the grace period
 
     # -- control ---------------------------------------------------------------------------
 
@@ -305,11 +329,13 @@ class Worker:
 
     def run(self) -> WorkerSummary:
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        preload()  # once here, not in every forked supervisor
         listener = Listener(RUNS_CHANNEL)  # wakes on the schedulers' commits (PostgreSQL)
         if not self.once:
             listener.listen()  # before the first claim: no run created after it goes unnoticed
         try:
             while True:
+                self._woken_at = time.time()
                 self._reap()
                 if self._done_claiming():
                     break
@@ -349,6 +375,7 @@ class Worker:
                     task_id__in={ti.task_id for ti in claimed},
                 )
             }
+            self._claimed_at = time.time()
         except DatabaseError as exc:
             self.report(f"claiming failed, trying again: {exc}")
             self._close_connection()
@@ -392,35 +419,48 @@ class Worker:
                 dag_task=dag_task,
                 server=self.server,
                 token=token,
-                airflow_home=self.airflow_home,
+                airflow_home=self.airflow_home or self.log_dir / "airflow_home",
             )
         except TaskCodeError as exc:
             self._taken += 1
             self._fail_without_code(ti, label, token, str(exc))
             return
         log_path = self._log_path(ti)
-        log_file: IO[bytes]
-        with log_path.open("ab") as log_file:
-            try:
-                process = subprocess.Popen(
-                    launch.argv,
-                    env=launch.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    # a session of its own: a terminal's Ctrl-C reaches the worker only, which
-                    # lets the task finish within the grace period
-                    start_new_session=True,
-                )
-            except OSError:
-                if launch.scratch is not None:
-                    launch.scratch.unlink(missing_ok=True)
-                raise
+        try:
+            process = self._spawn(launch, log_path)
+        except OSError:
+            if launch.scratch is not None:
+                launch.scratch.unlink(missing_ok=True)
+            raise
+        logger.debug(
+            "timing %s woken=%.6f claimed=%.6f forked=%.6f",
+            ti.pk,
+            self._woken_at,
+            self._claimed_at,
+            time.time(),
+        )
         self._taken += 1
         self._children.append(
             _Child(ti, label, process, log_path, time.monotonic(), launch.scratch)
         )
         self.report(f"started {label} (task instance {ti.pk}, pid {process.pid}, log {log_path})")
+
+    @staticmethod
+    def _spawn(launch: TaskLaunch, log_path: Path) -> TaskProcess:
+        """Start the task's child, in a session of its own (so a terminal's Ctrl-C reaches the
+        worker only, which lets the task finish within the grace period)."""
+        log_file: IO[bytes]
+        with log_path.open("ab") as log_file:
+            if launch.forked:
+                return start_cli(launch.argv, env=launch.env, output=log_file)
+            return subprocess.Popen(
+                launch.argv,
+                env=launch.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def _fail_without_code(self, ti: TaskInstance, label: str, token: str, reason: str) -> None:
         """Report the task instance failed through the execution API, as its runner would."""

@@ -47,13 +47,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -125,6 +129,46 @@ def spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[b
     )
 
 
+#: ``created <dag_id> <run_id> (…)``: the scheduler's line per run, printed after its commit.
+CREATED_LINE = re.compile(r"^created (\S+) (\S+) ")
+#: The worker's ``DEBUG`` line per task instance it started (``assets_app.worker``).
+TIMING_LINE = re.compile(r"timing (\S+) woken=([\d.]+) claimed=([\d.]+) forked=([\d.]+)")
+
+
+def spawn_scheduler(
+    args: list[str], log: Path, env: dict[str, str], committed: dict[tuple[str, str], float]
+) -> subprocess.Popen[bytes]:
+    """The scheduler, its output copied to ``log`` by a thread that notes when each run's
+    ``created`` line arrives (``committed[(dag_id, run_id)]``, wall clock)."""
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+    def copy(stream: IO[bytes]) -> None:
+        with log.open("wb") as out:
+            for raw in iter(stream.readline, b""):
+                at = time.time()
+                out.write(raw)
+                if match := CREATED_LINE.match(raw.decode(errors="replace")):
+                    committed[(match[1], match[2])] = at
+
+    assert process.stdout is not None
+    threading.Thread(target=copy, args=(process.stdout,), daemon=True).start()
+    return process
+
+
+def worker_timings(log: Path) -> dict[str, tuple[float, float, float]]:
+    """Task instance id → (woken, claimed, forked), wall clock, from the worker's log."""
+    return {
+        match[1]: (float(match[2]), float(match[3]), float(match[4]))
+        for match in TIMING_LINE.finditer(log.read_text(errors="replace"))
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200)
@@ -164,8 +208,14 @@ def main() -> None:
                     except ServerStartError as exc:
                         raise SystemExit(f"{exc}, see {logs / 'gunicorn.log'}") from exc
                 children.append(server)
+                committed: dict[tuple[str, str], float] = {}
                 children.append(
-                    spawn(["scheduler", "--interval", str(args.interval)], logs / "s.log", env)
+                    spawn_scheduler(
+                        ["scheduler", "--interval", str(args.interval)],
+                        logs / "s.log",
+                        env,
+                        committed,
+                    )
                 )
                 children.append(
                     spawn(
@@ -174,7 +224,8 @@ def main() -> None:
                             *("--concurrency", str(args.concurrency)),
                         ],
                         logs / "w.log",
-                        env,
+                        # for its timing lines
+                        {**env, "DJANGO_LOG_LEVEL": "DEBUG"},
                     )
                 )
                 time.sleep(3)  # both started and listening
@@ -205,23 +256,15 @@ def main() -> None:
                             source_run_id=f"e2e_{n}"
                         ).values_list("pk", flat=True)
                         responded[event_id] = at
-                to_run, latencies = wait_started(responded, timeout=args.timeout)
-                missing = len(responded) - len(latencies)
-                for what, values in (
-                    ("its run created", to_run),
-                    ("its task instance started", latencies),
-                ):
-                    print(
-                        f"  success response → {what}: "
-                        + ", ".join(
-                            f"{name} {percentile(values, q) * 1000:.0f} ms"
-                            for name, q in (("p50", 50), ("p95", 95), ("p99", 99))
-                        )
-                        + f", max {max(values, default=0) * 1000:.0f} ms ({len(values)} events"
-                        + (f", {missing} MISSING" if missing else "")
-                        + ")",
-                        flush=True,
-                    )
+                chains = wait_started(responded, timeout=args.timeout)
+                missing = len(responded) - len(chains)
+                print_breakdown(
+                    chains, responded, committed=committed, timings=worker_timings(logs / "w.log")
+                )
+                print(
+                    f"  {len(chains)} events" + (f", {missing} MISSING" if missing else ""),
+                    flush=True,
+                )
                 failed = bool(missing)
             finally:
                 for child in reversed(children):
@@ -244,24 +287,112 @@ def _outlet(k: int) -> dict:
     }
 
 
-def wait_started(responded: dict[int, float], *, timeout: float) -> tuple[list[float], list[float]]:
-    """Per event, its consumer's run creation and its task instance's start, each minus the
-    producer's response."""
+@dataclass(frozen=True)
+class Chain:
+    """What the database says about one event on its way to its consumer's task."""
+
+    registered: float  # asset_event.timestamp, in the producer's transaction
+    dag_id: str
+    run_id: str
+    run_created: float  # dag_run.created_at, in the scheduler's transaction
+    ti_id: str
+    started: float  # task_instance.start_date, sent by the supervisor's /run
+
+
+def wait_started(responded: dict[int, float], *, timeout: float) -> dict[int, Chain]:
+    """Per event, its consumer's run and task instance once that one started (the events
+    whose consumer did not start within ``timeout`` are left out)."""
     deadline = time.monotonic() + timeout
     while True:
         found = {
-            event_id: (created.timestamp(), start.timestamp())
-            for event_id, created, start in TaskInstance.objects.filter(
-                dag_run__event_links__event_id__in=list(responded), start_date__isnull=False
-            ).values_list("dag_run__event_links__event_id", "dag_run__created_at", "start_date")
+            event_id: Chain(
+                registered.timestamp(),
+                dag_id,
+                run_id,
+                created.timestamp(),
+                str(ti_id),
+                start.timestamp(),
+            )
+            for event_id, registered, dag_id, run_id, created, ti_id, start in (
+                TaskInstance.objects.filter(
+                    dag_run__event_links__event_id__in=list(responded), start_date__isnull=False
+                ).values_list(
+                    "dag_run__event_links__event_id",
+                    "dag_run__event_links__event__timestamp",
+                    "dag_id",
+                    "run_id",
+                    "dag_run__created_at",
+                    "pk",
+                    "start_date",
+                )
+            )
         }
         if len(found) == len(responded) or time.monotonic() > deadline:
-            done = [e for e in responded if e in found]
-            return (
-                [found[e][0] - responded[e] for e in done],
-                [found[e][1] - responded[e] for e in done],
-            )
+            return found
         time.sleep(0.5)
+
+
+#: The stages of the breakdown, in order: name, where its time comes from.
+STAGES = (
+    ("event registered", "asset_event.timestamp, in the producer's transaction"),
+    ("success response", "the 204 of the producer's PATCH …/state (after its commit)"),
+    ("run created", "dag_run.created_at, in the scheduler's pass (before its commit)"),
+    ("run committed", "the scheduler's 'created' line, read by this benchmark"),
+    ("worker woken", "the worker's loop resumed (NOTIFY on the runs channel)"),
+    ("claimed", "task_instances_claim + the DagTask lookup returned"),
+    ("process forked", "the task_sdk supervisor's process started"),
+    ("task instance started", "task_instance.start_date: the supervisor's /run call"),
+)
+
+
+def print_breakdown(
+    chains: dict[int, Chain],
+    responded: dict[int, float],
+    *,
+    committed: dict[tuple[str, str], float],
+    timings: dict[str, tuple[float, float, float]],
+) -> None:
+    """Per stage, its time after the producer's response (p50/p95/p99/max over the events
+    where it is known), and the median step from the stage before."""
+    rows: dict[str, list[float]] = {name: [] for name, _ in STAGES}
+    steps: dict[str, list[float]] = {name: [] for name, _ in STAGES}
+    for event_id, chain in chains.items():
+        woken, claimed, forked = timings.get(chain.ti_id, (None, None, None))
+        at = {
+            "event registered": chain.registered,
+            "success response": responded[event_id],
+            "run created": chain.run_created,
+            "run committed": committed.get((chain.dag_id, chain.run_id)),
+            "worker woken": woken,
+            "claimed": claimed,
+            "process forked": forked,
+            "task instance started": chain.started,
+        }
+        previous = None
+        for name, _ in STAGES:
+            when = at[name]
+            if when is None:
+                continue
+            rows[name].append(when - responded[event_id])
+            if previous is not None:
+                steps[name].append(when - previous)
+            previous = when
+    print(
+        f"  {'stage (ms after the success response)':<40} {'p50':>6} {'p95':>6} {'p99':>6} "
+        f"{'max':>6}   {'step p50':>8}",
+        flush=True,
+    )
+    for name, source in STAGES:
+        values = rows[name]
+        if not values:
+            print(f"  {name:<40} (not seen: {source})")
+            continue
+        figures = (
+            " ".join(f"{percentile(values, q) * 1000:6.0f}" for q in (50, 95, 99))
+            + f" {max(values) * 1000:6.0f}"
+        )
+        step = f"{percentile(steps[name], 50) * 1000:+8.1f}" if steps[name] else " " * 8
+        print(f"  {name:<40} {figures}   {step}", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ import json
 import logging
 import platform
 import socket
+import ssl
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -27,6 +28,7 @@ import tenacity
 
 from task_sdk import __version__
 from task_sdk.jsonvalues import dumps
+from task_sdk.timestamps import isoformat, now
 
 logger = logging.getLogger(__name__)
 
@@ -84,21 +86,18 @@ def json_object(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-def isoformat(when: datetime) -> str:
-    """UTC timestamp as the Airflow client sends it: ``2026-11-30T04:50:58.075255Z``."""
-    if when.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware")
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def now() -> datetime:
-    return datetime.now(tz=UTC)
-
-
 @functools.cache
 def hostname() -> str:
     """This worker's name, looked up once: ``getfqdn()`` may ask DNS, and heartbeats repeat it."""
     return socket.getfqdn() or platform.node()
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """The verifying SSL context every client of this process shares, as ``httpx`` would build
+    it (honouring ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): building one loads the CA bundle,
+    which takes longer than a whole request to a local server."""
+    return httpx.create_ssl_context()
 
 
 def _is_retryable(exc: BaseException) -> bool:
@@ -143,6 +142,7 @@ class Client:
             base_url=execution_api_url(server),
             timeout=timeout,
             transport=transport,
+            verify=ssl_context(),
             follow_redirects=False,
             headers={
                 "Airflow-API-Version": API_VERSION,

@@ -20,13 +20,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from task_sdk.client import isoformat, now
 from task_sdk.comms import COMMS_FD_ENV, Channel
 from task_sdk.decorators import Task, as_task
 from task_sdk.definitions import AssetNameRef, AssetUniqueKey, AssetUriRef
 from task_sdk.inlets import AssetEventsQuery, InletEventsAccessors, TriggeringAssetEventsAccessor
 from task_sdk.jsonvalues import check_json_value
 from task_sdk.outlets import OutletEventAccessors, build_task_outlets, serialize_outlet_events
+from task_sdk.timestamps import isoformat, now
 
 logger = logging.getLogger("task_sdk.runner")
 

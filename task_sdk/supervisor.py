@@ -37,13 +37,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import httpx
 
-from task_sdk.client import ServerResponseError, isoformat, now
+from task_sdk.client import Client, ServerResponseError
 from task_sdk.comms import COMMS_FD_ENV, Channel
 from task_sdk.runner import tries_remain
+from task_sdk.timestamps import isoformat, now
 
 logger = logging.getLogger(__name__)
 task_logger = logging.getLogger("task_sdk.task")
@@ -58,46 +59,6 @@ DEFAULT_EXIT_TIMEOUT = 20.0
 DEFAULT_KILL_GRACE = 5.0
 #: How often a wait for the task process to exit checks on it.
 _POLL_INTERVAL = 0.02
-
-
-class ExecutionClient(Protocol):
-    """The calls the supervisor makes (``task_sdk.client.Client`` or a test fake)."""
-
-    def start(self, ti_id: str, *, pid: int) -> dict[str, Any]: ...
-
-    def heartbeat(self, ti_id: str, *, pid: int) -> None: ...
-
-    def succeed(
-        self,
-        ti_id: str,
-        when: datetime,
-        task_outlets: list[dict[str, Any]],
-        outlet_events: list[dict[str, Any]],
-    ) -> None: ...
-
-    def finish(self, ti_id: str, state: str, when: datetime) -> None: ...
-
-    def asset_by_name(self, name: str) -> dict[str, Any]: ...
-
-    def asset_by_uri(self, uri: str) -> dict[str, Any]: ...
-
-    def asset_events(
-        self,
-        *,
-        name: str | None = ...,
-        uri: str | None = ...,
-        alias_name: str | None = ...,
-        after: datetime | None = ...,
-        before: datetime | None = ...,
-        ascending: bool = ...,
-        limit: int | None = ...,
-    ) -> list[dict[str, Any]]: ...
-
-    def xcom_set(
-        self, dag_id: str, run_id: str, task_id: str, key: str, value: Any, map_index: int = ...
-    ) -> None: ...
-
-    def set_rtif(self, ti_id: str, fields: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -142,7 +103,7 @@ class Supervisor:
 
     def __init__(
         self,
-        client: ExecutionClient,
+        client: Client,
         ti_id: str,
         task: str,
         *,

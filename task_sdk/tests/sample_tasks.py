@@ -225,3 +225,8 @@ def grandchild_then_lingers():
 
 def grandchild_then_returns():
     _start_grandchild()
+
+
+def prints_where_it_runs():
+    print(f"SDK_TEST_CASE={os.environ.get('SDK_TEST_CASE')} ", end="")
+    print(f"PARENT_ONLY={os.environ.get('PARENT_ONLY')} cwd={os.getcwd()}")

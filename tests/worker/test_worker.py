@@ -108,6 +108,34 @@ def test_a_task_whose_code_cannot_be_found_fails_with_the_message_and_the_worker
     assert no_code.end_date is not None
 
 
+def test_a_task_that_exits_hard_fails_and_the_worker_runs_the_next(start_worker, marker_dir):
+    # given a task that calls os._exit, and one that records where it runs
+    declare(
+        [
+            {
+                "dag_id": "d",
+                "tasks": [
+                    {"task_id": "a_exits", "callable": f"{TASKS}:exits_hard"},
+                    {"task_id": "b_good", "callable": f"{TASKS}:record_cwd"},
+                ],
+            }
+        ]
+    )
+    tis = [scheduled_task_instances("d", task_id, 1)[0] for task_id in ("a_exits", "b_good")]
+
+    # when one worker runs both, one at a time
+    worker = start_worker("--max-tasks", "2", "--concurrency", "1")
+
+    # then the first failed with the reason, the worker went on with the second, which ran in
+    # the worker's working directory with its environment (the marker folder)
+    assert worker.wait() == 0, worker.output()
+    out = worker.output()
+    assert states(tis) == ["failed", "success"], out
+    assert "task process exit code 3 without reporting a state" in out
+    assert "2 task instance(s) run, 1 success, 1 failed" in out
+    assert (marker_dir / str(tis[1].pk)).read_text() == f"cwd {REPO}"
+
+
 def test_sigterm_lets_a_running_task_finish_within_the_grace_period(start_worker, marker_dir):
     declare(
         [{"dag_id": "d", "tasks": [{"task_id": "t", "callable": f"{TASKS}:sleep_then_record"}]}]

@@ -40,3 +40,13 @@ def fail_first_try(*, ti_id, try_number):
     if try_number == 1:
         raise RuntimeError("the first try fails")
     _mark(ti_id, f"try {try_number}")
+
+
+@task
+def exits_hard():
+    os._exit(3)
+
+
+@task
+def record_cwd(*, ti_id):
+    _mark(ti_id, f"cwd {os.getcwd()}")
