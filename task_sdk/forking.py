@@ -11,9 +11,10 @@ behaves as the command would:
   stdout and stderr the given file, unbuffered (``PYTHONUNBUFFERED``);
 - exactly the given environment (``os.environ`` replaced, so the task process the supervisor
   starts inherits it) and the parent's working directory;
-- default signal dispositions (a signal sent while it forks waits for them) and its own
-  logging set up by the command, whatever the parent had installed; the parent's open files
-  and connections (its database connection, say) are left alone, never used nor closed;
+- default signal dispositions (a signal sent while it forks waits for them) and logging as a
+  fresh interpreter has it (then set up by the command), whatever handlers, levels and
+  filters the parent had; the parent's open files and connections (its database connection,
+  say) are left alone, never used nor closed;
 - its exit status is the command's (2 for bad usage, 1 for an unexpected error, whose
   traceback goes to the output). It never returns into the parent's code: it ends with
   ``os._exit`` whatever happens, so no ``atexit`` hook or finalizer of the parent runs twice.
@@ -167,6 +168,22 @@ def _become_command(env: Mapping[str, str], output_fd: int) -> None:
         if callable(disposition) and disposition is not signal.default_int_handler:
             signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    _reset_logging()
+
+
+def _reset_logging() -> None:
+    """Logging as in a fresh interpreter, for the command to set up: none of the parent's
+    handlers (say, Django's console handler), levels (a quieted logger) or filters."""
+    logging.disable(logging.NOTSET)
     root = logging.getLogger()
-    for handler in list(root.handlers):  # the parent's (e.g. Django's console handler): the
-        root.removeHandler(handler)  # command sets up its own
+    for logger in [root, *logging.Logger.manager.loggerDict.values()]:
+        if not isinstance(logger, logging.Logger):  # a placeholder for a dotted name's parent
+            continue
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        for log_filter in list(logger.filters):
+            logger.removeFilter(log_filter)
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+        logger.disabled = False
+    root.setLevel(logging.WARNING)

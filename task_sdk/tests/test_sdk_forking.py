@@ -50,6 +50,9 @@ def test_a_forked_supervisor_runs_the_task_with_the_given_environment_and_cwd(tm
     assert result == {"kind": "ForkedProcess", "returncode": 0}, output
     # the task saw exactly the environment given (not the forking process's own) and its cwd
     assert f"SDK_TEST_CASE=forked PARENT_ONLY=None cwd={tmp_path}" in output
+    # its output was logged as the command logs it, whatever logging the parent had set up
+    assert " INFO task_sdk.task: [stdout] SDK_TEST_CASE=forked" in output
+    assert "PARENT'S FORMAT" not in output
     assert f"task instance {TI_ID} succeeded" in output
     assert [path.rpartition("/")[2] for path, _ in received] == ["run", "state"]
     assert json.loads(received[-1][1])["state"] == "success"
