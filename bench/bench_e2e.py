@@ -18,28 +18,83 @@ its task ``bench/e2e_tasks.py:consume``) are created running; one client thread 
 success ``PATCH …/state`` at ``--rate`` per second, round-robin over the producers, and records
 the wall clock right after each ``204`` (the producer's transaction has committed). The
 latency of an event is then from that response to the ``start_date`` of the consumer task
-instance whose run consumed it (set by the task runner's ``/run`` call, on the same clock),
-so it spans the notification, the scheduler pass, the worker's claim and the start of the
-task's process. Printed: p50, p95, p99 and max of that, and of the part up to the run's
-creation (``dag_run.created_at``, inside the scheduler's transaction); events whose consumer
-never started within ``--timeout`` are counted as missing.
+instance whose run consumed it (sent by the task's supervisor in its ``/run`` call, on the
+same clock). Events whose consumer never started within ``--timeout`` are counted as missing.
 
-Measured (``--events 40 --rate 1 --consumers 10``, load average 2 to 9)
-----------------------------------------------------------------------
-On the perf branch (scheduler and worker woken by NOTIFY)::
+Printed: per stage on the way, its time after the success response (p50, p95, p99, max over
+the events) and the median step from the stage before:
 
-    success response → its run created:           p50 6 ms,    p95 10 ms,   p99 13 ms
-    success response → its task instance started: p50 293 ms,  p95 396 ms,  p99 439 ms
+- ``event registered``: ``asset_event.timestamp``, set in the producer's transaction;
+- ``run created``: ``dag_run.created_at``, set in the scheduler's pass once it has read the
+  queue (the scheduler's wake-up itself is not visible from outside: it prints nothing then);
+- ``run committed``: when the scheduler's ``created <dag> <run>`` line, printed after its
+  commit, reaches this script (a pipe, a thread: a millisecond or two late);
+- ``worker woken``, ``claimed``, ``process forked``: the worker's ``timing`` lines (logged at
+  ``DEBUG``, which this script turns on for the worker): its loop resumed (a ``NOTIFY`` on the
+  runs channel, a child's exit or the poll interval), ``task_instances_claim`` and the lookup
+  of the tasks' code returned, the task's supervisor process started;
+- ``task instance started``: ``task_instance.start_date`` (the supervisor's ``/run``).
 
-On main at 424b6c6 (both polling every second), this file copied there::
+A step can be negative: the worker wakes on the commit, in parallel with the scheduler's
+printing.
 
-    success response → its run created:           p50 606 ms,  p95 888 ms,  p99 921 ms
-    success response → its task instance started: p50 1385 ms, p95 1934 ms, p99 2039 ms
+Measured (load average = other sessions on the 2 cores; median run of three, alternating)
+-----------------------------------------------------------------------------------------
+``--events 40 --rate 1 --consumers 10``, load 2.6 to 4.5. Before: main at ecd97a1, where the
+worker starts ``python -m task_sdk run`` as a new interpreter (this file copied there and the
+``timing`` line added to its worker); p50/p99 of the three runs 468/993, 474/757, 644/1373 ms::
 
-The rest of the way, from the run to the task instance's start, is the worker's claim and
-above all the start of the task's own Python process (``task_sdk`` runner), ~280 ms here.
-A run at load 5 to 9 with other test suites running had outliers of seconds (p50 2.5 s, p95
-9.1 s): the task processes wait for a core.
+    stage (ms after the success response)       p50    p95    p99    max   step p50
+    event registered                            -11     -6     -4     -4
+    success response                              0      0      0      0      +11.2
+    run created                                  13     27     45     45      +13.1
+    run committed                                31     54     67     67      +15.7
+    worker woken                                 31     53     66     66       -0.4
+    claimed                                      43     68     79     79      +11.7
+    process forked                               47     78     80     80       +2.8
+    task instance started                       474    667    757    757     +414.2
+
+After: the supervisor forked from the worker (``task_sdk.forking``), which has imported its
+modules, built the SSL context and an HTTP client once; p50/p99 51/86, 56/122, 61/100 ms::
+
+    stage (ms after the success response)       p50    p95    p99    max   step p50
+    event registered                             -9     -6     -4     -4
+    success response                              0      0      0      0       +9.1
+    run created                                  10     24     34     34      +10.3
+    run committed                                23     46     54     54      +12.2
+    worker woken                                 20     46     54     54       -0.5
+    claimed                                      31     63     68     68       +7.7
+    process forked                               38     74     84     84       +5.0
+    task instance started                        56    106    122    122      +19.2
+
+The new interpreter's ~0.3 s of imports (``httpx`` ~0.15 s) and ~0.1 s more for the SSL
+context and the first HTTP client are gone; what is left after the fork (~20 ms) is the
+supervisor starting its task process (``python -m task_sdk.runner``, whose own start is not
+on this path: ``/run`` is sent while it starts) and copy-on-write page faults.
+
+The defaults (200 events at 5/s, 20 consumers), load 4 to 19 (other sessions' test suites).
+Before, the worker cannot keep up (4 slots, each held more than a second by a new
+interpreter at that load) and the latency grows with the backlog: p50 46 s, 33 s and 35 s.
+After, p50/p95/p99 60/127/152 ms (load 5.5 → 4.3), 54/188/235 (10.6 → 7.1), 90/770/1298
+(9.4 → 7.0), 80/1889/2151 (19.4 → 12.2). The middle one::
+
+    stage (ms after the success response)       p50    p95    p99    max   step p50
+    event registered                             -9     -5     -4     -4
+    success response                              0      0      0      0       +8.7
+    run created                                   8     37     79     93       +7.6
+    run committed                                18     82    133    180      +10.9
+    worker woken                                 16     90    129    181       -2.3
+    claimed                                      25    123    173    203       +9.4
+    process forked                               31    133    177    250       +4.4
+    task instance started                        54    188    235    297      +22.7
+
+At load 9 and more the tail is the worker's 4 slots: every task's own process (a new
+interpreter, ~0.2 s of CPU) waits for a core, the slots fill up and a run waits for one
+("worker woken" late); the start of the supervisor is not the limit there any more.
+
+Earlier figures, for the record (``--events 40 --rate 1 --consumers 10``): main at 424b6c6,
+scheduler and worker polling every second, p50/p95/p99 1385/1934/2039 ms; the perf branch
+(both woken by ``NOTIFY``), 293/396/439 ms.
 """
 
 from __future__ import annotations

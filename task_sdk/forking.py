@@ -117,8 +117,7 @@ def start_cli(
 def fork_cli(args: list[str], *, env: Mapping[str, str], output: IO[bytes]) -> ForkedProcess:
     """Start ``python -m task_sdk <args>`` as a fork of this process (see the module docstring),
     its stdout and stderr going to ``output``. Raises ``OSError`` when it cannot fork."""
-    for stream in (sys.stdout, sys.stderr):  # else the child would write the parent's buffer
-        stream.flush()
+    _flush_std_streams()  # else the child would write the parent's buffered output again
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
     try:
         pid = os.fork()
@@ -141,10 +140,14 @@ def fork_cli(args: list[str], *, env: Mapping[str, str], output: IO[bytes]) -> F
     except BaseException:
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):  # a closed or broken output
-                stream.flush()
+        _flush_std_streams()
         os._exit(code)
+
+
+def _flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # none, broken, closed
+            stream.flush()
 
 
 def _become_command(env: Mapping[str, str], output_fd: int) -> None:
