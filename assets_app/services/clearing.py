@@ -11,8 +11,9 @@ the operator API). In one transaction, with the task instances and their runs lo
   task's declared ``retries`` (Airflow's ``clear_task_instances``), so it gets its retries
   again; without a declared task, ``max(max_tries, try_number)``;
 - other task instances (scheduled, queued, deferred …) are left alone: they will run anyway;
-- each finished run of a cleared task instance goes back to ``queued`` (no start or end date);
-  the first of its task instances to start makes it ``running`` again.
+- each finished or running run of a cleared task instance goes back to ``queued`` (no start or
+  end date), as Airflow's clear; the first of its task instances to start makes it
+  ``running`` again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ from assets_app.services.task_instances import task_instance_history_record
 logger = logging.getLogger(__name__)
 
 CLEARABLE_STATES = FINISHED_TI_STATES | {TaskInstanceState.UP_FOR_RETRY}
+#: Runs that go back to ``queued`` when one of their task instances is cleared (Airflow sets
+#: every affected run ``queued``): finished ones, and running ones too, so that a running
+#: run's settle that read the task instances before the clear committed cannot end it (see
+#: ``dag_run_settle``).
+REQUEUED_RUN_STATES = (*FINISHED_RUN_STATES, DagRunState.RUNNING)
 #: at most this many refused task instances are named in the error
 NAMED_IN_ERROR = 5
 
@@ -150,7 +156,7 @@ def task_instances_clear(
             )
         runs = {ti.dag_run_id: ti.dag_run for ti in to_clear}
         result.runs_requeued = [
-            str(run) for run in runs.values() if run.state in FINISHED_RUN_STATES
+            str(run) for run in runs.values() if run.state in REQUEUED_RUN_STATES
         ]
         if dry_run or not to_clear:
             return result
@@ -199,6 +205,6 @@ def _write(
             next_kwargs=None,
             updated_at=now,
         )
-    DagRun.objects.filter(pk__in=run_ids, state__in=FINISHED_RUN_STATES).update(
+    DagRun.objects.filter(pk__in=run_ids, state__in=REQUEUED_RUN_STATES).update(
         state=DagRunState.QUEUED, start_date=None, end_date=None
     )

@@ -8,9 +8,10 @@ the ``assets_app.signals`` notifications.
 
 A fixed statement plan
 ----------------------
-Every call that declares at least one outlet runs **the same eight statements**, on
-PostgreSQL and on SQLite, whatever the kinds and numbers of outlets and events (a call that
-declares no outlet runs none). Each statement is set-based: its rows arrive as **one JSON
+A call runs **at most the eight statements** below, on PostgreSQL and on SQLite, whatever the
+numbers of outlets and events: one per kind of row it reads or writes. A statement whose row
+set would be empty is not sent (a call that declares no outlet runs none; declared assets
+without aliases run three: 3, 6 and 8). Each statement is set-based: its rows arrive as **one JSON
 parameter** (an array of objects) that the SQL expands into a row set (PostgreSQL
 ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``), so an empty input is an empty
 set and a big one needs no batching. Values that are the same for every row (timestamps, the
@@ -62,11 +63,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Model
 from django.utils import timezone
 
 from assets_app.exceptions import AssetRegistrationError
@@ -93,13 +93,11 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
-from assets_app.services.sql import Dialect, columns, table
+from assets_app.services.sql import Dialect, columns, model_from_row, table
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
 logger = logging.getLogger(__name__)
-
-_M = TypeVar("_M", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -197,11 +195,11 @@ def asset_changes_register(
     partition key), one event per group of alias events sharing asset, dest_asset_extra, extra
     and partition key; alias targets and aliases created when missing; consumers queued.
     Declared assets or refs that match no active asset are skipped with a warning. Runs the
-    eight statements of the module docstring, or none when the task declares no outlet.
+    statements of the module docstring (at most eight), none when the task declares no outlet.
 
     Transaction and locks: the execution API calls this inside its ``transaction.atomic()``
-    with the task instance row already locked (``select_for_update``), so one success is
-    registered at most once. This function joins the caller's transaction (no savepoint);
+    with the task instance row already locked (by the ``UPDATE`` that finished it), so one
+    success is registered at most once. This function joins the caller's transaction (no savepoint);
     called outside any transaction it opens its own. On PostgreSQL it may wait for other
     producers' uncommitted rows and for a scheduler holding a queue row. Any database error
     propagates and rolls the whole transaction back. Signals are sent only after the outermost
@@ -405,6 +403,8 @@ def _alias_targets_insert(
     ``NOT EXISTS`` skips the targets that exist (no conflict check, no sequence value spent);
     ``ON CONFLICT DO NOTHING`` covers the ones another transaction is inserting right now.
     """
+    if not extras:
+        return
     sql.execute(
         cursor,
         f"""
@@ -428,6 +428,8 @@ def _alias_targets_insert(
 
 def _aliases_insert(cursor: CursorWrapper, sql: Dialect, *, names: Sequence[str]) -> None:
     """Statement 2: create the missing aliases that alias events were emitted through."""
+    if not names:
+        return
     sql.execute(
         cursor,
         f"""
@@ -463,6 +465,8 @@ def _assets_select(
     wanted += [{"kind": "declared", "name": name} for name in declared.name_refs]
     wanted += [{"kind": "declared", "uri": uri} for uri in declared.uri_refs]
     wanted += [{"kind": "target", "name": k.name, "uri": k.uri} for k in targets]
+    if not wanted:
+        return [], {}
     picked = ", ".join(f"a.{c}" for c in columns(Asset, *_ASSET_FIELDS).split(", "))
     sql.execute(
         cursor,
@@ -486,7 +490,7 @@ def _assets_select(
     active: list[Asset] = []
     found: dict[AssetUniqueKey, Asset] = {}
     for *values, is_active in cursor.fetchall():
-        asset = _model_from_row(Asset, _ASSET_FIELDS, values)
+        asset = model_from_row(Asset, _ASSET_FIELDS, values)
         found[AssetUniqueKey(name=asset.name, uri=asset.uri)] = asset
         if is_active:
             active.append(asset)
@@ -498,6 +502,8 @@ def _aliases_select(
     cursor: CursorWrapper, sql: Dialect, *, names: Sequence[str]
 ) -> dict[str, AssetAlias]:
     """Statement 4: the aliases alias events were emitted through, by name."""
+    if not names:
+        return {}
     fields = ("id", "name", "group")
     picked = ", ".join(f"al.{c}" for c in columns(AssetAlias, *fields).split(", "))
     sql.execute(
@@ -508,7 +514,7 @@ def _aliases_select(
         """,
         [sql.json({"name": name} for name in names)],
     )
-    aliases = (_model_from_row(AssetAlias, fields, row) for row in cursor.fetchall())
+    aliases = (model_from_row(AssetAlias, fields, row) for row in cursor.fetchall())
     return {alias.name: alias for alias in aliases}
 
 
@@ -517,6 +523,8 @@ def _alias_asset_links_insert(
 ) -> None:
     """Statement 5: link each alias to each asset emitted through it, once."""
     links = sorted({(alias.pk, p.asset.pk) for p in planned for alias in p.aliases})
+    if not links:
+        return
     link_columns = columns(AssetAliasAsset, "alias", "asset")
     sql.execute(
         cursor,
@@ -556,6 +564,8 @@ def _events_insert(
     ``ORDER BY r.n`` fixes, so the sorted new ids are the plan's. Either way the asset of each
     new row is checked against the plan.
     """
+    if not planned:
+        return []
     source = {
         field: getattr(task_instance, field.removeprefix("source_"))
         for field in _EVENT_SOURCE_FIELDS
@@ -597,7 +607,7 @@ def _events_insert(
         raise AssetRegistrationError("inserted events could not be matched to the plan")
     emitted = []
     for (_, pk, _), p in zip(new, planned, strict=True):
-        event = _model_from_row(
+        event = model_from_row(
             AssetEvent,
             ("id", *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp"),
             (pk, p.asset.pk, p.extra, p.partition_key, *source.values(), now),
@@ -613,6 +623,8 @@ def _alias_event_links_insert(
 ) -> None:
     """Statement 7: link each new event to the aliases it was emitted through."""
     links = sorted((e.event.pk, alias.pk) for e in emitted for alias in e.source_aliases)
+    if not links:
+        return
     sql.execute(
         cursor,
         f"""
@@ -624,27 +636,6 @@ def _alias_event_links_insert(
         """,
         [sql.json({"event_id": event_id, "alias_id": alias_id} for event_id, alias_id in links)],
     )
-
-
-def _model_from_row(
-    model: type[_M], fields: Sequence[str], values: Sequence[Any], *, from_database: bool = True
-) -> _M:
-    """A saved ``model`` instance with ``fields`` set, built with the ORM's ``Model.from_db``.
-
-    ``values`` come from the database (converted as the ORM converts them, e.g. JSON text on
-    SQLite) unless ``from_database`` is false (Python values, as written).
-    """
-    by_field = dict(zip(fields, values, strict=True))
-    concrete = model._meta.concrete_fields
-    names, converted = [], []
-    for field in concrete:
-        if field.name in by_field or field.attname in by_field:
-            value = by_field.get(field.name, by_field.get(field.attname))
-            for converter in field.get_db_converters(connection) if from_database else ():
-                value = converter(value, field, connection)
-            names.append(field.attname)
-            converted.append(value)
-    return model.from_db(connection.alias, names, converted)
 
 
 # --- shared with the manual event of ``asset_events`` ----------------------------------------
@@ -683,6 +674,8 @@ def asset_event_consumers_queue(
         },
         key=lambda row: (row[0], row[1] or 0),
     )
+    if not emitted:
+        return []
     rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
     queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
     upsert = f"""

@@ -18,13 +18,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, models
 from django.db.backends.utils import CursorWrapper
 
 SUPPORTED_VENDORS = ("postgresql", "sqlite")
+
+_M = TypeVar("_M", bound=models.Model)
 
 
 class UnsupportedDatabaseError(ImproperlyConfigured):
@@ -119,6 +121,14 @@ class Dialect:
         assert pk is not None
         return f"nextval(pg_get_serial_sequence('{model._meta.db_table}', '{pk.column}'))"
 
+    def seconds_between(self, later: str, earlier: str) -> str:
+        """SQL for ``later - earlier`` in seconds (``NULL`` if either is), exact to the
+        microsecond as ``timedelta.total_seconds``; SQLite uses the function Django registers
+        for its own datetime subtraction."""
+        if self.postgresql:
+            return f"EXTRACT(EPOCH FROM ({later} - {earlier}))"
+        return f"django_timestamp_diff({later}, {earlier}) / 1000000.0"
+
     @staticmethod
     def execute(cursor: CursorWrapper, statement: str, params: Sequence[Any]) -> None:
         """Run ``statement`` written on one line (as logs and ``pg_stat_activity`` show it)."""
@@ -131,6 +141,27 @@ class Dialect:
     @staticmethod
     def datetime(value: datetime) -> Any:
         return connection.ops.adapt_datetimefield_value(value)
+
+
+def model_from_row(
+    model: type[_M], fields: Sequence[str], values: Sequence[Any], *, from_database: bool = True
+) -> _M:
+    """A saved ``model`` instance with ``fields`` set, built with the ORM's ``Model.from_db``.
+
+    ``values`` come from the database (converted as the ORM converts them, e.g. JSON text on
+    SQLite) unless ``from_database`` is false (Python values, as written). Fields left out
+    are deferred, as with ``.only()``.
+    """
+    by_field = dict(zip(fields, values, strict=True))
+    names, converted = [], []
+    for field in model._meta.concrete_fields:
+        if field.name in by_field or field.attname in by_field:
+            value = by_field.get(field.name, by_field.get(field.attname))
+            for converter in field.get_db_converters(connection) if from_database else ():
+                value = converter(value, field, connection)
+            names.append(field.attname)
+            converted.append(value)
+    return model.from_db(connection.alias, names, converted)
 
 
 def _base_type(db_type: str) -> str:
