@@ -116,7 +116,9 @@ def test_a_run_requeued_by_a_clear_ends_only_once_the_cleared_task_instance_ran(
     clear("--dag-id=d", "--only-failed")
 
     # when the other one finishes: the run does not end (the cleared one has not run)
-    finish = client_for(other).patch(state_url(other), {"state": "failed", "end_date": END}, format="json")
+    finish = client_for(other).patch(
+        state_url(other), {"state": "failed", "end_date": END}, format="json"
+    )
 
     # then
     assert finish.status_code == 204
