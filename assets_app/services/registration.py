@@ -93,7 +93,7 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
-from assets_app.services.sql import Dialect, columns, model_from_row, table
+from assets_app.services.sql import Dialect, Statement, columns, model_from_row, table
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
@@ -215,8 +215,13 @@ def asset_changes_register(
     sql = Dialect.current()
 
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        _alias_targets_insert(cursor, sql, extras=target_extras, now=timezone.now())  # 1
-        _aliases_insert(cursor, sql, names=alias_names)  # 2
+        sql.execute_all(  # 1 and 2: one statement on PostgreSQL
+            cursor,
+            [
+                _alias_targets_insert(sql, extras=target_extras, now=timezone.now()),
+                _aliases_insert(sql, names=alias_names),
+            ],
+        )
         active, targets = _assets_select(  # 3
             cursor, sql, declared=declared, targets=target_extras
         )
@@ -246,12 +251,17 @@ def asset_changes_register(
                 ", ".join(_describe(profile) for profile in skipped),
             )
 
-        _alias_asset_links_insert(cursor, sql, planned=planned)  # 5
         now = timezone.now()  # after any wait on concurrent inserts above
-        emitted = _events_insert(  # 6
-            cursor, sql, planned=planned, task_instance=task_instance, now=now
+        emitted = _events_insert(  # 6, with 5 and 7 on PostgreSQL
+            cursor,
+            sql,
+            planned=planned,
+            task_instance=task_instance,
+            now=now,
+            along=_alias_asset_links_insert(sql, planned=planned),  # 5
         )
-        _alias_event_links_insert(cursor, sql, emitted=emitted)  # 7
+        if not sql.postgresql:
+            _alias_event_links_insert(cursor, sql, emitted=emitted)  # 7
         queued = asset_event_consumers_queue(events=emitted, now=now)  # 8
         if emitted:
             transaction.on_commit(partial(asset_changes_notify, events=emitted), robust=True)
@@ -390,12 +400,8 @@ def _declared_asset_events_plan(
 
 
 def _alias_targets_insert(
-    cursor: CursorWrapper,
-    sql: Dialect,
-    *,
-    extras: Mapping[AssetUniqueKey, dict[str, Any]],
-    now: datetime,
-) -> None:
+    sql: Dialect, *, extras: Mapping[AssetUniqueKey, dict[str, Any]], now: datetime
+) -> Statement | None:
     """Statement 1: create the missing alias targets, not active, with dest_asset_extra.
 
     Their group is Airflow's default (``asset``), as for an ``Asset`` declared without one.
@@ -404,9 +410,8 @@ def _alias_targets_insert(
     ``ON CONFLICT DO NOTHING`` covers the ones another transaction is inserting right now.
     """
     if not extras:
-        return
-    sql.execute(
-        cursor,
+        return None
+    return Statement(
         f"""
         INSERT INTO {table(Asset)} ({
             columns(Asset, "name", "uri", "group", "extra", "created_at", "updated_at")
@@ -426,12 +431,11 @@ def _alias_targets_insert(
     )
 
 
-def _aliases_insert(cursor: CursorWrapper, sql: Dialect, *, names: Sequence[str]) -> None:
+def _aliases_insert(sql: Dialect, *, names: Sequence[str]) -> Statement | None:
     """Statement 2: create the missing aliases that alias events were emitted through."""
     if not names:
-        return
-    sql.execute(
-        cursor,
+        return None
+    return Statement(
         f"""
         INSERT INTO {table(AssetAlias)} ({columns(AssetAlias, "name", "group")})
         SELECT r.name, %s
@@ -519,15 +523,14 @@ def _aliases_select(
 
 
 def _alias_asset_links_insert(
-    cursor: CursorWrapper, sql: Dialect, *, planned: Sequence[_PlannedEvent]
-) -> None:
+    sql: Dialect, *, planned: Sequence[_PlannedEvent]
+) -> Statement | None:
     """Statement 5: link each alias to each asset emitted through it, once."""
     links = sorted({(alias.pk, p.asset.pk) for p in planned for alias in p.aliases})
     if not links:
-        return
+        return None
     link_columns = columns(AssetAliasAsset, "alias", "asset")
-    sql.execute(
-        cursor,
+    return Statement(
         f"""
         INSERT INTO {table(AssetAliasAsset)} ({link_columns})
         SELECT r.alias_id, r.asset_id
@@ -554,15 +557,18 @@ def _events_insert(
     planned: Sequence[_PlannedEvent],
     task_instance: TaskInstance,
     now: datetime,
+    along: Statement | None = None,
 ) -> list[EmittedEvent]:
     """Statement 6: insert every event and return them saved, each with its exact new id.
 
     PostgreSQL: a CTE draws one id per planned event from the table's sequence (``nextval``
     makes it volatile, so it is evaluated once), the insert uses those ids, and the statement
-    returns ``(n, id)`` pairs from the CTE: no reliance on insert or ``RETURNING`` order.
-    SQLite: writers are serialized and ``AUTOINCREMENT`` hands out ids in insert order, which
-    ``ORDER BY r.n`` fixes, so the sorted new ids are the plan's. Either way the asset of each
-    new row is checked against the plan.
+    returns ``(n, id)`` pairs from the CTE: no reliance on insert or ``RETURNING`` order. The
+    same statement links the events to their aliases (statement 7: the ids are known in the
+    CTE) and runs ``along`` (statement 5) as one more CTE. SQLite: writers are serialized and
+    ``AUTOINCREMENT`` hands out ids in insert order, which ``ORDER BY r.n`` fixes, so the
+    sorted new ids are the plan's; ``along`` runs first, statement 7 after. Either way the
+    asset of each new row is checked against the plan.
     """
     if not planned:
         return []
@@ -573,29 +579,47 @@ def _events_insert(
     target = columns(AssetEvent, *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp")
     row_set = sql.rows(AssetEvent, _EVENT_ROW_FIELDS, n="integer")
     values = "r.asset_id, r.extra, r.partition_key, %s, %s, %s, %s, %s"
-    if sql.postgresql:
-        statement = f"""
-            WITH r AS (SELECT r.*, {sql.next_ids(AssetEvent)} AS id FROM {row_set}),
-            inserted AS (
-                INSERT INTO {table(AssetEvent)} ({columns(AssetEvent, "id")}, {target})
-                SELECT r.id, {values} FROM r ORDER BY r.n
-            )
-            SELECT r.n, r.id, r.asset_id FROM r
-            """
-    else:
-        statement = f"""
-            INSERT INTO {table(AssetEvent)} ({target})
-            SELECT {values} FROM {row_set} ORDER BY r.n
-            RETURNING id, id, asset_id
-            """
     constants = [*source.values(), sql.datetime(now)]
     planned_rows = sql.json(
         {"n": n, "asset_id": p.asset.pk, "extra": p.extra, "partition_key": p.partition_key}
         for n, p in enumerate(planned)
     )
-    # the row set comes first in PostgreSQL's statement (its CTE), last in SQLite's
-    params = [planned_rows, *constants] if sql.postgresql else [*constants, planned_rows]
-    sql.execute(cursor, statement, params)
+    if sql.postgresql:
+        links = sorted((n, alias.pk) for n, p in enumerate(planned) for alias in p.aliases)
+        link_columns = columns(AssetAliasAssetEvent, "event", "alias")
+        link_rows = sql.rows(AssetAliasAssetEvent, ["alias"], n="integer")
+        linked = f"""
+            , linked AS (
+                INSERT INTO {table(AssetAliasAssetEvent)} ({link_columns})
+                SELECT r.id, l.alias_id FROM r JOIN (SELECT * FROM {link_rows}) l ON l.n = r.n
+                ORDER BY r.id, l.alias_id
+            )
+            """
+        statement = Statement(
+            f"""
+            WITH r AS (SELECT r.*, {sql.next_ids(AssetEvent)} AS id FROM {row_set}),
+            inserted AS (
+                INSERT INTO {table(AssetEvent)} ({columns(AssetEvent, "id")}, {target})
+                SELECT r.id, {values} FROM r ORDER BY r.n
+            ) {linked if links else ""}
+            SELECT r.n, r.id, r.asset_id FROM r
+            """,
+            [
+                planned_rows,
+                *constants,
+                *([sql.json({"n": n, "alias_id": a} for n, a in links)] if links else []),
+            ],
+        )
+    else:
+        statement = Statement(
+            f"""
+            INSERT INTO {table(AssetEvent)} ({target})
+            SELECT {values} FROM {row_set} ORDER BY r.n
+            RETURNING id, id, asset_id
+            """,
+            [*constants, planned_rows],
+        )
+    sql.execute_all(cursor, [along, statement])
     rows = cursor.fetchall()
     if sql.postgresql:
         new = sorted((n, pk, asset_id) for n, pk, asset_id in rows)
@@ -621,7 +645,8 @@ def _events_insert(
 def _alias_event_links_insert(
     cursor: CursorWrapper, sql: Dialect, *, emitted: Sequence[EmittedEvent]
 ) -> None:
-    """Statement 7: link each new event to the aliases it was emitted through."""
+    """Statement 7 (SQLite; on PostgreSQL statement 6 does it): link each new event to the
+    aliases it was emitted through."""
     links = sorted((e.event.pk, alias.pk) for e in emitted for alias in e.source_aliases)
     if not links:
         return

@@ -1,10 +1,12 @@
-"""The small SQL dialect layer of the set-based statements in ``registration``.
+"""The small SQL dialect layer of the hand-written statements of the hot path: the set-based
+statements in ``registration``, finishing a task instance and settling its run.
 
 What differs between PostgreSQL and SQLite is how a JSON array parameter becomes a row set
-(PostgreSQL ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``) and how new ids are
-handed out; everything else is written once. Table and column names, and the PostgreSQL types
-of the row sets, come from the models (``Field.column``, ``Field.db_type``), so a renamed
-column or a changed type is picked up here. Any other database is refused with
+(PostgreSQL ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``), how new ids are
+handed out, and that PostgreSQL takes several independent writes as one statement
+(``Dialect.execute_all``); everything else is written once. Table and column names, and the
+PostgreSQL types of the row sets, come from the models (``Field.column``, ``Field.db_type``),
+so a renamed column or a changed type is picked up here. Any other database is refused with
 :class:`UnsupportedDatabaseError` instead of being sent SQL it cannot run.
 
 JSON columns are ``jsonb`` on PostgreSQL and ``text`` on SQLite (Django's ``JSONField``), and
@@ -65,6 +67,24 @@ def column(model: type[models.Model], field_name: str) -> str:
 def columns(model: type[models.Model], *field_names: str) -> str:
     """A comma-separated, quoted column list for an ``INSERT`` or a ``SELECT``."""
     return ", ".join(column(model, name) for name in field_names)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement and its parameters, in the order of their placeholders."""
+
+    text: str
+    params: Sequence[Any]
+
+
+def _as_one(statements: Sequence[Statement]) -> Statement:
+    """All but the last statement as data-modifying CTEs of the last (PostgreSQL)."""
+    *first, last = statements
+    ctes = ", ".join(f"s{n} AS ({' '.join(st.text.split())})" for n, st in enumerate(first))
+    text = " ".join(last.text.split())
+    nested = text[:5].upper() == "WITH "  # the last one's own CTEs join the list
+    text = f"WITH {ctes}, {text[5:]}" if nested else f"WITH {ctes} {text}"
+    return Statement(text, [param for st in statements for param in st.params])
 
 
 @dataclass(frozen=True)
@@ -133,6 +153,21 @@ class Dialect:
     def execute(cursor: CursorWrapper, statement: str, params: Sequence[Any]) -> None:
         """Run ``statement`` written on one line (as logs and ``pg_stat_activity`` show it)."""
         cursor.execute(" ".join(statement.split()), params)
+
+    def execute_all(self, cursor: CursorWrapper, statements: Iterable[Statement | None]) -> None:
+        """Run ``statements`` in order, skipping the ``None`` ones (nothing to do); the cursor
+        holds the last one's result.
+
+        PostgreSQL receives them as **one** statement, all but the last as data-modifying
+        CTEs: one round trip, and they all see the same snapshot, so use it only for
+        statements that do not read each other's rows (foreign keys are checked at the end of
+        the statement). SQLite runs them one by one.
+        """
+        todo = [st for st in statements if st is not None]
+        if self.postgresql and len(todo) > 1:
+            todo = [_as_one(todo)]
+        for st in todo:
+            self.execute(cursor, st.text, st.params)
 
     @staticmethod
     def json(rows: Iterable[Mapping[str, Any]]) -> str:

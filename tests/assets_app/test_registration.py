@@ -681,9 +681,10 @@ TABLES = {model._meta.db_table for model in apps.get_app_config("assets_app").ge
 
 
 def statement_step(sql: str) -> str:
-    """``"INSERT <table>"`` or ``"SELECT <table>"`` (the first app table read) per statement."""
-    if insert := re.search(r"\bINSERT INTO \"?(\w+)", sql):
-        return f"INSERT {insert[1]}"
+    """``"INSERT <table>"`` (``" + "`` between the tables of one statement inserting into
+    several) or ``"SELECT <table>"`` (the first app table read) per statement."""
+    if inserts := re.findall(r"\bINSERT INTO \"?(\w+)", sql):
+        return " + ".join(f"INSERT {table}" for table in inserts)
     read = [t for t in re.findall(r"\bFROM \"?(\w+)", sql) if t in TABLES]
     return f"SELECT {read[0]}"
 
@@ -708,6 +709,14 @@ FIXED_PLAN = [
     "INSERT asset_dag_run_queue",  # 8. live consumers (UNION over the 4 reference tables),
     #                                   upserted ON CONFLICT DO UPDATE, RETURNING the pairs
 ]
+if connection.vendor == "postgresql":  # independent writes go as one statement
+    FIXED_PLAN = [
+        "INSERT asset + INSERT asset_alias",  # 1 and 2
+        "SELECT asset",
+        "SELECT asset_alias",
+        "INSERT asset_alias_asset + INSERT asset_event + INSERT asset_alias_asset_event",  # 5-7
+        "INSERT asset_dag_run_queue",
+    ]
 #: declared assets, no alias: the steps with rows
 DECLARED_ASSETS_PLAN = ["SELECT asset", "INSERT asset_event", "INSERT asset_dag_run_queue"]
 
