@@ -16,6 +16,7 @@ Datetimes go through Django's own adaptation.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,6 +62,11 @@ def _field(model: type[models.Model], field_name: str) -> tuple[str, models.Fiel
 
 def column(model: type[models.Model], field_name: str) -> str:
     """The column of ``model.field_name`` (``"asset"`` → ``asset_id``), quoted."""
+    return _column(connection.vendor, model, field_name)
+
+
+@functools.cache  # on every request's path: names are looked up once per process
+def _column(vendor: str, model: type[models.Model], field_name: str) -> str:
     return connection.ops.quote_name(_field(model, field_name)[0])
 
 
@@ -115,19 +121,7 @@ class Dialect:
         column, typed like it) and per ``extra`` name (with the given PostgreSQL type); a member
         an object lacks is ``NULL``. SQLite is dynamically typed and needs no types.
         """
-        types: dict[str, str] = {}
-        for name in fields:
-            assert model is not None
-            name_in_row, field = _field(model, name)
-            types[name_in_row] = _base_type(field.db_type(connection) or "text")
-        types.update(extra)
-        if self.postgresql:
-            spec = ", ".join(f"{connection.ops.quote_name(n)} {t}" for n, t in types.items())
-            return f"jsonb_to_recordset(%s::jsonb) AS r({spec})"
-        picks = ", ".join(
-            f"json_extract(value, '$.{n}') AS {connection.ops.quote_name(n)}" for n in types
-        )
-        return f"(SELECT {picks} FROM json_each(%s)) AS r"
+        return _rows(self.vendor, model, tuple(fields), tuple(extra.items()))
 
     def next_ids(self, model: type[models.Model]) -> str:
         """An expression giving each row of a ``SELECT`` a new id of ``model``'s sequence.
@@ -197,6 +191,28 @@ def model_from_row(
             names.append(field.attname)
             converted.append(value)
     return model.from_db(connection.alias, names, converted)
+
+
+@functools.cache  # on every request's path: built once per process
+def _rows(
+    vendor: str,
+    model: type[models.Model] | None,
+    fields: tuple[str, ...],
+    extra: tuple[tuple[str, str], ...],
+) -> str:
+    types: dict[str, str] = {}
+    for name in fields:
+        assert model is not None
+        name_in_row, field = _field(model, name)
+        types[name_in_row] = _base_type(field.db_type(connection) or "text")
+    types.update(extra)
+    if vendor == "postgresql":
+        spec = ", ".join(f"{connection.ops.quote_name(n)} {t}" for n, t in types.items())
+        return f"jsonb_to_recordset(%s::jsonb) AS r({spec})"
+    picks = ", ".join(
+        f"json_extract(value, '$.{n}') AS {connection.ops.quote_name(n)}" for n in types
+    )
+    return f"(SELECT {picks} FROM json_each(%s)) AS r"
 
 
 def _base_type(db_type: str) -> str:
