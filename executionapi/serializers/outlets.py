@@ -166,11 +166,8 @@ class AssetOutletEventSerializer(LeanSerializer):
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AssetOutletEvent:
-        return AssetOutletEvent(
-            key=attrs["dest_asset_key"],
-            extra=attrs.get("extra", {}),
-            partition_key=attrs.get("partition_key"),
-        )
+        key = attrs.pop("dest_asset_key")
+        return AssetOutletEvent(key=key, **attrs)  # absent optional fields: the defaults
 
 
 class AliasOutletEventSerializer(LeanSerializer):
@@ -183,13 +180,7 @@ class AliasOutletEventSerializer(LeanSerializer):
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AliasOutletEvent:
-        return AliasOutletEvent(
-            source_alias_name=attrs["source_alias_name"],
-            dest_asset_key=attrs["dest_asset_key"],
-            extra=attrs.get("extra", {}),
-            dest_asset_extra=attrs.get("dest_asset_extra", {}),
-            partition_key=attrs.get("partition_key"),
-        )
+        return AliasOutletEvent(**attrs)  # absent optional fields: the defaults
 
 
 class SeedOutletEventKeySerializer(LeanSerializer):
