@@ -43,7 +43,7 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.services.dag_runs import FINISHED_RUN_STATES
-from assets_app.services.task_instances import task_instance_history_record
+from assets_app.services.task_instances import task_instance_history_record, task_instance_renew
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +72,6 @@ class ClearResult:
     cleared: list[ClearedTaskInstance] = field(default_factory=list)
     left_alone: list[tuple[str, str | None]] = field(default_factory=list)  # (label, state)
     runs_requeued: list[str] = field(default_factory=list)  # dag / run
-
-
-def _label(ti: TaskInstance) -> str:
-    suffix = f"[{ti.map_index}]" if ti.map_index >= 0 else ""
-    return f"{ti.dag_id}.{ti.task_id}{suffix} @ {ti.run_id}"
 
 
 def clear_command_hint(ti: TaskInstance) -> str:
@@ -126,7 +121,7 @@ def task_instances_clear(
         )
         running = [ti for ti in locked if ti.state == TaskInstanceState.RUNNING]
         if running:
-            named = ", ".join(_label(ti) for ti in running[:NAMED_IN_ERROR])
+            named = ", ".join(ti.task_label for ti in running[:NAMED_IN_ERROR])
             more = (
                 f" and {len(running) - NAMED_IN_ERROR} more"
                 if len(running) > NAMED_IN_ERROR
@@ -138,7 +133,7 @@ def task_instances_clear(
                 running=[str(ti.pk) for ti in running],
             )
         to_clear = [ti for ti in locked if ti.state in CLEARABLE_STATES]
-        result.left_alone = [(_label(ti), ti.state) for ti in locked if ti not in to_clear]
+        result.left_alone = [(ti.task_label, ti.state) for ti in locked if ti not in to_clear]
         declared = _declared_retries(to_clear)
         for ti in to_clear:
             retries = declared.get((ti.dag_id, ti.task_id))
@@ -147,7 +142,7 @@ def task_instances_clear(
             )
             result.cleared.append(
                 ClearedTaskInstance(
-                    label=_label(ti),
+                    label=ti.task_label,
                     previous_state=ti.state,
                     try_number=ti.try_number + 1,
                     max_tries=max_tries,
@@ -191,9 +186,11 @@ def _write(
         ]
     )
     for ti, new in zip(task_instances, cleared, strict=True):
-        TaskInstance.objects.filter(pk=ti.pk).update(
-            id=new.task_instance_id,
+        task_instance_renew(
+            ti.pk,
+            new_id=new.task_instance_id,
             state=TaskInstanceState.SCHEDULED,
+            now=now,
             try_number=new.try_number,
             max_tries=new.max_tries,
             start_date=None,
@@ -201,9 +198,6 @@ def _write(
             duration=None,
             next_retry_at=None,
             failure_reason="",
-            next_method=None,
-            next_kwargs=None,
-            updated_at=now,
         )
     DagRun.objects.filter(pk__in=run_ids, state__in=REQUEUED_RUN_STATES).update(
         state=DagRunState.QUEUED, start_date=None, end_date=None

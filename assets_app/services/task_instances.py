@@ -34,6 +34,7 @@ from assets_app.exceptions import (
     TaskInstanceRunningElsewhereError,
 )
 from assets_app.models import (
+    TRY_FIELDS,
     DagTask,
     TaskInstance,
     TaskInstanceHistory,
@@ -379,24 +380,24 @@ def task_instance_history_record(
     task_instance: TaskInstance, *, state: str | None = None
 ) -> TaskInstanceHistory:
     """The try as it is now (in ``state``, if given) as a ``TaskInstanceHistory`` row, unsaved."""
-    return TaskInstanceHistory(
+    record = TaskInstanceHistory(
         task_instance_id=task_instance.pk,
-        dag_run_id=task_instance.dag_run_id,
-        dag_id=task_instance.dag_id,
-        run_id=task_instance.run_id,
-        task_id=task_instance.task_id,
-        map_index=task_instance.map_index,
-        try_number=task_instance.try_number,
-        max_tries=task_instance.max_tries,
-        state=state or task_instance.state,
-        start_date=task_instance.start_date,
-        end_date=task_instance.end_date,
-        duration=task_instance.duration,
-        hostname=task_instance.hostname,
-        unixname=task_instance.unixname,
-        pid=task_instance.pid,
-        failure_reason=task_instance.failure_reason,
         updated_at=timezone.now(),
+        **{name: getattr(task_instance, name) for name in TRY_FIELDS},
+    )
+    record.state = state or task_instance.state
+    return record
+
+
+def task_instance_renew(
+    task_instance_id: uuid.UUID, *, new_id: uuid.UUID, state: str, now: datetime, **changes: Any
+) -> None:
+    """Move a locked task instance to a new try's id, in ``state`` with ``changes``: its old
+    id then finds nothing, so a late report from the old try's runner gets a 404. A
+    deferral's ``next_method``/``next_kwargs`` go with the old try. One ``UPDATE``; for a retry
+    and for a clear (``clearing``)."""
+    TaskInstance.objects.filter(pk=task_instance_id).update(
+        id=new_id, state=state, next_method=None, next_kwargs=None, updated_at=now, **changes
     )
 
 
@@ -433,17 +434,16 @@ def task_instance_next_try(
     task_instance.next_retry_at = end_date + timedelta(seconds=max(delay, 0.0))
     task_instance.next_method = task_instance.next_kwargs = None
     task_instance.updated_at = timezone.now()
-    TaskInstance.objects.filter(pk=old_id).update(
-        id=new_id,
+    task_instance_renew(
+        old_id,
+        new_id=new_id,
         state=task_instance.state,
+        now=task_instance.updated_at,
         end_date=task_instance.end_date,
         duration=task_instance.duration,
         failure_reason=task_instance.failure_reason,
         next_retry_at=task_instance.next_retry_at,
         rendered_map_index=task_instance.rendered_map_index,
-        next_method=None,
-        next_kwargs=None,
-        updated_at=task_instance.updated_at,
     )
     task_instance.pk = new_id
     logger.info(
