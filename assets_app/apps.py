@@ -8,3 +8,6 @@ class AssetsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from assets_app import checks  # noqa: F401  (registers the system checks)
+        from assets_app.tokens import settings_check
+
+        settings_check()  # in every process, gunicorn's too: token settings a token can use

@@ -442,21 +442,29 @@ FINISHED_TI_STATES = frozenset(
 FAILED_TI_STATES = frozenset({TaskInstanceState.FAILED, TaskInstanceState.UPSTREAM_FAILED})
 
 
-class TaskInstance(models.Model):
-    """The current try of one task of one DAG run, addressed by UUID in the execution API.
+class TaskKey(models.Model):
+    """What addresses one task of one DAG run (Airflow's ``TaskInstanceKey`` without the
+    try): shared by task instances, their earlier tries and their XComs."""
 
-    Each try has its own id (as in Airflow 3): when a try ends ``up_for_retry`` or the task
-    instance is cleared, the finished try is copied to ``TaskInstanceHistory`` and the row
-    gets a new id, so a late report from the old try's runner finds nothing (404).
-    """
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_instances")
     dag_id = models.CharField(max_length=ID_LENGTH)
     run_id = models.CharField(max_length=ID_LENGTH)
     task_id = models.CharField(max_length=ID_LENGTH)
     map_index = models.IntegerField(default=-1)
-    try_number = models.IntegerField(default=1)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def task_label(self) -> str:
+        """``dag.task[map] @ run`` (no ``[map]`` when not mapped)."""
+        suffix = f"[{self.map_index}]" if self.map_index >= 0 else ""
+        return f"{self.dag_id}.{self.task_id}{suffix} @ {self.run_id}"
+
+
+class TaskTry(TaskKey):
+    """One try of a task: the current one (``TaskInstance``) or an earlier one
+    (``TaskInstanceHistory``). ``TRY_FIELDS`` are what a finished try keeps."""
+
     max_tries = models.IntegerField(default=0)
     state = models.CharField(  # noqa: DJ001
         max_length=20, choices=TaskInstanceState.choices, null=True, blank=True
@@ -467,6 +475,33 @@ class TaskInstance(models.Model):
     hostname = models.CharField(max_length=1000, default="", blank=True)
     unixname = models.CharField(max_length=1000, default="", blank=True)
     pid = models.IntegerField(null=True, blank=True)
+    #: why the try failed, when the registry knows (e.g. the heartbeat timed out)
+    failure_reason = models.TextField(default="", blank=True)
+
+    class Meta:
+        abstract = True
+
+
+#: What a try's ``TaskInstanceHistory`` row copies from its task instance (attribute names:
+#: the run by its id, no query).
+TRY_FIELDS = (
+    "dag_run_id",
+    *(field.attname for field in TaskTry._meta.fields),
+    "try_number",
+)
+
+
+class TaskInstance(TaskTry):
+    """The current try of one task of one DAG run, addressed by UUID in the execution API.
+
+    Each try has its own id (as in Airflow 3): when a try ends ``up_for_retry`` or the task
+    instance is cleared, the finished try is copied to ``TaskInstanceHistory`` and the row
+    gets a new id, so a late report from the old try's runner finds nothing (404).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_instances")
+    try_number = models.IntegerField(default=1)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     rendered_map_index = models.CharField(max_length=250, null=True, blank=True)  # noqa: DJ001
     rendered_fields = models.JSONField(default=dict, blank=True)
@@ -479,8 +514,6 @@ class TaskInstance(models.Model):
     task_reschedule_count = models.IntegerField(default=0)
     #: when an ``up_for_retry`` task instance becomes ``scheduled`` again (its next try)
     next_retry_at = models.DateTimeField(null=True, blank=True)
-    #: why the last try failed, when the registry knows (e.g. the heartbeat timed out)
-    failure_reason = models.TextField(default="", blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -494,11 +527,10 @@ class TaskInstance(models.Model):
         indexes = [models.Index(fields=["state"], name="ti_state")]
 
     def __str__(self) -> str:
-        suffix = f"[{self.map_index}]" if self.map_index >= 0 else ""
-        return f"{self.dag_id}.{self.task_id}{suffix} @ {self.run_id}"
+        return self.task_label
 
 
-class TaskInstanceHistory(models.Model):
+class TaskInstanceHistory(TaskTry):
     """A finished earlier try of a task instance (Airflow's ``task_instance_history``).
 
     ``task_instance_id`` is the id that try had; the task instance itself now has another.
@@ -506,22 +538,7 @@ class TaskInstanceHistory(models.Model):
 
     task_instance_id = models.UUIDField(unique=True)
     dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="ti_history")
-    dag_id = models.CharField(max_length=ID_LENGTH)
-    run_id = models.CharField(max_length=ID_LENGTH)
-    task_id = models.CharField(max_length=ID_LENGTH)
-    map_index = models.IntegerField(default=-1)
     try_number = models.IntegerField()
-    max_tries = models.IntegerField(default=0)
-    state = models.CharField(  # noqa: DJ001
-        max_length=20, choices=TaskInstanceState.choices, null=True, blank=True
-    )
-    start_date = models.DateTimeField(null=True, blank=True)
-    end_date = models.DateTimeField(null=True, blank=True)
-    duration = models.FloatField(null=True, blank=True)
-    hostname = models.CharField(max_length=1000, default="", blank=True)
-    unixname = models.CharField(max_length=1000, default="", blank=True)
-    pid = models.IntegerField(null=True, blank=True)
-    failure_reason = models.TextField(default="", blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -537,18 +554,13 @@ class TaskInstanceHistory(models.Model):
         ]
 
     def __str__(self) -> str:
-        suffix = f"[{self.map_index}]" if self.map_index >= 0 else ""
-        return f"{self.dag_id}.{self.task_id}{suffix} @ {self.run_id} try {self.try_number}"
+        return f"{self.task_label} try {self.try_number}"
 
 
-class XCom(models.Model):
+class XCom(TaskKey):
     """A value a task pushed (e.g. its ``return_value``)."""
 
     dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="xcoms")
-    dag_id = models.CharField(max_length=ID_LENGTH)
-    run_id = models.CharField(max_length=ID_LENGTH)
-    task_id = models.CharField(max_length=ID_LENGTH)
-    map_index = models.IntegerField(default=-1)
     key = models.CharField(max_length=512)
     value = models.JSONField(null=True, blank=True)
     timestamp = models.DateTimeField(default=timezone.now)

@@ -36,18 +36,16 @@ def asset_events_query(
     events = AssetEvent.objects.select_related("asset").prefetch_related(
         Prefetch("created_dagruns", queryset=DagRun.objects.order_by("id"))
     )
-    if name is not None:
-        events = events.filter(asset__name=name)
-    if uri is not None:
-        events = events.filter(asset__uri=uri)
-    if alias is not None:
-        events = events.filter(alias_links__alias__name=alias)
-    if dag_id is not None:
-        events = events.filter(source_dag_id=dag_id)
-    if after is not None:
-        events = events.filter(timestamp__gte=after)
-    if before is not None:
-        events = events.filter(timestamp__lte=before)
+    # one filter(): the same as chained ones, the alias being the only multi-valued join
+    lookups = {
+        "asset__name": name,
+        "asset__uri": uri,
+        "alias_links__alias__name": alias,
+        "source_dag_id": dag_id,
+        "timestamp__gte": after,
+        "timestamp__lte": before,
+    }
+    events = events.filter(**{lookup: v for lookup, v in lookups.items() if v is not None})
     events = events.order_by(*(("timestamp", "id") if ascending else ("-timestamp", "-id")))
     if limit is not None:
         events = events[:limit]

@@ -39,6 +39,22 @@ def ttl_problem(ttl_seconds: int) -> str | None:
     return None
 
 
+def settings_check() -> None:
+    """Refuse token settings no token could be issued or checked with: raise
+    ``ImproperlyConfigured`` naming the setting (at start-up, ``AssetsAppConfig.ready``)."""
+    config = _config()
+    ttl = config["JWT_TTL_SECONDS"]
+    if not isinstance(ttl, int) or (problem := ttl_problem(ttl)) is not None:
+        problem = problem if isinstance(ttl, int) else f"must be a whole number, got {ttl!r}"
+        raise ImproperlyConfigured(f"JWT_TTL_SECONDS {problem}")
+    leeway = config["JWT_LEEWAY_SECONDS"]
+    if not isinstance(leeway, int) or not 0 <= leeway < ttl:
+        raise ImproperlyConfigured(
+            f"JWT_LEEWAY_SECONDS must be 0 or more and less than JWT_TTL_SECONDS ({ttl}), "
+            f"got {leeway!r}"
+        )
+
+
 @dataclass(frozen=True)
 class TokenClaims:
     subject: str

@@ -11,7 +11,7 @@ import itertools
 import json
 import logging
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypeVar, cast
 
 from django.conf import settings
@@ -26,7 +26,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer
+from rest_framework.serializers import BaseSerializer, Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
@@ -122,6 +122,11 @@ def _valid(serializer: S, *, location: str = "body") -> S:
     if not serializer.is_valid():
         raise RequestValidationError(validation_errors(serializer.errors, location=location))
     return serializer
+
+
+def _valid_query(serializer_class: type[S], request: Request) -> S:
+    """The query parameters (the last value of a repeated one), once valid; else a 422."""
+    return _valid(serializer_class(data=request.query_params.dict()), location="query")
 
 
 ERRORS: dict[int | tuple[int, str], OpenApiResponse] = {
@@ -299,38 +304,32 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
 # --- assets and asset events ------------------------------------------------------------------
 
 
+def _active_asset_action(
+    field: str, query_serializer: type[Serializer[Any]]
+) -> Callable[..., Response]:
+    """``GET /assets/by-<field>?<field>=``: the active asset with that name (or uri)."""
+
+    def lookup(self: AssetViewSet, request: Request) -> Response:
+        query = _valid(query_serializer(data=request.query_params), location="query")
+        asset = selectors.active_asset_get(**query.validated_data)
+        return Response(asset_s.AssetResponseSerializer(asset).data)
+
+    lookup.__name__ = f"by_{field}"
+    documented = extend_schema(
+        operation_id=f"get_asset_by_{field}",
+        summary=f"The active asset with this {field}",
+        parameters=[query_serializer],
+        responses={200: asset_s.AssetResponseSerializer, **NOT_FOUND, **ERRORS},
+        tags=["Assets"],
+    )
+    return documented(action(detail=False, methods=["get"], url_path=f"by-{field}")(lookup))
+
+
 class AssetViewSet(ExecutionAPIViewSet):
     """``/assets/…``: the active asset with a name or a uri."""
 
-    @extend_schema(
-        operation_id="get_asset_by_name",
-        summary="The active asset with this name",
-        parameters=[asset_s.AssetByNameQuerySerializer],
-        responses={200: asset_s.AssetResponseSerializer, **NOT_FOUND, **ERRORS},
-        tags=["Assets"],
-    )
-    @action(detail=False, methods=["get"], url_path="by-name")
-    def by_name(self, request: Request) -> Response:
-        query = _valid(
-            asset_s.AssetByNameQuerySerializer(data=request.query_params), location="query"
-        )
-        asset = selectors.active_asset_get(name=query.validated_data["name"])
-        return Response(asset_s.AssetResponseSerializer(asset).data)
-
-    @extend_schema(
-        operation_id="get_asset_by_uri",
-        summary="The active asset with this uri",
-        parameters=[asset_s.AssetByUriQuerySerializer],
-        responses={200: asset_s.AssetResponseSerializer, **NOT_FOUND, **ERRORS},
-        tags=["Assets"],
-    )
-    @action(detail=False, methods=["get"], url_path="by-uri")
-    def by_uri(self, request: Request) -> Response:
-        query = _valid(
-            asset_s.AssetByUriQuerySerializer(data=request.query_params), location="query"
-        )
-        asset = selectors.active_asset_get(uri=query.validated_data["uri"])
-        return Response(asset_s.AssetResponseSerializer(asset).data)
+    by_name = _active_asset_action("name", asset_s.AssetByNameQuerySerializer)
+    by_uri = _active_asset_action("uri", asset_s.AssetByUriQuerySerializer)
 
 
 def asset_events_response(events: QuerySet[AssetEvent]) -> HttpResponseBase:
@@ -383,10 +382,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
     )
     @action(detail=False, methods=["get"], url_path="by-asset")
     def by_asset(self, request: Request) -> HttpResponseBase:
-        query = _valid(
-            asset_s.AssetEventsByAssetQuerySerializer(data=request.query_params.dict()),
-            location="query",
-        )
+        query = _valid_query(asset_s.AssetEventsByAssetQuerySerializer, request)
         name = query.validated_data.get("name") or None
         uri = query.validated_data.get("uri") or None
         if name is None and uri is None:
@@ -405,10 +401,7 @@ class AssetEventViewSet(ExecutionAPIViewSet):
     )
     @action(detail=False, methods=["get"], url_path="by-asset-alias")
     def by_asset_alias(self, request: Request) -> HttpResponseBase:
-        query = _valid(
-            asset_s.AssetEventsByAliasQuerySerializer(data=request.query_params.dict()),
-            location="query",
-        )
+        query = _valid_query(asset_s.AssetEventsByAliasQuerySerializer, request)
         events = asset_events_query(alias=query.validated_data["name"], **query.filters())
         return asset_events_response(events)
 
@@ -416,17 +409,14 @@ class AssetEventViewSet(ExecutionAPIViewSet):
 # --- xcoms ------------------------------------------------------------------------------------
 
 
-Q = TypeVar("Q", bound=xcom_s.XComQuerySerializer)
-
-
 class XComView(ExecutionAPIView):
     """``/xcoms/{dag_id}/{run_id}/{task_id}/{key}``: a plain view, its ``run_id`` arriving
     unencoded (``manual__2026-01-01T00:00:00+00:00``)."""
 
-    def _query(self, serializer_class: type[Q]) -> Q:
+    def _query(self, serializer_class: type[S]) -> S:
         """The query parameters, once the path parameters are known to fit their columns."""
         _valid(xcom_s.XComPathSerializer(data=self.kwargs), location="path")
-        return _valid(serializer_class(data=self.request.query_params.dict()), location="query")
+        return _valid_query(serializer_class, self.request)
 
     @extend_schema(
         operation_id="get_xcom",

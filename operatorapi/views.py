@@ -10,11 +10,10 @@ parameters (:mod:`operatorapi.filters`); errors follow :mod:`operatorapi.excepti
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db.models import QuerySet
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -29,7 +28,6 @@ from rest_framework.reverse import reverse
 from rest_framework.utils.json import strict_constant
 from rest_framework.views import APIView
 
-from assets_app.models import Asset, AssetAlias, AssetDagRunQueue, AssetEvent, Dag, DagRun
 from assets_app.services.asset_events import asset_event_create_manual
 from assets_app.services.clearing import task_instances_clear, task_instances_select
 from assets_app.services.dags import dags_set_paused
@@ -95,53 +93,50 @@ class ReadOnlyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Operator
 
 NOT_FOUND = {404: OpenApiResponse(description="No such object")}
 
+ViewSetT = TypeVar("ViewSetT", bound=type[ReadOnlyViewSet])
 
-@extend_schema_view(
-    list=extend_schema(summary="List assets", description="Oldest first (by id)."),
-    retrieve=extend_schema(summary="One asset", responses={200: s.AssetSerializer, **NOT_FOUND}),
-)
+
+def documented(*, plural: str, one: str, order: str) -> Callable[[ViewSetT], ViewSetT]:
+    """The docs of a resource's list (``List <plural>``, in ``order``) and retrieve (``One
+    <one>``, its ``serializer_class`` or a 404) operations."""
+
+    def decorate(viewset: ViewSetT) -> ViewSetT:
+        serializer = viewset.serializer_class  # type: ignore[misc]  # the class's, not generic
+        return extend_schema_view(
+            list=extend_schema(summary=f"List {plural}", description=order),
+            retrieve=extend_schema(summary=f"One {one}", responses={200: serializer, **NOT_FOUND}),
+        )(viewset)
+
+    return decorate
+
+
+@documented(plural="assets", one="asset", order="Oldest first (by id).")
 class AssetViewSet(ReadOnlyViewSet):
+    queryset = selectors.asset_list()
     serializer_class = s.AssetSerializer
     filterset_class = AssetFilter
     cursor_ordering = ("id",)
 
-    def get_queryset(self) -> QuerySet[Asset]:
-        return selectors.asset_list()
 
-
-@extend_schema_view(
-    list=extend_schema(summary="List asset aliases", description="Oldest first (by id)."),
-    retrieve=extend_schema(
-        summary="One asset alias", responses={200: s.AssetAliasSerializer, **NOT_FOUND}
-    ),
-)
+@documented(plural="asset aliases", one="asset alias", order="Oldest first (by id).")
 class AssetAliasViewSet(ReadOnlyViewSet):
+    queryset = selectors.asset_alias_list()
     serializer_class = s.AssetAliasSerializer
     filterset_class = AssetAliasFilter
     cursor_ordering = ("id",)
 
-    def get_queryset(self) -> QuerySet[AssetAlias]:
-        return selectors.asset_alias_list()
 
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List asset events",
-        description="Newest first (by timestamp, then id). Following the `next` links returns "
-        "every event committed before the first page exactly once, whatever is inserted "
-        "meanwhile.",
-    ),
-    retrieve=extend_schema(
-        summary="One asset event", responses={200: s.AssetEventSerializer, **NOT_FOUND}
-    ),
+@documented(
+    plural="asset events",
+    one="asset event",
+    order="Newest first (by timestamp, then id). Following the `next` links returns every event "
+    "committed before the first page exactly once, whatever is inserted meanwhile.",
 )
 class AssetEventViewSet(ReadOnlyViewSet):
+    queryset = selectors.asset_event_list()
     serializer_class = s.AssetEventSerializer
     filterset_class = AssetEventFilter
     cursor_ordering = ("-timestamp", "-id")
-
-    def get_queryset(self) -> QuerySet[AssetEvent]:
-        return selectors.asset_event_list()
 
     @extend_schema(
         summary="Create an asset event by asset name or uri",
@@ -168,19 +163,14 @@ class AssetEventViewSet(ReadOnlyViewSet):
         )
 
 
-@extend_schema_view(
-    list=extend_schema(summary="List DAGs", description="By dag_id."),
-    retrieve=extend_schema(summary="One DAG", responses={200: s.DagSerializer, **NOT_FOUND}),
-)
+@documented(plural="DAGs", one="DAG", order="By dag_id.")
 class DagViewSet(ReadOnlyViewSet):
+    queryset = selectors.dag_list()
     serializer_class = s.DagSerializer
     filterset_class = DagFilter
     cursor_ordering = ("dag_id",)
     lookup_field = "dag_id"
     lookup_value_regex = "[^/]+"
-
-    def get_queryset(self) -> QuerySet[Dag]:
-        return selectors.dag_list()
 
     @extend_schema(
         summary="Pause or unpause a DAG",
@@ -198,16 +188,11 @@ class DagViewSet(ReadOnlyViewSet):
         return Response(s.DagSerializer(dag).data)
 
 
-@extend_schema_view(
-    list=extend_schema(summary="List DAG runs", description="Newest first (by id)."),
-    retrieve=extend_schema(summary="One DAG run", responses={200: s.DagRunSerializer, **NOT_FOUND}),
-)
+@documented(plural="DAG runs", one="DAG run", order="Newest first (by id).")
 class DagRunViewSet(ReadOnlyViewSet):
+    queryset = selectors.dag_run_list()
     serializer_class = s.DagRunSerializer
     filterset_class = DagRunFilter
-
-    def get_queryset(self) -> QuerySet[DagRun]:
-        return selectors.dag_run_list()
 
     def get_permissions(self) -> Sequence[Any]:
         if self.action == "clear":
@@ -262,12 +247,10 @@ class DagRunViewSet(ReadOnlyViewSet):
     ),
 )
 class QueueViewSet(mixins.ListModelMixin, OperatorViewSet):
+    queryset = selectors.queue_list()
     serializer_class = s.QueueEntrySerializer
     filterset_class = QueueFilter
     cursor_ordering = ("id",)
-
-    def get_queryset(self) -> QuerySet[AssetDagRunQueue]:
-        return selectors.queue_list()
 
 
 class OperatorAPIRootView(OperatorAPIMixin, routers.APIRootView):

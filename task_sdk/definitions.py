@@ -15,7 +15,7 @@ import json
 import urllib.parse
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from task_sdk.jsonvalues import check_json_value, string_problem
 
@@ -211,6 +211,28 @@ class AssetAlias:
 
 
 Outlet = Asset | AssetNameRef | AssetUriRef | AssetAlias
+
+V = TypeVar("V")
+
+
+class ByNameOrUri(Generic[V]):
+    """``for_asset(name=..., uri=...)`` and ``for_asset_alias(name=...)`` over ``self[key]``,
+    as on Airflow's accessors: a name and a uri are that ``Asset``, one of them a reference."""
+
+    def __getitem__(self, key: Outlet, /) -> V:
+        raise NotImplementedError
+
+    def for_asset(self, *, name: str | None = None, uri: str | None = None) -> V:
+        if name and uri:
+            return self[Asset(name=name, uri=uri)]
+        if name:
+            return self[AssetNameRef(name)]
+        if uri:
+            return self[AssetUriRef(uri)]
+        raise ValueError("name and uri cannot both be empty")
+
+    def for_asset_alias(self, *, name: str) -> V:
+        return self[AssetAlias(name=name)]
 
 
 def asset_profile(obj: Outlet) -> dict[str, str | None]:

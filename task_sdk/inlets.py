@@ -34,6 +34,7 @@ from task_sdk.definitions import (
     AssetNameRef,
     AssetUniqueKey,
     AssetUriRef,
+    ByNameOrUri,
     Outlet,
     normalize_uri,
 )
@@ -258,7 +259,9 @@ class InletEventsAccessor(Sequence[AssetEvent]):
         return f"<InletEventsAccessor {fields}>"
 
 
-class InletEventsAccessors(Mapping[int | Outlet, InletEventsAccessor]):
+class InletEventsAccessors(
+    ByNameOrUri[InletEventsAccessor], Mapping[int | Outlet, InletEventsAccessor]
+):
     """``inlet_events``: the task's declared inlets → their events (see the module docstring).
 
     Iterating gives the declared inlets. A reference looks up the declared asset it names
@@ -327,21 +330,10 @@ class InletEventsAccessors(Mapping[int | Outlet, InletEventsAccessor]):
     def __len__(self) -> int:
         return len(self._inlets)
 
-    def for_asset(self, *, name: str | None = None, uri: str | None = None) -> InletEventsAccessor:
-        if name and uri:
-            return self[Asset(name=name, uri=uri)]
-        if name:
-            return self[AssetNameRef(name)]
-        if uri:
-            return self[AssetUriRef(uri)]
-        raise ValueError("name and uri cannot both be empty")
-
-    def for_asset_alias(self, *, name: str) -> InletEventsAccessor:
-        return self[AssetAlias(name=name)]
-
 
 class TriggeringAssetEventsAccessor(
-    Mapping[Outlet | AssetUniqueKey | AssetAliasUniqueKey, Sequence[AssetEvent]]
+    ByNameOrUri[Sequence[AssetEvent]],
+    Mapping[Outlet | AssetUniqueKey | AssetAliasUniqueKey, Sequence[AssetEvent]],
 ):
     """``triggering_asset_events``: asset or alias → the events that triggered this run.
 
@@ -395,18 +387,6 @@ class TriggeringAssetEventsAccessor(
 
     def __len__(self) -> int:
         return len(self._events)
-
-    def for_asset(self, *, name: str | None = None, uri: str | None = None) -> Sequence[AssetEvent]:
-        if name and uri:
-            return self[AssetUniqueKey(name=name, uri=uri)]
-        if name:
-            return self[AssetNameRef(name)]
-        if uri:
-            return self[AssetUriRef(uri)]
-        raise ValueError("name and uri cannot both be empty")
-
-    def for_asset_alias(self, *, name: str) -> Sequence[AssetEvent]:
-        return self[AssetAliasUniqueKey(name=name)]
 
     def __repr__(self) -> str:
         counts = {key: len(events) for key, events in self._events.items()}

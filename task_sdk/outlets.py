@@ -23,6 +23,7 @@ from task_sdk.definitions import (
     AssetNameRef,
     AssetUniqueKey,
     AssetUriRef,
+    ByNameOrUri,
     Outlet,
     asset_profile,
 )
@@ -126,7 +127,7 @@ class Metadata:
     alias: AssetAlias | None = None
 
 
-class OutletEventAccessors:
+class OutletEventAccessors(ByNameOrUri["OutletEventAccessor"]):
     """``outlet_events``: a lazy mapping from an asset, reference or alias to its accessor.
 
     References are resolved to the asset's key through ``resolver`` (the server), so writing
@@ -156,18 +157,6 @@ class OutletEventAccessors:
         if hashable not in self._accessors:
             self._accessors[hashable] = OutletEventAccessor(key=hashable, resolver=self._resolve)
         return self._accessors[hashable]
-
-    def for_asset(self, *, name: str | None = None, uri: str | None = None) -> OutletEventAccessor:
-        if name and uri:
-            return self[Asset(name=name, uri=uri)]
-        if name:
-            return self[AssetNameRef(name)]
-        if uri:
-            return self[AssetUriRef(uri)]
-        raise ValueError("name and uri cannot both be empty")
-
-    def for_asset_alias(self, *, name: str) -> OutletEventAccessor:
-        return self[AssetAlias(name=name)]
 
     def __iter__(self) -> Iterator[AssetUniqueKey | AssetAliasUniqueKey]:
         return iter(self._accessors)

@@ -189,3 +189,25 @@ def test_production_starts_with_real_secrets(tmp_path):
     values = json.loads(result.stdout)
     assert values["debug"] is False
     assert values["jwt_secret"] == GOOD_SECRET
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"JWT_TTL_SECONDS": "0"}, "JWT_TTL_SECONDS must be a positive number of seconds, got 0"),
+        (
+            {"JWT_TTL_SECONDS": "400000000"},
+            "JWT_TTL_SECONDS must be at most 315360000 seconds (ten years), got 400000000",
+        ),
+        (
+            {"JWT_LEEWAY_SECONDS": "-1"},
+            "JWT_LEEWAY_SECONDS must be 0 or more and less than JWT_TTL_SECONDS (600), got -1",
+        ),
+    ],
+)
+def test_token_settings_no_token_could_use_stop_every_process_at_start_up(tmp_path, env, message):
+    # django.setup() is what gunicorn's workers, manage.py and the worker all run first
+    result = load("config.settings.local", tmp_path, sign=False, **env)
+
+    assert result.returncode != 0
+    assert f"django.core.exceptions.ImproperlyConfigured: {message}" in result.stderr

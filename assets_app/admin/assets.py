@@ -15,6 +15,7 @@ from django_stubs_ext import WithAnnotations
 from assets_app.admin.common import (
     EMPTY,
     AssetColumnsMixin,
+    PanelAdmin,
     change_link,
     change_url,
     count_of,
@@ -61,7 +62,7 @@ class AliasAssetLinkInline(_AliasLinkInline[AssetAlias]):
 
 
 @admin.register(Asset)
-class AssetAdmin(admin.ModelAdmin[Asset]):
+class AssetAdmin(PanelAdmin[Asset]):
     list_display = ("name", "uri", "group", "is_active", "alias_names", "latest_event")
     list_select_related = ("active",)
     list_filter = (AssetActiveFilter, "group")
@@ -112,20 +113,9 @@ class AssetAdmin(admin.ModelAdmin[Asset]):
             *super().get_urls(),
         ]
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Asset | None = None,
-    ) -> HttpResponse:
-        # the events chart, the lineage and the latest events (assets_app.admin.panels)
-        if obj is not None:
-            context["panel"] = asset_panel(obj)
-            context["can_emit"] = request.user.has_perm(EMIT_PERMISSION)
-        return super().render_change_form(request, context, add, change, form_url, obj)
+    def panel_context(self, request: HttpRequest, obj: Asset) -> dict[str, Any]:
+        # the events chart, the lineage and the latest events, and the emit button
+        return {"panel": asset_panel(obj), "can_emit": request.user.has_perm(EMIT_PERMISSION)}
 
 
 @admin.register(AssetAlias)

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.db.models import Count, Model, OuterRef, Subquery
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
@@ -184,6 +184,30 @@ class ReadOnlyTabularInline(ReadOnlyAdminMixin, admin.TabularInline[_ChildT, _Pa
     extra = 0
     can_delete = False
     show_change_link = False
+
+
+_ModelT = TypeVar("_ModelT", bound=Model)
+
+
+class PanelAdmin(admin.ModelAdmin[_ModelT]):
+    """A change page showing its object's panel (``assets_app.admin.panels``) beside the form."""
+
+    def panel_context(self, request: HttpRequest, obj: _ModelT) -> dict[str, Any]:
+        """What the change page's template shows of ``obj`` besides the form."""
+        raise NotImplementedError
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: _ModelT | None = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context.update(self.panel_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 class BigTableAdminMixin:

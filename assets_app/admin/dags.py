@@ -6,7 +6,7 @@ from typing import Any, TypedDict
 
 from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -15,6 +15,7 @@ from django_stubs_ext import WithAnnotations
 from assets_app.admin.common import (
     EMPTY,
     AssetColumnsMixin,
+    PanelAdmin,
     ReadOnlyAdminMixin,
     ReadOnlyTabularInline,
     change_link,
@@ -76,7 +77,7 @@ DAG_REFERENCE_INLINES = (
 
 
 @admin.register(Dag)
-class DagAdmin(admin.ModelAdmin[Dag]):
+class DagAdmin(PanelAdmin[Dag]):
     list_display = (
         "dag_id",
         "is_paused",
@@ -115,19 +116,8 @@ class DagAdmin(admin.ModelAdmin[Dag]):
     def has_delete_permission(self, request: HttpRequest, obj: Dag | None = None) -> bool:
         return False
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Dag | None = None,
-    ) -> HttpResponse:
-        # the lineage and the recent runs (assets_app.admin.panels)
-        if obj is not None:
-            context["panel"] = dag_panel(obj)
-        return super().render_change_form(request, context, add, change, form_url, obj)
+    def panel_context(self, request: HttpRequest, obj: Dag) -> dict[str, Any]:
+        return {"panel": dag_panel(obj)}  # the lineage and the recent runs
 
     def save_model(self, request: HttpRequest, obj: Dag, form: Any, change: bool) -> None:
         dags_set_paused(dag_ids=[obj.dag_id], is_paused=obj.is_paused)

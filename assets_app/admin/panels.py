@@ -167,21 +167,27 @@ def overview() -> Overview:
     )
 
 
+def _counts_per(
+    trunc: type[TruncHour | TruncDay], events: QuerySet[AssetEvent]
+) -> Counter[datetime]:
+    """How many ``events`` fall in each hour (or day), by its local start (one GROUP BY)."""
+    return Counter(
+        {
+            timezone.localtime(start): n
+            for start, n in events.annotate(start=trunc("timestamp"))
+            .order_by()
+            .values_list("start")
+            .annotate(n=Count("pk"))
+            .values_list("start", "n")
+        }
+    )
+
+
 def events_per_hour_chart(*, now: datetime) -> SafeString:
     """Events per hour over the last ``HOURS`` hours, every bar a link to its events."""
     end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     start = end - timedelta(hours=HOURS)
-    counts = Counter(
-        {
-            timezone.localtime(hour): n
-            for hour, n in AssetEvent.objects.filter(timestamp__gte=start)
-            .annotate(hour=TruncHour("timestamp"))
-            .order_by()
-            .values_list("hour")
-            .annotate(n=Count("pk"))
-            .values_list("hour", "n")
-        }
-    )
+    counts = _counts_per(TruncHour, AssetEvent.objects.filter(timestamp__gte=start))
     bars = []
     for i in range(HOURS):
         hour = timezone.localtime(start + timedelta(hours=i))
@@ -221,17 +227,8 @@ def events_per_day_chart(asset: Asset) -> SafeString:
     """The asset's events per day over the last ``DAYS`` days, every bar a link."""
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=DAYS - 1)
-    counts = Counter(
-        {
-            timezone.localtime(day).date(): n
-            for day, n in AssetEvent.objects.filter(asset=asset, timestamp__gte=start)
-            .annotate(day=TruncDay("timestamp"))
-            .order_by()
-            .values_list("day")
-            .annotate(n=Count("pk"))
-            .values_list("day", "n")
-        }
-    )
+    events = AssetEvent.objects.filter(asset=asset, timestamp__gte=start)
+    counts = Counter({day.date(): n for day, n in _counts_per(TruncDay, events).items()})
     bars = []
     for i in range(DAYS):
         day = start + timedelta(days=i)
@@ -398,26 +395,17 @@ def dag_lineage(dag: Dag) -> Lineage:
             note="schedule",
         )
         lineage.link(lineage.add(node), me)
-    for name in DagScheduleAssetNameReference.objects.filter(dag=dag).values_list(
-        "name", flat=True
-    ):
-        node = Node(
-            key=f"name:{name}",
-            label=name,
-            kind="reference",
-            url=changelist_url("asset", name=name),
-            note="schedule: Asset.ref(name)",
-        )
-        lineage.link(lineage.add(node), me)
-    for uri in DagScheduleAssetUriReference.objects.filter(dag=dag).values_list("uri", flat=True):
-        node = Node(
-            key=f"uri:{uri}",
-            label=uri,
-            kind="reference",
-            url=changelist_url("asset", uri=uri),
-            note="schedule: Asset.ref(uri)",
-        )
-        lineage.link(lineage.add(node), me)
+    references = (("name", DagScheduleAssetNameReference), ("uri", DagScheduleAssetUriReference))
+    for field, model in references:  # Asset.ref(name=...), Asset.ref(uri=...)
+        for value in model.objects.filter(dag=dag).values_list(field, flat=True):
+            node = Node(
+                key=f"{field}:{value}",
+                label=value,
+                kind="reference",
+                url=changelist_url("asset", **{field: value}),
+                note=f"schedule: Asset.ref({field})",
+            )
+            lineage.link(lineage.add(node), me)
     for inlet in TaskInletAssetReference.objects.filter(dag=dag).select_related("asset"):
         node = _asset_node(f"in:{inlet.asset_id}", inlet.asset, note=f"inlet of {inlet.task_id}")
         lineage.link(lineage.add(node), me)

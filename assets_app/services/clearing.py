@@ -11,8 +11,9 @@ the operator API). In one transaction, with the task instances and their runs lo
   task's declared ``retries`` (Airflow's ``clear_task_instances``), so it gets its retries
   again; without a declared task, ``max(max_tries, try_number)``;
 - other task instances (scheduled, queued, deferred …) are left alone: they will run anyway;
-- each finished run of a cleared task instance goes back to ``queued`` (no start or end date);
-  the first of its task instances to start makes it ``running`` again.
+- each finished or running run of a cleared task instance goes back to ``queued`` (no start or
+  end date), as Airflow's clear; the first of its task instances to start makes it
+  ``running`` again.
 """
 
 from __future__ import annotations
@@ -42,11 +43,16 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.services.dag_runs import FINISHED_RUN_STATES
-from assets_app.services.task_instances import task_instance_history_record
+from assets_app.services.task_instances import task_instance_history_record, task_instance_renew
 
 logger = logging.getLogger(__name__)
 
 CLEARABLE_STATES = FINISHED_TI_STATES | {TaskInstanceState.UP_FOR_RETRY}
+#: Runs that go back to ``queued`` when one of their task instances is cleared (Airflow sets
+#: every affected run ``queued``): finished ones, and running ones too, so that a running
+#: run's settle that read the task instances before the clear committed cannot end it (see
+#: ``dag_run_settle``).
+REQUEUED_RUN_STATES = (*FINISHED_RUN_STATES, DagRunState.RUNNING)
 #: at most this many refused task instances are named in the error
 NAMED_IN_ERROR = 5
 
@@ -66,11 +72,6 @@ class ClearResult:
     cleared: list[ClearedTaskInstance] = field(default_factory=list)
     left_alone: list[tuple[str, str | None]] = field(default_factory=list)  # (label, state)
     runs_requeued: list[str] = field(default_factory=list)  # dag / run
-
-
-def _label(ti: TaskInstance) -> str:
-    suffix = f"[{ti.map_index}]" if ti.map_index >= 0 else ""
-    return f"{ti.dag_id}.{ti.task_id}{suffix} @ {ti.run_id}"
 
 
 def clear_command_hint(ti: TaskInstance) -> str:
@@ -120,7 +121,7 @@ def task_instances_clear(
         )
         running = [ti for ti in locked if ti.state == TaskInstanceState.RUNNING]
         if running:
-            named = ", ".join(_label(ti) for ti in running[:NAMED_IN_ERROR])
+            named = ", ".join(ti.task_label for ti in running[:NAMED_IN_ERROR])
             more = (
                 f" and {len(running) - NAMED_IN_ERROR} more"
                 if len(running) > NAMED_IN_ERROR
@@ -132,7 +133,7 @@ def task_instances_clear(
                 running=[str(ti.pk) for ti in running],
             )
         to_clear = [ti for ti in locked if ti.state in CLEARABLE_STATES]
-        result.left_alone = [(_label(ti), ti.state) for ti in locked if ti not in to_clear]
+        result.left_alone = [(ti.task_label, ti.state) for ti in locked if ti not in to_clear]
         declared = _declared_retries(to_clear)
         for ti in to_clear:
             retries = declared.get((ti.dag_id, ti.task_id))
@@ -141,7 +142,7 @@ def task_instances_clear(
             )
             result.cleared.append(
                 ClearedTaskInstance(
-                    label=_label(ti),
+                    label=ti.task_label,
                     previous_state=ti.state,
                     try_number=ti.try_number + 1,
                     max_tries=max_tries,
@@ -150,7 +151,7 @@ def task_instances_clear(
             )
         runs = {ti.dag_run_id: ti.dag_run for ti in to_clear}
         result.runs_requeued = [
-            str(run) for run in runs.values() if run.state in FINISHED_RUN_STATES
+            str(run) for run in runs.values() if run.state in REQUEUED_RUN_STATES
         ]
         if dry_run or not to_clear:
             return result
@@ -185,9 +186,11 @@ def _write(
         ]
     )
     for ti, new in zip(task_instances, cleared, strict=True):
-        TaskInstance.objects.filter(pk=ti.pk).update(
-            id=new.task_instance_id,
+        task_instance_renew(
+            ti.pk,
+            new_id=new.task_instance_id,
             state=TaskInstanceState.SCHEDULED,
+            now=now,
             try_number=new.try_number,
             max_tries=new.max_tries,
             start_date=None,
@@ -195,10 +198,7 @@ def _write(
             duration=None,
             next_retry_at=None,
             failure_reason="",
-            next_method=None,
-            next_kwargs=None,
-            updated_at=now,
         )
-    DagRun.objects.filter(pk__in=run_ids, state__in=FINISHED_RUN_STATES).update(
+    DagRun.objects.filter(pk__in=run_ids, state__in=REQUEUED_RUN_STATES).update(
         state=DagRunState.QUEUED, start_date=None, end_date=None
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInputError, TaskInstanceNotFoundError
@@ -40,6 +41,8 @@ logger = logging.getLogger(__name__)
 #: The largest ``map_index`` and ``max_tries``: their columns are 32-bit integers.
 INTEGER_MAX = 2**31 - 1
 FINISHED_RUN_STATES = (DagRunState.SUCCESS, DagRunState.FAILED)
+#: The most runs ``dag_runs_settle_finished`` ends in one call (the rest wait for the next).
+SETTLE_LIMIT = 500
 
 #: States a task instance may be created in: waiting for a runner, or already claimed.
 CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
@@ -153,6 +156,8 @@ def task_instance_create(
         # a new task instance in a finished run: the run is not finished any more
         DagRun.objects.filter(pk=dag_run.pk).update(state=DagRunState.RUNNING, end_date=None)
         dag_run.state, dag_run.end_date = DagRunState.RUNNING, None
+    elif created and state == TaskInstanceState.RUNNING:
+        dag_run_start(dag_run, start_date=now)  # its run is running, so that it can settle
     logger.info(
         "task instance %s %s (%s.%s @ %s, run %s)",
         task_instance.pk,
@@ -211,16 +216,22 @@ def dag_run_start(dag_run: DagRun, *, start_date: datetime) -> None:
 
 
 def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool:
-    """End the run if none of its task instances is unfinished; ``True`` if it ended now.
+    """End a ``running`` run if none of its task instances is unfinished; ``True`` if it ended
+    now.
 
     ``end_date`` defaults to now (as Airflow's ``DagRun.set_state``: the server's clock, not a
     runner's).
 
-    Call with the run row locked (``SELECT … FOR UPDATE``) in the transaction that finished a
-    task instance: then two last task instances finishing at once settle the run once, the
-    second seeing the first's committed state. One fixed ``UPDATE`` statement (raw SQL: the
-    ORM spent more time building it than PostgreSQL spends running it, on every finished
-    task instance).
+    Call **after** the transaction that finished a task instance has committed, outside any
+    transaction: the statement then reads every task instance as committed when it starts.
+    Of two last task instances finishing at once, the settle that starts later sees both
+    finished (each starts after its own commit), and the ``UPDATE`` re-checks the run's state
+    on the row it waited for, so the run ends once. Only a ``running`` run settles: clearing
+    puts the run of a cleared task instance back to ``queued`` in the transaction that holds
+    its lock, so a settle that read the task instances before a clear committed finds the run
+    no longer ``running`` and does nothing. One fixed ``UPDATE`` statement (raw SQL: the ORM
+    spent more time building it than PostgreSQL spends running it, on every finished task
+    instance).
     """
     with connection.cursor() as cursor:
         cursor.execute(
@@ -232,7 +243,7 @@ def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool
                 DagRunState.SUCCESS.value,
                 connection.ops.adapt_datetimefield_value(end_date or timezone.now()),
                 dag_run_id,
-                *(state.value for state in FINISHED_RUN_STATES),
+                DagRunState.RUNNING.value,
                 dag_run_id,
                 *(state.value for state in FINISHED_TI_STATES),
             ],
@@ -241,6 +252,20 @@ def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool
     if settled:
         logger.info("DAG run %s finished", dag_run_id)
     return bool(settled)
+
+
+def dag_runs_settle_finished(*, end_date: datetime | None = None) -> int:
+    """Settle every ``running`` run none of whose task instances is unfinished: the runs a
+    process that died between a task instance's commit and its run's settle left behind (the
+    runner's retried report settles them too). ``upkeep`` calls it; returns how many ended."""
+    unfinished = TaskInstance.objects.filter(dag_run=OuterRef("pk")).exclude(
+        state__in=FINISHED_TI_STATES
+    )
+    stuck = DagRun.objects.filter(state=DagRunState.RUNNING).exclude(Exists(unfinished))
+    return sum(
+        dag_run_settle(dag_run_id=pk, end_date=end_date)
+        for pk in stuck.values_list("pk", flat=True)[:SETTLE_LIMIT]
+    )
 
 
 @functools.cache
@@ -260,7 +285,7 @@ def _settle_sql() -> str:
                 AND {ti_state} IN ({placeholders(FAILED_TI_STATES)})
             ) THEN %s ELSE %s END,
             {run_end} = %s
-        WHERE {run_id} = %s AND {run_state} NOT IN ({placeholders(FINISHED_RUN_STATES)})
+        WHERE {run_id} = %s AND {run_state} = %s
         AND NOT EXISTS (
             SELECT 1 FROM {ti_table} WHERE {ti_run} = %s
             AND ({ti_state} IS NULL OR {ti_state} NOT IN ({placeholders(FINISHED_TI_STATES)}))

@@ -8,9 +8,10 @@ the ``assets_app.signals`` notifications.
 
 A fixed statement plan
 ----------------------
-Every call that declares at least one outlet runs **the same eight statements**, on
-PostgreSQL and on SQLite, whatever the kinds and numbers of outlets and events (a call that
-declares no outlet runs none). Each statement is set-based: its rows arrive as **one JSON
+A call runs **at most the eight statements** below, on PostgreSQL and on SQLite, whatever the
+numbers of outlets and events: one per kind of row it reads or writes. A statement whose row
+set would be empty is not sent (a call that declares no outlet runs none; declared assets
+without aliases run three: 3, 6 and 8). Each statement is set-based: its rows arrive as **one JSON
 parameter** (an array of objects) that the SQL expands into a row set (PostgreSQL
 ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``), so an empty input is an empty
 set and a big one needs no batching. Values that are the same for every row (timestamps, the
@@ -62,11 +63,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Model
 from django.utils import timezone
 
 from assets_app.exceptions import AssetRegistrationError
@@ -93,13 +93,11 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
-from assets_app.services.sql import Dialect, columns, table
+from assets_app.services.sql import Dialect, Statement, columns, model_from_row, table
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
 logger = logging.getLogger(__name__)
-
-_M = TypeVar("_M", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -197,11 +195,11 @@ def asset_changes_register(
     partition key), one event per group of alias events sharing asset, dest_asset_extra, extra
     and partition key; alias targets and aliases created when missing; consumers queued.
     Declared assets or refs that match no active asset are skipped with a warning. Runs the
-    eight statements of the module docstring, or none when the task declares no outlet.
+    statements of the module docstring (at most eight), none when the task declares no outlet.
 
     Transaction and locks: the execution API calls this inside its ``transaction.atomic()``
-    with the task instance row already locked (``select_for_update``), so one success is
-    registered at most once. This function joins the caller's transaction (no savepoint);
+    with the task instance row already locked (by the ``UPDATE`` that finished it), so one
+    success is registered at most once. This function joins the caller's transaction (no savepoint);
     called outside any transaction it opens its own. On PostgreSQL it may wait for other
     producers' uncommitted rows and for a scheduler holding a queue row. Any database error
     propagates and rolls the whole transaction back. Signals are sent only after the outermost
@@ -217,8 +215,13 @@ def asset_changes_register(
     sql = Dialect.current()
 
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        _alias_targets_insert(cursor, sql, extras=target_extras, now=timezone.now())  # 1
-        _aliases_insert(cursor, sql, names=alias_names)  # 2
+        sql.execute_all(  # 1 and 2: one statement on PostgreSQL
+            cursor,
+            [
+                _alias_targets_insert(sql, extras=target_extras, now=timezone.now()),
+                _aliases_insert(sql, names=alias_names),
+            ],
+        )
         active, targets = _assets_select(  # 3
             cursor, sql, declared=declared, targets=target_extras
         )
@@ -248,12 +251,17 @@ def asset_changes_register(
                 ", ".join(_describe(profile) for profile in skipped),
             )
 
-        _alias_asset_links_insert(cursor, sql, planned=planned)  # 5
         now = timezone.now()  # after any wait on concurrent inserts above
-        emitted = _events_insert(  # 6
-            cursor, sql, planned=planned, task_instance=task_instance, now=now
+        emitted = _events_insert(  # 6, with 5 and 7 on PostgreSQL
+            cursor,
+            sql,
+            planned=planned,
+            task_instance=task_instance,
+            now=now,
+            along=_alias_asset_links_insert(sql, planned=planned),  # 5
         )
-        _alias_event_links_insert(cursor, sql, emitted=emitted)  # 7
+        if not sql.postgresql:
+            _alias_event_links_insert(cursor, sql, emitted=emitted)  # 7
         queued = asset_event_consumers_queue(events=emitted, now=now)  # 8
         if emitted:
             transaction.on_commit(partial(asset_changes_notify, events=emitted), robust=True)
@@ -392,12 +400,8 @@ def _declared_asset_events_plan(
 
 
 def _alias_targets_insert(
-    cursor: CursorWrapper,
-    sql: Dialect,
-    *,
-    extras: Mapping[AssetUniqueKey, dict[str, Any]],
-    now: datetime,
-) -> None:
+    sql: Dialect, *, extras: Mapping[AssetUniqueKey, dict[str, Any]], now: datetime
+) -> Statement | None:
     """Statement 1: create the missing alias targets, not active, with dest_asset_extra.
 
     Their group is Airflow's default (``asset``), as for an ``Asset`` declared without one.
@@ -405,8 +409,9 @@ def _alias_targets_insert(
     ``NOT EXISTS`` skips the targets that exist (no conflict check, no sequence value spent);
     ``ON CONFLICT DO NOTHING`` covers the ones another transaction is inserting right now.
     """
-    sql.execute(
-        cursor,
+    if not extras:
+        return None
+    return Statement(
         f"""
         INSERT INTO {table(Asset)} ({
             columns(Asset, "name", "uri", "group", "extra", "created_at", "updated_at")
@@ -426,10 +431,11 @@ def _alias_targets_insert(
     )
 
 
-def _aliases_insert(cursor: CursorWrapper, sql: Dialect, *, names: Sequence[str]) -> None:
+def _aliases_insert(sql: Dialect, *, names: Sequence[str]) -> Statement | None:
     """Statement 2: create the missing aliases that alias events were emitted through."""
-    sql.execute(
-        cursor,
+    if not names:
+        return None
+    return Statement(
         f"""
         INSERT INTO {table(AssetAlias)} ({columns(AssetAlias, "name", "group")})
         SELECT r.name, %s
@@ -463,6 +469,8 @@ def _assets_select(
     wanted += [{"kind": "declared", "name": name} for name in declared.name_refs]
     wanted += [{"kind": "declared", "uri": uri} for uri in declared.uri_refs]
     wanted += [{"kind": "target", "name": k.name, "uri": k.uri} for k in targets]
+    if not wanted:
+        return [], {}
     picked = ", ".join(f"a.{c}" for c in columns(Asset, *_ASSET_FIELDS).split(", "))
     sql.execute(
         cursor,
@@ -486,7 +494,7 @@ def _assets_select(
     active: list[Asset] = []
     found: dict[AssetUniqueKey, Asset] = {}
     for *values, is_active in cursor.fetchall():
-        asset = _model_from_row(Asset, _ASSET_FIELDS, values)
+        asset = model_from_row(Asset, _ASSET_FIELDS, values)
         found[AssetUniqueKey(name=asset.name, uri=asset.uri)] = asset
         if is_active:
             active.append(asset)
@@ -498,6 +506,8 @@ def _aliases_select(
     cursor: CursorWrapper, sql: Dialect, *, names: Sequence[str]
 ) -> dict[str, AssetAlias]:
     """Statement 4: the aliases alias events were emitted through, by name."""
+    if not names:
+        return {}
     fields = ("id", "name", "group")
     picked = ", ".join(f"al.{c}" for c in columns(AssetAlias, *fields).split(", "))
     sql.execute(
@@ -508,18 +518,19 @@ def _aliases_select(
         """,
         [sql.json({"name": name} for name in names)],
     )
-    aliases = (_model_from_row(AssetAlias, fields, row) for row in cursor.fetchall())
+    aliases = (model_from_row(AssetAlias, fields, row) for row in cursor.fetchall())
     return {alias.name: alias for alias in aliases}
 
 
 def _alias_asset_links_insert(
-    cursor: CursorWrapper, sql: Dialect, *, planned: Sequence[_PlannedEvent]
-) -> None:
+    sql: Dialect, *, planned: Sequence[_PlannedEvent]
+) -> Statement | None:
     """Statement 5: link each alias to each asset emitted through it, once."""
     links = sorted({(alias.pk, p.asset.pk) for p in planned for alias in p.aliases})
+    if not links:
+        return None
     link_columns = columns(AssetAliasAsset, "alias", "asset")
-    sql.execute(
-        cursor,
+    return Statement(
         f"""
         INSERT INTO {table(AssetAliasAsset)} ({link_columns})
         SELECT r.alias_id, r.asset_id
@@ -546,16 +557,21 @@ def _events_insert(
     planned: Sequence[_PlannedEvent],
     task_instance: TaskInstance,
     now: datetime,
+    along: Statement | None = None,
 ) -> list[EmittedEvent]:
     """Statement 6: insert every event and return them saved, each with its exact new id.
 
     PostgreSQL: a CTE draws one id per planned event from the table's sequence (``nextval``
     makes it volatile, so it is evaluated once), the insert uses those ids, and the statement
-    returns ``(n, id)`` pairs from the CTE: no reliance on insert or ``RETURNING`` order.
-    SQLite: writers are serialized and ``AUTOINCREMENT`` hands out ids in insert order, which
-    ``ORDER BY r.n`` fixes, so the sorted new ids are the plan's. Either way the asset of each
-    new row is checked against the plan.
+    returns ``(n, id)`` pairs from the CTE: no reliance on insert or ``RETURNING`` order. The
+    same statement links the events to their aliases (statement 7: the ids are known in the
+    CTE) and runs ``along`` (statement 5) as one more CTE. SQLite: writers are serialized and
+    ``AUTOINCREMENT`` hands out ids in insert order, which ``ORDER BY r.n`` fixes, so the
+    sorted new ids are the plan's; ``along`` runs first, statement 7 after. Either way the
+    asset of each new row is checked against the plan.
     """
+    if not planned:
+        return []
     source = {
         field: getattr(task_instance, field.removeprefix("source_"))
         for field in _EVENT_SOURCE_FIELDS
@@ -563,29 +579,47 @@ def _events_insert(
     target = columns(AssetEvent, *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp")
     row_set = sql.rows(AssetEvent, _EVENT_ROW_FIELDS, n="integer")
     values = "r.asset_id, r.extra, r.partition_key, %s, %s, %s, %s, %s"
-    if sql.postgresql:
-        statement = f"""
-            WITH r AS (SELECT r.*, {sql.next_ids(AssetEvent)} AS id FROM {row_set}),
-            inserted AS (
-                INSERT INTO {table(AssetEvent)} ({columns(AssetEvent, "id")}, {target})
-                SELECT r.id, {values} FROM r ORDER BY r.n
-            )
-            SELECT r.n, r.id, r.asset_id FROM r
-            """
-    else:
-        statement = f"""
-            INSERT INTO {table(AssetEvent)} ({target})
-            SELECT {values} FROM {row_set} ORDER BY r.n
-            RETURNING id, id, asset_id
-            """
     constants = [*source.values(), sql.datetime(now)]
     planned_rows = sql.json(
         {"n": n, "asset_id": p.asset.pk, "extra": p.extra, "partition_key": p.partition_key}
         for n, p in enumerate(planned)
     )
-    # the row set comes first in PostgreSQL's statement (its CTE), last in SQLite's
-    params = [planned_rows, *constants] if sql.postgresql else [*constants, planned_rows]
-    sql.execute(cursor, statement, params)
+    if sql.postgresql:
+        links = sorted((n, alias.pk) for n, p in enumerate(planned) for alias in p.aliases)
+        link_columns = columns(AssetAliasAssetEvent, "event", "alias")
+        link_rows = sql.rows(AssetAliasAssetEvent, ["alias"], n="integer")
+        linked = f"""
+            , linked AS (
+                INSERT INTO {table(AssetAliasAssetEvent)} ({link_columns})
+                SELECT r.id, l.alias_id FROM r JOIN (SELECT * FROM {link_rows}) l ON l.n = r.n
+                ORDER BY r.id, l.alias_id
+            )
+            """
+        statement = Statement(
+            f"""
+            WITH r AS (SELECT r.*, {sql.next_ids(AssetEvent)} AS id FROM {row_set}),
+            inserted AS (
+                INSERT INTO {table(AssetEvent)} ({columns(AssetEvent, "id")}, {target})
+                SELECT r.id, {values} FROM r ORDER BY r.n
+            ) {linked if links else ""}
+            SELECT r.n, r.id, r.asset_id FROM r
+            """,
+            [
+                planned_rows,
+                *constants,
+                *([sql.json({"n": n, "alias_id": a} for n, a in links)] if links else []),
+            ],
+        )
+    else:
+        statement = Statement(
+            f"""
+            INSERT INTO {table(AssetEvent)} ({target})
+            SELECT {values} FROM {row_set} ORDER BY r.n
+            RETURNING id, id, asset_id
+            """,
+            [*constants, planned_rows],
+        )
+    sql.execute_all(cursor, [along, statement])
     rows = cursor.fetchall()
     if sql.postgresql:
         new = sorted((n, pk, asset_id) for n, pk, asset_id in rows)
@@ -597,7 +631,7 @@ def _events_insert(
         raise AssetRegistrationError("inserted events could not be matched to the plan")
     emitted = []
     for (_, pk, _), p in zip(new, planned, strict=True):
-        event = _model_from_row(
+        event = model_from_row(
             AssetEvent,
             ("id", *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp"),
             (pk, p.asset.pk, p.extra, p.partition_key, *source.values(), now),
@@ -611,8 +645,11 @@ def _events_insert(
 def _alias_event_links_insert(
     cursor: CursorWrapper, sql: Dialect, *, emitted: Sequence[EmittedEvent]
 ) -> None:
-    """Statement 7: link each new event to the aliases it was emitted through."""
+    """Statement 7 (SQLite; on PostgreSQL statement 6 does it): link each new event to the
+    aliases it was emitted through."""
     links = sorted((e.event.pk, alias.pk) for e in emitted for alias in e.source_aliases)
+    if not links:
+        return
     sql.execute(
         cursor,
         f"""
@@ -624,27 +661,6 @@ def _alias_event_links_insert(
         """,
         [sql.json({"event_id": event_id, "alias_id": alias_id} for event_id, alias_id in links)],
     )
-
-
-def _model_from_row(
-    model: type[_M], fields: Sequence[str], values: Sequence[Any], *, from_database: bool = True
-) -> _M:
-    """A saved ``model`` instance with ``fields`` set, built with the ORM's ``Model.from_db``.
-
-    ``values`` come from the database (converted as the ORM converts them, e.g. JSON text on
-    SQLite) unless ``from_database`` is false (Python values, as written).
-    """
-    by_field = dict(zip(fields, values, strict=True))
-    concrete = model._meta.concrete_fields
-    names, converted = [], []
-    for field in concrete:
-        if field.name in by_field or field.attname in by_field:
-            value = by_field.get(field.name, by_field.get(field.attname))
-            for converter in field.get_db_converters(connection) if from_database else ():
-                value = converter(value, field, connection)
-            names.append(field.attname)
-            converted.append(value)
-    return model.from_db(connection.alias, names, converted)
 
 
 # --- shared with the manual event of ``asset_events`` ----------------------------------------
@@ -683,6 +699,8 @@ def asset_event_consumers_queue(
         },
         key=lambda row: (row[0], row[1] or 0),
     )
+    if not emitted:
+        return []
     rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
     queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
     upsert = f"""

@@ -1,10 +1,12 @@
-"""The small SQL dialect layer of the set-based statements in ``registration``.
+"""The small SQL dialect layer of the hand-written statements of the hot path: the set-based
+statements in ``registration``, finishing a task instance and settling its run.
 
 What differs between PostgreSQL and SQLite is how a JSON array parameter becomes a row set
-(PostgreSQL ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``) and how new ids are
-handed out; everything else is written once. Table and column names, and the PostgreSQL types
-of the row sets, come from the models (``Field.column``, ``Field.db_type``), so a renamed
-column or a changed type is picked up here. Any other database is refused with
+(PostgreSQL ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``), how new ids are
+handed out, and that PostgreSQL takes several independent writes as one statement
+(``Dialect.execute_all``); everything else is written once. Table and column names, and the
+PostgreSQL types of the row sets, come from the models (``Field.column``, ``Field.db_type``),
+so a renamed column or a changed type is picked up here. Any other database is refused with
 :class:`UnsupportedDatabaseError` instead of being sent SQL it cannot run.
 
 JSON columns are ``jsonb`` on PostgreSQL and ``text`` on SQLite (Django's ``JSONField``), and
@@ -14,17 +16,20 @@ Datetimes go through Django's own adaptation.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, models
 from django.db.backends.utils import CursorWrapper
 
 SUPPORTED_VENDORS = ("postgresql", "sqlite")
+
+_M = TypeVar("_M", bound=models.Model)
 
 
 class UnsupportedDatabaseError(ImproperlyConfigured):
@@ -57,12 +62,35 @@ def _field(model: type[models.Model], field_name: str) -> tuple[str, models.Fiel
 
 def column(model: type[models.Model], field_name: str) -> str:
     """The column of ``model.field_name`` (``"asset"`` → ``asset_id``), quoted."""
+    return _column(connection.vendor, model, field_name)
+
+
+@functools.cache  # on every request's path: names are looked up once per process
+def _column(vendor: str, model: type[models.Model], field_name: str) -> str:
     return connection.ops.quote_name(_field(model, field_name)[0])
 
 
 def columns(model: type[models.Model], *field_names: str) -> str:
     """A comma-separated, quoted column list for an ``INSERT`` or a ``SELECT``."""
     return ", ".join(column(model, name) for name in field_names)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement and its parameters, in the order of their placeholders."""
+
+    text: str
+    params: Sequence[Any]
+
+
+def _as_one(statements: Sequence[Statement]) -> Statement:
+    """All but the last statement as data-modifying CTEs of the last (PostgreSQL)."""
+    *first, last = statements
+    ctes = ", ".join(f"s{n} AS ({' '.join(st.text.split())})" for n, st in enumerate(first))
+    text = " ".join(last.text.split())
+    nested = text[:5].upper() == "WITH "  # the last one's own CTEs join the list
+    text = f"WITH {ctes}, {text[5:]}" if nested else f"WITH {ctes} {text}"
+    return Statement(text, [param for st in statements for param in st.params])
 
 
 @dataclass(frozen=True)
@@ -93,19 +121,7 @@ class Dialect:
         column, typed like it) and per ``extra`` name (with the given PostgreSQL type); a member
         an object lacks is ``NULL``. SQLite is dynamically typed and needs no types.
         """
-        types: dict[str, str] = {}
-        for name in fields:
-            assert model is not None
-            name_in_row, field = _field(model, name)
-            types[name_in_row] = _base_type(field.db_type(connection) or "text")
-        types.update(extra)
-        if self.postgresql:
-            spec = ", ".join(f"{connection.ops.quote_name(n)} {t}" for n, t in types.items())
-            return f"jsonb_to_recordset(%s::jsonb) AS r({spec})"
-        picks = ", ".join(
-            f"json_extract(value, '$.{n}') AS {connection.ops.quote_name(n)}" for n in types
-        )
-        return f"(SELECT {picks} FROM json_each(%s)) AS r"
+        return _rows(self.vendor, model, tuple(fields), tuple(extra.items()))
 
     def next_ids(self, model: type[models.Model]) -> str:
         """An expression giving each row of a ``SELECT`` a new id of ``model``'s sequence.
@@ -119,10 +135,33 @@ class Dialect:
         assert pk is not None
         return f"nextval(pg_get_serial_sequence('{model._meta.db_table}', '{pk.column}'))"
 
+    def seconds_between(self, later: str, earlier: str) -> str:
+        """SQL for ``later - earlier`` in seconds (``NULL`` if either is), exact to the
+        microsecond as ``timedelta.total_seconds``; SQLite uses the function Django registers
+        for its own datetime subtraction."""
+        if self.postgresql:
+            return f"EXTRACT(EPOCH FROM ({later} - {earlier}))"
+        return f"django_timestamp_diff({later}, {earlier}) / 1000000.0"
+
     @staticmethod
     def execute(cursor: CursorWrapper, statement: str, params: Sequence[Any]) -> None:
         """Run ``statement`` written on one line (as logs and ``pg_stat_activity`` show it)."""
         cursor.execute(" ".join(statement.split()), params)
+
+    def execute_all(self, cursor: CursorWrapper, statements: Iterable[Statement | None]) -> None:
+        """Run ``statements`` in order, skipping the ``None`` ones (nothing to do); the cursor
+        holds the last one's result.
+
+        PostgreSQL receives them as **one** statement, all but the last as data-modifying
+        CTEs: one round trip, and they all see the same snapshot, so use it only for
+        statements that do not read each other's rows (foreign keys are checked at the end of
+        the statement). SQLite runs them one by one.
+        """
+        todo = [st for st in statements if st is not None]
+        if self.postgresql and len(todo) > 1:
+            todo = [_as_one(todo)]
+        for st in todo:
+            self.execute(cursor, st.text, st.params)
 
     @staticmethod
     def json(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -131,6 +170,49 @@ class Dialect:
     @staticmethod
     def datetime(value: datetime) -> Any:
         return connection.ops.adapt_datetimefield_value(value)
+
+
+def model_from_row(
+    model: type[_M], fields: Sequence[str], values: Sequence[Any], *, from_database: bool = True
+) -> _M:
+    """A saved ``model`` instance with ``fields`` set, built with the ORM's ``Model.from_db``.
+
+    ``values`` come from the database (converted as the ORM converts them, e.g. JSON text on
+    SQLite) unless ``from_database`` is false (Python values, as written). Fields left out
+    are deferred, as with ``.only()``.
+    """
+    by_field = dict(zip(fields, values, strict=True))
+    names, converted = [], []
+    for field in model._meta.concrete_fields:
+        if field.name in by_field or field.attname in by_field:
+            value = by_field.get(field.name, by_field.get(field.attname))
+            for converter in field.get_db_converters(connection) if from_database else ():
+                value = converter(value, field, connection)
+            names.append(field.attname)
+            converted.append(value)
+    return model.from_db(connection.alias, names, converted)
+
+
+@functools.cache  # on every request's path: built once per process
+def _rows(
+    vendor: str,
+    model: type[models.Model] | None,
+    fields: tuple[str, ...],
+    extra: tuple[tuple[str, str], ...],
+) -> str:
+    types: dict[str, str] = {}
+    for name in fields:
+        assert model is not None
+        name_in_row, field = _field(model, name)
+        types[name_in_row] = _base_type(field.db_type(connection) or "text")
+    types.update(extra)
+    if vendor == "postgresql":
+        spec = ", ".join(f"{connection.ops.quote_name(n)} {t}" for n, t in types.items())
+        return f"jsonb_to_recordset(%s::jsonb) AS r({spec})"
+    picks = ", ".join(
+        f"json_extract(value, '$.{n}') AS {connection.ops.quote_name(n)}" for n in types
+    )
+    return f"(SELECT {picks} FROM json_each(%s)) AS r"
 
 
 def _base_type(db_type: str) -> str:

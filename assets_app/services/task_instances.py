@@ -2,18 +2,19 @@
 
 Each public function is one transaction that first locks the task-instance row
 (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the ``BEGIN IMMEDIATE`` transaction
-serializes writers), then re-checks the state and writes. Locks are always taken task
-instance first, then its DAG run (in the same statement where both are needed).
+serializes writers), then re-checks the state and writes; finishing (success, failed …), on
+every task's path, does all three in one ``UPDATE … RETURNING`` (``_finish``).
 
-A finished task instance settles its run in the same transaction (``dag_run_settle``); the
-first one to start moves its run to ``running``. A try that fails with tries left ends
-``up_for_retry`` as a new try (``task_instance_next_try``: the finished try goes to
-``TaskInstanceHistory``, the task instance gets a new id); ``upkeep`` makes it ``scheduled``
-once its retry delay has passed.
+A finished task instance settles its run right after its transaction commits
+(``dag_run_settle``); the first one to start moves its run to ``running``. A try that fails
+with tries left ends ``up_for_retry`` as a new try (``task_instance_next_try``: the finished
+try goes to ``TaskInstanceHistory``, the task instance gets a new id); ``upkeep`` makes it
+``scheduled`` once its retry delay has passed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import uuid
@@ -33,7 +34,7 @@ from assets_app.exceptions import (
     TaskInstanceRunningElsewhereError,
 )
 from assets_app.models import (
-    FINISHED_TI_STATES,
+    TRY_FIELDS,
     DagTask,
     TaskInstance,
     TaskInstanceHistory,
@@ -41,6 +42,7 @@ from assets_app.models import (
 )
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 from assets_app.services.dag_runs import dag_run_settle, dag_run_start
+from assets_app.services.sql import Dialect, column, columns, model_from_row, table
 
 logger = logging.getLogger(__name__)
 
@@ -147,21 +149,16 @@ class RunStartResult:
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _lock(
-    task_instance_id: uuid.UUID | str, *, with_run: bool = False, load_run: bool = False
-) -> TaskInstance:
+def _lock(task_instance_id: uuid.UUID | str, *, load_run: bool = False) -> TaskInstance:
     """Lock and return the task instance; call inside ``transaction.atomic``.
 
-    ``with_run``: lock its run too, and load it; ``load_run``: load the run without locking
-    it. One statement by primary key, never an ``ORDER BY``; without the run, not even a join,
-    and its SQL is built once per process: this is on every request's path.
+    ``load_run``: load its run too (not locked). One statement by primary key, never an
+    ``ORDER BY``; without the run, not even a join, and its SQL is built once per process.
     """
-    if with_run or load_run:
+    if load_run:
         try:
             return (
-                TaskInstance.objects.select_for_update(
-                    of=("self", "dag_run") if with_run else ("self",)
-                )
+                TaskInstance.objects.select_for_update(of=("self",))
                 .select_related("dag_run")
                 .get(pk=task_instance_id)
             )
@@ -225,36 +222,136 @@ def _apply_rendered_map_index(
 def task_instance_state_update(
     *, task_instance_id: uuid.UUID | str, payload: StatePayload
 ) -> StateUpdateOutcome:
-    """Apply a state patch (SPEC §3.1) in one transaction with the TI row locked.
+    """Apply a state patch (SPEC §3.1) to a ``running`` task instance.
 
     The same state as stored → ``UNCHANGED`` and nothing is written (a retried success never
     duplicates events); otherwise the TI must be ``running``. A success also registers the
-    asset changes, in the same transaction.
+    asset changes, in the same transaction; a finished task instance then settles its run.
     """
-    finishes = payload.state in FINISHED_TI_STATES
+    if isinstance(payload, SuccessPayload | TerminalPayload):
+        return _finish(task_instance_id, payload)
     with transaction.atomic():
-        task_instance = _lock(task_instance_id, with_run=finishes)
+        task_instance = _lock(task_instance_id)
         if task_instance.state == payload.state:
-            logger.debug(
-                "task instance %s already in state %s; nothing written",
-                task_instance.pk,
-                payload.state,
-            )
-            return StateUpdateOutcome.UNCHANGED
+            return _unchanged(task_instance_id, payload.state)
         if task_instance.state != TaskInstanceState.RUNNING:
             raise TaskInstanceInvalidStateError(previous_state=task_instance.state)
-
         if isinstance(payload, RetryPayload):
             _apply_retry(task_instance, payload)
         else:
             fields = _APPLY[type(payload)](task_instance, payload)
             task_instance.save(update_fields=[*fields, "updated_at"])
-        if isinstance(payload, SuccessPayload):
-            _register_asset_changes(task_instance, payload)
-        if finishes and isinstance(payload, SuccessPayload | TerminalPayload):
-            dag_run_settle(dag_run_id=task_instance.dag_run_id)
     logger.debug("task instance %s moved to %s", task_instance_id, payload.state)
     return StateUpdateOutcome.UPDATED
+
+
+def _unchanged(task_instance_id: uuid.UUID | str, state: str) -> StateUpdateOutcome:
+    logger.debug("task instance %s already in state %s; nothing written", task_instance_id, state)
+    return StateUpdateOutcome.UNCHANGED
+
+
+def _finish(
+    task_instance_id: uuid.UUID | str, payload: SuccessPayload | TerminalPayload
+) -> StateUpdateOutcome:
+    """success, failed, skipped …: the hot path of every task, in the fewest statements.
+
+    One ``UPDATE … WHERE state = 'running' RETURNING`` checks the state, locks the row and
+    writes it (no ``SELECT … FOR UPDATE`` first; ``end_date``/``duration`` computed in SQL).
+    Only a success that declares outlets needs a transaction around it, for the registration
+    statements; otherwise that one statement commits by itself. When it matches no row, one
+    more query tells an unknown id (404), a retried report (``UNCHANGED``) and a task instance
+    in another state (409) apart.
+
+    Then, as its own statement after the commit, the run settles (``dag_run_settle`` says why
+    that order makes two last task instances finishing at once settle it exactly once). A
+    retried report settles it again, so a process that died between the two leaves no run
+    running for ever; ``upkeep`` sweeps any other.
+    """
+    registers = isinstance(payload, SuccessPayload) and bool(payload.task_outlets)
+    with transaction.atomic() if registers else contextlib.nullcontext():
+        finished = _finish_update(task_instance_id, payload)
+        if finished is None:
+            dag_run_id = _finish_refused(task_instance_id, payload.state)
+        else:
+            dag_run_id = finished.dag_run_id
+            if registers:
+                assert isinstance(payload, SuccessPayload)
+                _register_asset_changes(finished, payload)
+    dag_run_settle(dag_run_id=dag_run_id)
+    if finished is None:
+        return _unchanged(task_instance_id, payload.state)
+    logger.debug("task instance %s moved to %s", task_instance_id, payload.state)
+    return StateUpdateOutcome.UPDATED
+
+
+#: what the finishing ``UPDATE`` returns: what registration and the run's settling read
+_FINISH_RETURNING = ("id", "dag_id", "task_id", "run_id", "map_index", "dag_run", "try_number")
+
+
+def _finish_update(
+    task_instance_id: uuid.UUID | str, payload: SuccessPayload | TerminalPayload
+) -> TaskInstance | None:
+    """The finishing ``UPDATE``; the task instance as it is now, or ``None`` if not running."""
+    sql = Dialect.current()
+    sets_rendered_map_index = payload.rendered_map_index is not KEEP
+    end_date = sql.datetime(payload.end_date)
+    params: list[Any] = [payload.state.value, end_date, end_date]
+    if sets_rendered_map_index:
+        params.append(payload.rendered_map_index)
+    params += [
+        sql.datetime(timezone.now()),
+        TaskInstance._meta.pk.get_db_prep_value(task_instance_id, connection),
+        TaskInstanceState.RUNNING.value,
+    ]
+    statement = _finish_sql(
+        sql,
+        clears_next=isinstance(payload, SuccessPayload),
+        sets_rendered_map_index=sets_rendered_map_index,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+    return None if row is None else model_from_row(TaskInstance, _FINISH_RETURNING, row)
+
+
+@functools.cache
+def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: bool) -> str:
+    """``UPDATE`` one running task instance to a finished state ``RETURNING`` what
+    registration reads. Parameters: state, end_date twice, [rendered_map_index], updated_at,
+    id, the ``running`` state. A success also clears a deferral's ``next_method``/``_kwargs``
+    (as ``_apply_success`` did)."""
+    col = functools.partial(column, TaskInstance)
+    sets = [
+        f"{col('state')} = %s",
+        f"{col('end_date')} = %s",
+        f"{col('duration')} = {sql.seconds_between('%s', col('start_date'))}",
+    ]
+    if clears_next:
+        sets += [f"{col('next_method')} = NULL", f"{col('next_kwargs')} = NULL"]
+    if sets_rendered_map_index:
+        sets.append(f"{col('rendered_map_index')} = %s")
+    sets.append(f"{col('updated_at')} = %s")
+    return (
+        f"UPDATE {table(TaskInstance)} SET {', '.join(sets)} "
+        f"WHERE {col('id')} = %s AND {col('state')} = %s "
+        f"RETURNING {columns(TaskInstance, *_FINISH_RETURNING)}"
+    )
+
+
+def _finish_refused(task_instance_id: uuid.UUID | str, state: str) -> int:
+    """Why the finishing ``UPDATE`` matched no row: raise, or return the run of a task
+    instance already in ``state`` (a retried report)."""
+    found = (
+        TaskInstance.objects.filter(pk=task_instance_id).values_list("state", "dag_run_id").first()
+    )
+    if found is None:
+        raise TaskInstanceNotFoundError(
+            _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
+        )
+    current, dag_run_id = found
+    if current != state:
+        raise TaskInstanceInvalidStateError(previous_state=current)
+    return dag_run_id
 
 
 def _register_asset_changes(task_instance: TaskInstance, payload: SuccessPayload) -> None:
@@ -266,29 +363,6 @@ def _register_asset_changes(task_instance: TaskInstance, payload: SuccessPayload
         task_outlets=payload.task_outlets,
         outlet_events=payload.outlet_events,
     )
-
-
-def _apply_success(task_instance: TaskInstance, payload: SuccessPayload) -> list[str]:
-    task_instance.state = TaskInstanceState.SUCCESS
-    task_instance.end_date = payload.end_date
-    task_instance.duration = _duration(task_instance, payload.end_date)
-    task_instance.next_method = None
-    task_instance.next_kwargs = None
-    return [
-        "state",
-        "end_date",
-        "duration",
-        "next_method",
-        "next_kwargs",
-        *_apply_rendered_map_index(task_instance, payload),
-    ]
-
-
-def _apply_terminal(task_instance: TaskInstance, payload: TerminalPayload) -> list[str]:
-    task_instance.state = payload.state
-    task_instance.end_date = payload.end_date
-    task_instance.duration = _duration(task_instance, payload.end_date)
-    return ["state", "end_date", "duration", *_apply_rendered_map_index(task_instance, payload)]
 
 
 def _apply_retry(task_instance: TaskInstance, payload: RetryPayload) -> None:
@@ -306,24 +380,24 @@ def task_instance_history_record(
     task_instance: TaskInstance, *, state: str | None = None
 ) -> TaskInstanceHistory:
     """The try as it is now (in ``state``, if given) as a ``TaskInstanceHistory`` row, unsaved."""
-    return TaskInstanceHistory(
+    record = TaskInstanceHistory(
         task_instance_id=task_instance.pk,
-        dag_run_id=task_instance.dag_run_id,
-        dag_id=task_instance.dag_id,
-        run_id=task_instance.run_id,
-        task_id=task_instance.task_id,
-        map_index=task_instance.map_index,
-        try_number=task_instance.try_number,
-        max_tries=task_instance.max_tries,
-        state=state or task_instance.state,
-        start_date=task_instance.start_date,
-        end_date=task_instance.end_date,
-        duration=task_instance.duration,
-        hostname=task_instance.hostname,
-        unixname=task_instance.unixname,
-        pid=task_instance.pid,
-        failure_reason=task_instance.failure_reason,
         updated_at=timezone.now(),
+        **{name: getattr(task_instance, name) for name in TRY_FIELDS},
+    )
+    record.state = state or task_instance.state
+    return record
+
+
+def task_instance_renew(
+    task_instance_id: uuid.UUID, *, new_id: uuid.UUID, state: str, now: datetime, **changes: Any
+) -> None:
+    """Move a locked task instance to a new try's id, in ``state`` with ``changes``: its old
+    id then finds nothing, so a late report from the old try's runner gets a 404. A
+    deferral's ``next_method``/``next_kwargs`` go with the old try. One ``UPDATE``; for a retry
+    and for a clear (``clearing``)."""
+    TaskInstance.objects.filter(pk=task_instance_id).update(
+        id=new_id, state=state, next_method=None, next_kwargs=None, updated_at=now, **changes
     )
 
 
@@ -360,17 +434,16 @@ def task_instance_next_try(
     task_instance.next_retry_at = end_date + timedelta(seconds=max(delay, 0.0))
     task_instance.next_method = task_instance.next_kwargs = None
     task_instance.updated_at = timezone.now()
-    TaskInstance.objects.filter(pk=old_id).update(
-        id=new_id,
+    task_instance_renew(
+        old_id,
+        new_id=new_id,
         state=task_instance.state,
+        now=task_instance.updated_at,
         end_date=task_instance.end_date,
         duration=task_instance.duration,
         failure_reason=task_instance.failure_reason,
         next_retry_at=task_instance.next_retry_at,
         rendered_map_index=task_instance.rendered_map_index,
-        next_method=None,
-        next_kwargs=None,
-        updated_at=task_instance.updated_at,
     )
     task_instance.pk = new_id
     logger.info(
@@ -413,8 +486,6 @@ def _apply_deferred(task_instance: TaskInstance, payload: DeferredPayload) -> li
 
 
 _APPLY: dict[type, Any] = {
-    SuccessPayload: _apply_success,
-    TerminalPayload: _apply_terminal,
     ReschedulePayload: _apply_reschedule,
     DeferredPayload: _apply_deferred,
 }

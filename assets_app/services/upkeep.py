@@ -3,12 +3,16 @@
 - **Reaper** (Airflow's task-instance heartbeat timeout): a ``running`` task instance whose
   last heartbeat (or, before the first, its start) is older than
   ``settings.TASK_INSTANCE_HEARTBEAT_TIMEOUT`` seconds fails, or becomes ``up_for_retry`` (a
-  new try) while tries remain, with ``failure_reason`` saying why; its run settles. Each is
+  new try) while tries remain, with ``failure_reason`` saying why; its run settles (after
+  the commit, see ``dag_run_settle``). Each is
   reaped in its own transaction with ``FOR UPDATE SKIP LOCKED``, so several schedulers never
   reap one twice and never wait on a task instance a runner is reporting on.
 - **Due retries**: an ``up_for_retry`` task instance whose ``next_retry_at`` has passed
   becomes ``scheduled`` with ``try_number + 1`` (and a due ``up_for_reschedule`` one
   ``scheduled`` with the same try), for a worker to claim.
+- **Unsettled runs**: a ``running`` run whose task instances have all finished ends
+  (``dag_runs_settle_finished``): a process that died between a task instance's commit and
+  its run's settle leaves one behind.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from assets_app.models import TaskInstance, TaskInstanceState
-from assets_app.services.dag_runs import dag_run_settle
+from assets_app.services.dag_runs import dag_run_settle, dag_runs_settle_finished
 from assets_app.services.task_instances import is_eligible_to_retry, task_instance_next_try
 
 logger = logging.getLogger(__name__)
@@ -46,6 +50,7 @@ class UpkeepResult:
     reaped: list[ReapedTaskInstance] = field(default_factory=list)
     retries_scheduled: int = 0
     reschedules_scheduled: int = 0
+    runs_settled: int = 0  # left running by a process that died before settling them
 
 
 def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
@@ -53,6 +58,7 @@ def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
     now = now or timezone.now()
     result = UpkeepResult(reaped=task_instances_reap(now=now))
     result.retries_scheduled, result.reschedules_scheduled = task_instances_schedule_due(now=now)
+    result.runs_settled = dag_runs_settle_finished(end_date=now)
     return result
 
 
@@ -88,8 +94,7 @@ def _reap(
     with transaction.atomic():
         # re-checked under the lock: it may have heartbeated, finished or been reaped since
         task_instance = (
-            TaskInstance.objects.select_for_update(skip_locked=True, of=("self", "dag_run"))
-            .select_related("dag_run")
+            TaskInstance.objects.select_for_update(skip_locked=True)
             .filter(_timed_out(cutoff), pk=task_instance_id, state=TaskInstanceState.RUNNING)
             .first()
         )
@@ -119,7 +124,8 @@ def _reap(
             task_instance.save(
                 update_fields=["state", "end_date", "duration", "failure_reason", "updated_at"]
             )
-            dag_run_settle(dag_run_id=task_instance.dag_run_id, end_date=now)
+    if task_instance.state == TaskInstanceState.FAILED:
+        dag_run_settle(dag_run_id=task_instance.dag_run_id, end_date=now)  # after the commit
     logger.warning("reaped %s (try %s) → %s: %s", label, try_number, task_instance.state, reason)
     return ReapedTaskInstance(
         label=label,

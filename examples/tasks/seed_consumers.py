@@ -19,14 +19,28 @@ BUCKET = Asset("s3://bucket/my-task")
 ALIAS = AssetAlias("example-alias")
 
 
+def _asset_uri(event: AssetEvent) -> str:
+    return event.asset.uri if event.asset else "a deleted asset"
+
+
 def _describe(event: AssetEvent) -> str:
     aliases = ", ".join(alias.name for alias in event.source_aliases or ()) or "none"
-    uri = event.asset.uri if event.asset else "a deleted asset"
     return (
-        f"{uri} from {event.source_dag_id}.{event.source_task_id} "
+        f"{_asset_uri(event)} from {event.source_dag_id}.{event.source_task_id} "
         f"@ {event.source_run_id} at {event.timestamp.isoformat()} "
         f"(extra {event.extra}, source aliases: {aliases})"
     )
+
+
+def _consume(
+    inlet: Asset | AssetAlias,
+    triggering_asset_events: TriggeringAssetEventsAccessor,
+    inlet_events: InletEventsAccessors,
+) -> AssetEvent:
+    """Log the events of ``inlet`` that triggered this run; return its newest event."""
+    for event in triggering_asset_events.get(inlet, []):
+        print(f"consumed {_describe(event)}")
+    return inlet_events[inlet][-1]
 
 
 @task(inlets=[BUCKET])
@@ -36,9 +50,7 @@ def consume_asset_events(
     inlet_events: InletEventsAccessors,
 ) -> None:
     """DAG ``asset_s3_bucket_consumer``, scheduled on ``s3://bucket/my-task``."""
-    for event in triggering_asset_events.get(BUCKET, []):
-        print(f"consumed {_describe(event)}")
-    latest = inlet_events[BUCKET][-1]
+    latest = _consume(BUCKET, triggering_asset_events, inlet_events)
     print(f"newest event on {BUCKET.uri}: #{latest.id} from {latest.source_dag_id}")
 
 
@@ -49,8 +61,5 @@ def consume_asset_alias_events(
     inlet_events: InletEventsAccessors,
 ) -> None:
     """DAG ``asset_alias_example_alias_consumer``, scheduled on the alias ``example-alias``."""
-    for event in triggering_asset_events.get(ALIAS, []):
-        print(f"consumed {_describe(event)}")
-    latest = inlet_events[ALIAS][-1]
-    uri = latest.asset.uri if latest.asset else "a deleted asset"
-    print(f"newest event through {ALIAS.name}: #{latest.id} on {uri}")
+    latest = _consume(ALIAS, triggering_asset_events, inlet_events)
+    print(f"newest event through {ALIAS.name}: #{latest.id} on {_asset_uri(latest)}")

@@ -8,7 +8,7 @@ LeanSerializer`\\ s; the OpenAPI schema is generated from these same classes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -121,9 +121,14 @@ class AssetProfileSerializer(LeanSerializer):
 
     def _payload_asset_type(self) -> str | None:
         """The top-level ``asset_type`` of the payload holding this profile, when valid."""
-        payload = getattr(self.root, "initial_data", None)
-        top_type = payload.get("asset_type") if isinstance(payload, Mapping) else None
+        top_type = PAYLOAD_ASSET_TYPE.get()
         return top_type if top_type in OUTLET_TYPES else None
+
+
+#: The top-level ``asset_type`` (seed format) of the success payload being validated, for its
+#: profiles: the payload serializer sets it around its fields' validation (a profile cannot
+#: ask its root: the fields are shared, see ``StrictSerializer``).
+PAYLOAD_ASSET_TYPE: ContextVar[Any] = ContextVar("payload_asset_type", default=None)
 
 
 # --- outlet events --------------------------------------------------------------------------
@@ -161,11 +166,8 @@ class AssetOutletEventSerializer(LeanSerializer):
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AssetOutletEvent:
-        return AssetOutletEvent(
-            key=attrs["dest_asset_key"],
-            extra=attrs.get("extra", {}),
-            partition_key=attrs.get("partition_key"),
-        )
+        key = attrs.pop("dest_asset_key")
+        return AssetOutletEvent(key=key, **attrs)  # absent optional fields: the defaults
 
 
 class AliasOutletEventSerializer(LeanSerializer):
@@ -178,13 +180,7 @@ class AliasOutletEventSerializer(LeanSerializer):
     partition_key = _partition_key_field()
 
     def validate(self, attrs: dict[str, Any]) -> AliasOutletEvent:
-        return AliasOutletEvent(
-            source_alias_name=attrs["source_alias_name"],
-            dest_asset_key=attrs["dest_asset_key"],
-            extra=attrs.get("extra", {}),
-            dest_asset_extra=attrs.get("dest_asset_extra", {}),
-            partition_key=attrs.get("partition_key"),
-        )
+        return AliasOutletEvent(**attrs)  # absent optional fields: the defaults
 
 
 class SeedOutletEventKeySerializer(LeanSerializer):

@@ -7,6 +7,7 @@ run context is rendered from the service's :class:`RunStartResult`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -42,6 +43,7 @@ from executionapi.serializers.common import (
 )
 from executionapi.serializers.outlets import (
     OUTLET_TYPES,
+    PAYLOAD_ASSET_TYPE,
     AssetProfileSerializer,
     OutletEventsField,
 )
@@ -75,6 +77,14 @@ class TISuccessStatePayloadSerializer(BasePayloadSerializer):
     outlet_events = OutletEventsField(required=False, allow_null=True)
     rendered_map_index = rendered_map_index_field()
     asset_type = serializers.ChoiceField(choices=OUTLET_TYPES, required=False, allow_null=True)
+
+    def to_internal_value(self, data: Any) -> Any:
+        top_type = data.get("asset_type") if isinstance(data, Mapping) else None
+        token = PAYLOAD_ASSET_TYPE.set(top_type)  # for the profiles (seed format)
+        try:
+            return super().to_internal_value(data)
+        finally:
+            PAYLOAD_ASSET_TYPE.reset(token)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         profiles: list[OutletProfile] = list(attrs.get("task_outlets") or [])

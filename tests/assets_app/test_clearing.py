@@ -100,11 +100,34 @@ def test_clearing_a_running_task_instance_is_refused_and_changes_nothing(dag):
     )
     assert TaskInstance.objects.get(pk=failed.pk).state == "failed"
     assert not TaskInstanceHistory.objects.exists()
-    # narrowed to the failed one, it is cleared; the running run stays running
+    # narrowed to the failed one, it is cleared, and its running run goes back to queued (as
+    # Airflow's clear): the first task instance to start makes it running again
     assert clear("--dag-id=d", "--only-failed")[-1] == (
-        "cleared 1 task instance(s), 0 run(s) back to queued"
+        "cleared 1 task instance(s), 1 run(s) back to queued"
     )
-    assert _run_of(failed).state == "running"
+    assert _run_of(failed).state == "queued"
+
+
+def test_a_run_requeued_by_a_clear_ends_only_once_the_cleared_task_instance_ran(dag):
+    # given: a running run with a failed and a running task instance; the failed one cleared
+    run = DagRunFactory(dag=dag, run_id="manual__1", state="running")
+    TaskInstanceFactory(dag_run=run, task_id="t", state="failed")
+    other = TaskInstanceFactory(dag_run=run, task_id="u", state="running")
+    clear("--dag-id=d", "--only-failed")
+
+    # when the other one finishes: the run does not end (the cleared one has not run)
+    finish = client_for(other).patch(
+        state_url(other), {"state": "failed", "end_date": END}, format="json"
+    )
+
+    # then
+    assert finish.status_code == 204
+    assert _run_of(other).state == "queued"
+    # and once the cleared one has been claimed, run and succeeded, the run ends
+    [cleared] = task_instances_claim(limit=1)
+    _start_and_finish(cleared, "success")
+    run.refresh_from_db()
+    assert run.state == "failed" and run.end_date is not None
 
 
 def test_dry_run_says_what_it_would_do_and_does_nothing(dag):

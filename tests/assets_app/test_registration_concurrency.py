@@ -220,7 +220,7 @@ def test_insert_waits_for_an_uncommitted_conflicting_insert(first_commits, await
 
     # then: it waits on the first transaction's uncommitted rows (blocked on a lock in
     # PostgreSQL, not just slow) ...
-    assert await_lock_wait(query_like="INSERT INTO %") == 1
+    assert await_lock_wait(query_like="%INSERT INTO %") == 1
     assert not second_done.wait(timeout=1.0)
     # ... until that one ends
     first.commit = first_commits

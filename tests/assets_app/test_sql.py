@@ -9,7 +9,13 @@ from django.db import connection
 
 from assets_app.checks import database_vendor_check
 from assets_app.models import AssetEvent
-from assets_app.services.sql import Dialect, UnsupportedDatabaseError, columns, table
+from assets_app.services.sql import (
+    Dialect,
+    Statement,
+    UnsupportedDatabaseError,
+    columns,
+    table,
+)
 
 
 def test_column_lists_and_tables_come_from_the_models():
@@ -51,3 +57,51 @@ def test_another_database_is_refused_with_a_clear_error(monkeypatch):
 
 def test_the_supported_databases_pass_the_check():
     assert database_vendor_check() == []
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, list]] = []
+
+    def execute(self, text: str, params) -> None:
+        self.sent.append((text, list(params)))
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"])
+def test_independent_writes_are_one_statement_on_postgresql_only(vendor):
+    first = Statement("INSERT INTO a (x)\n  SELECT %s", [1])
+    last = Statement("WITH r AS (SELECT %s AS y) INSERT INTO b (y) SELECT y FROM r", [2])
+    cursor = _Recorder()
+
+    Dialect(vendor=vendor).execute_all(cursor, [None, first, None, last])
+
+    if vendor == "postgresql":  # the last one's own CTEs join the list, params in text order
+        assert cursor.sent == [
+            (
+                "WITH s0 AS (INSERT INTO a (x) SELECT %s), r AS (SELECT %s AS y) "
+                "INSERT INTO b (y) SELECT y FROM r",
+                [1, 2],
+            )
+        ]
+    else:
+        assert cursor.sent == [
+            ("INSERT INTO a (x) SELECT %s", [1]),
+            ("WITH r AS (SELECT %s AS y) INSERT INTO b (y) SELECT y FROM r", [2]),
+        ]
+
+
+def test_nothing_to_run_sends_nothing():
+    cursor = _Recorder()
+    Dialect(vendor="postgresql").execute_all(cursor, [None, None])
+    assert cursor.sent == []
+
+
+@pytest.mark.django_db
+def test_seconds_between_is_exact_to_the_microsecond():
+    sql = Dialect.current()
+    later, earlier = "2026-11-30 04:50:58.540508", "2026-11-30 04:50:46.040507"
+    cast = "CAST(%s AS timestamp)" if sql.postgresql else "%s"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {sql.seconds_between(cast, cast)}", [later, earlier])
+        [seconds] = cursor.fetchone()
+    assert float(seconds) == 12.500001

@@ -11,7 +11,11 @@ from django.core.management import call_command
 from django.db import connection
 
 from assets_app.models import DagRun, TaskInstance, TaskInstanceHistory
-from assets_app.services.upkeep import task_instances_reap, task_instances_schedule_due
+from assets_app.services.upkeep import (
+    task_instances_reap,
+    task_instances_schedule_due,
+    upkeep_pass,
+)
 from tests.executionapi.conftest import client_for, state_url
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
@@ -21,6 +25,7 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def running(*, heartbeat_age: float | None, start_age: float = 1000, **kwargs) -> TaskInstance:
+    kwargs.setdefault("dag_run", DagRunFactory(state="running"))  # as a started task's run is
     return TaskInstanceFactory(
         state="running",
         hostname="host-1",
@@ -193,3 +198,23 @@ def test_two_schedulers_count_each_due_retry_once():
     assert set(
         TaskInstance.objects.filter(pk__in=[t.pk for t in tis]).values_list("state", "try_number")
     ) == {("scheduled", 2)}
+
+
+def test_a_run_left_running_with_every_task_instance_finished_is_settled_by_upkeep():
+    # given: a process finished the task instances and died before settling their runs
+    stuck = DagRunFactory(state="running")
+    TaskInstanceFactory(dag_run=stuck, task_id="a", state="success")
+    TaskInstanceFactory(dag_run=stuck, task_id="b", state="failed")
+    busy = DagRunFactory(state="running")
+    TaskInstanceFactory(dag_run=busy, task_id="a", state="success")
+    TaskInstanceFactory(dag_run=busy, task_id="b", state="scheduled")
+
+    # when
+    result = upkeep_pass(now=NOW)
+
+    # then: only the run with nothing left to do ends (failed: one of its tries failed)
+    assert result.runs_settled == 1
+    assert DagRun.objects.get(pk=stuck.pk).state == "failed"
+    assert DagRun.objects.get(pk=stuck.pk).end_date == NOW
+    assert DagRun.objects.get(pk=busy.pk).state == "running"
+    assert upkeep_pass(now=NOW).runs_settled == 0

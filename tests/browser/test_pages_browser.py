@@ -14,21 +14,9 @@ from django.contrib.admin.models import LogEntry
 from assets_app.models import Asset, AssetDagRunQueue, AssetEvent, Dag
 from devtools.browser import full_page_png, log_in
 from devtools.showcase import PASSWORD, USERNAME, showcase_seed
+from tests.assets_app.admin import ADMIN_MODELS
 
 pytestmark = pytest.mark.slow
-
-#: Every list page of the registry's admin.
-LISTS = (
-    "asset",
-    "assetalias",
-    "assetaliasasset",
-    "assetevent",
-    "assetaliasassetevent",
-    "dag",
-    "dagrun",
-    "taskinstance",
-    "assetdagrunqueue",
-)
 
 
 @pytest.fixture
@@ -206,7 +194,7 @@ def test_emit_event_form(site, server, browser, tmp_path):
 def test_lists_fit_1400_px(site, server, browser):
     assert Asset.objects.filter(active__isnull=False).count() == 1
     assert Dag.objects.count() == 4
-    for model in LISTS:
+    for model in ADMIN_MODELS:
         browser.get(f"{server.url}/admin/assets_app/{model}/")
         assert _css(browser, "#result_list tbody tr"), model
         _no_sideways_scroll(browser)

@@ -8,7 +8,8 @@ from datetime import datetime
 import pytest
 from django.utils import timezone
 
-from assets_app.models import DagRun, DagRunState, TaskInstance
+from assets_app.models import DagRun, DagRunState, TaskInstance, TaskInstanceState
+from assets_app.services.dag_runs import task_instance_create
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
@@ -109,16 +110,54 @@ def test_a_repeated_report_does_not_settle_the_run_again():
 
 
 def test_failed_query_count_is_pinned(django_assert_num_queries):
-    # SAVEPOINT, SELECT … FOR UPDATE of the TI and its run, UPDATE of the TI, the run's
-    # conditional UPDATE (ends it: no task instance of it unfinished), RELEASE
+    # the UPDATE … RETURNING that checks, locks and finishes the TI (no transaction around it:
+    # nothing else to write), then the run's conditional UPDATE (ends it: no task instance of
+    # it unfinished)
     [ti] = _run_with("running")
     client = client_for(ti)
 
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(2):
         response = client.patch(state_url(ti), {"state": "failed", "end_date": END}, format="json")
 
     assert response.status_code == 204
     assert _run_of(ti).state == "failed"
+
+
+def test_a_task_instance_created_running_starts_its_queued_run_which_then_settles():
+    # given: a queued run (say the scheduler's) and a task instance an operator creates running
+    run = DagRunFactory(dag=DagFactory(dag_id="d", task_ids=["t"]), state=DagRunState.QUEUED)
+    created = task_instance_create(
+        dag_id="d", task_id="t", run_id=run.run_id, state=TaskInstanceState.RUNNING
+    )
+
+    # when it finishes
+    status = _finish(created.task_instance, "success")
+
+    # then its run started with it and ended with it
+    run.refresh_from_db()
+    assert status == 204
+    assert run.state == DagRunState.SUCCESS and run.start_date is not None
+
+
+def test_a_retried_report_settles_a_run_its_first_request_left_running(monkeypatch):
+    # given: the first success report committed, then its settle failed (the process died)
+    [ti] = _run_with("running")
+    from assets_app.services import task_instances
+
+    def settle_fails(**kwargs):
+        raise ConnectionError("the server went away")
+
+    monkeypatch.setattr(task_instances, "dag_run_settle", settle_fails)
+    assert _finish(ti, "success") == 500
+    monkeypatch.undo()
+    assert (TaskInstance.objects.get(pk=ti.pk).state, _run_of(ti).state) == ("success", "running")
+
+    # when the runner retries the report (as the task SDK does after an error)
+    status = _finish(ti, "success")
+
+    # then nothing is written twice (200: already in that state) and the run ends
+    assert status == 200
+    assert _run_of(ti).state == "success"
 
 
 @pytest.mark.postgres

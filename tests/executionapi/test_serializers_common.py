@@ -153,3 +153,47 @@ def test_lean_items_keep_absent_optional_fields_out():
 )
 def test_lean_and_strict_name_every_bad_field(data, expected):
     assert _validate(data)[1] == expected
+
+
+def test_a_payload_class_builds_its_fields_once_and_its_instances_share_them():
+    from executionapi.serializers.task_instances import TISuccessStatePayloadSerializer
+
+    first = TISuccessStatePayloadSerializer(data={})
+    second = TISuccessStatePayloadSerializer(data={"state": "success"})
+
+    assert first.fields is second.fields
+    assert list(first.fields) == [
+        "state",
+        "end_date",
+        "task_outlets",
+        "outlet_events",
+        "rendered_map_index",
+        "asset_type",
+    ]
+
+
+def test_payloads_validated_at_once_in_threads_do_not_see_each_other():
+    # the seed format's top-level asset_type types the profiles of its own payload only
+    from concurrent.futures import ThreadPoolExecutor
+
+    from executionapi.serializers.task_instances import TISuccessStatePayloadSerializer
+
+    def validate(n: int) -> tuple[int, bool, Any]:
+        body: dict[str, Any] = {
+            "state": "success",
+            "end_date": "2026-11-30T00:00:00Z",
+            "task_outlets": [{"name": f"a{n}", "uri": f"s3://b/{n}"}],  # no own type
+            "outlet_events": [],
+        }
+        if n % 2:
+            body["asset_type"] = "Asset"
+        serializer = TISuccessStatePayloadSerializer(data=body)
+        valid = serializer.is_valid()
+        return n, valid, serializer.payload().task_outlets[0].name if valid else serializer.errors
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(validate, range(400)))
+
+    assert all(valid == bool(n % 2) for n, valid, _ in results)
+    assert all(out == f"a{n}" for n, valid, out in results if valid)
+    assert all("task_outlets" in out for n, valid, out in results if not valid)

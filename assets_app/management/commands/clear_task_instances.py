@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from assets_app.exceptions import AssetsError
+from assets_app.management.base import domain_errors
 from assets_app.services.clearing import task_instances_clear, task_instances_select
 
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
+        with domain_errors():
             result = task_instances_clear(
                 task_instances=task_instances_select(
                     dag_id=options["dag_id"],
@@ -42,8 +42,6 @@ class Command(BaseCommand):
                 ),
                 dry_run=options["dry_run"],
             )
-        except AssetsError as exc:
-            raise CommandError(str(exc)) from exc
         verb = "would clear" if result.dry_run else "cleared"
         for cleared in result.cleared:
             self.stdout.write(

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assets_app.exceptions import AssetsError
+from assets_app.management.base import add_asset_arguments, domain_errors
 from assets_app.services.asset_events import asset_event_create_manual
 
 
@@ -18,8 +18,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--name", help="asset name")
-        parser.add_argument("--uri", help="asset uri")
+        add_asset_arguments(parser)
         parser.add_argument("--extra", default="{}", help="event extra, a JSON object (default {})")
         parser.add_argument("--partition-key", default=None, help="optional partition key")
 
@@ -32,13 +31,11 @@ class Command(BaseCommand):
             raise CommandError(f"--extra is not valid JSON: {exc}") from exc
         if not isinstance(extra, dict):
             raise CommandError(f"--extra must be a JSON object, got {type(extra).__name__}")
-        try:
+        with domain_errors():
             event = asset_event_create_manual(
                 name=options["name"],
                 uri=options["uri"],
                 extra=extra,
                 partition_key=options["partition_key"],
             )
-        except AssetsError as exc:
-            raise CommandError(str(exc)) from exc
         self.stdout.write(self.style.SUCCESS(f"Created asset event {event.pk} on {event.asset}"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from assets_app.exceptions import AssetsError
+from assets_app.management.base import domain_errors
 from assets_app.models import FINISHED_TI_STATES, TaskInstanceState
 from assets_app.services.clearing import clear_command_hint
 from assets_app.services.dag_runs import (
@@ -54,7 +54,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
+        with domain_errors():
             token_ttl_check(options["ttl"])  # before anything is written
             result = task_instance_create(
                 dag_id=options["dag_id"],
@@ -67,8 +67,6 @@ class Command(BaseCommand):
             token = task_instance_token_issue(
                 task_instance_id=result.task_instance.pk, ttl_seconds=options["ttl"]
             )
-        except AssetsError as exc:
-            raise CommandError(str(exc)) from exc
         ti = result.task_instance
         if not result.created:
             hint = ""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from assets_app.exceptions import AssetsError
+from assets_app.management.base import domain_errors
 from assets_app.services.dags import dags_declare_from_file
 
 
@@ -21,10 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("file", help="path of the manifest (.yaml/.yml, or .json)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
+        with domain_errors():
             result = dags_declare_from_file(path=options["file"])
-        except AssetsError as exc:
-            raise CommandError(str(exc)) from exc
         for warning in result.warnings:
             self.stderr.write(self.style.WARNING(warning))
         stale = f"; marked stale: {', '.join(result.stale_dag_ids)}" if result.stale_dag_ids else ""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from assets_app.exceptions import AssetsError
+from assets_app.management.base import domain_errors
 from assets_app.services.dag_runs import task_instance_token_issue
 
 
@@ -20,10 +20,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
+        with domain_errors():
             token = task_instance_token_issue(
                 task_instance_id=options["task_instance_id"], ttl_seconds=options["ttl"]
             )
-        except AssetsError as exc:
-            raise CommandError(str(exc)) from exc
         self.stdout.write(token)

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from tqdm import tqdm
 
-from assets_app.exceptions import AssetsError
+from assets_app.management.base import domain_errors
 from assets_app.services.asset_events import PruneProgress, asset_events_prune
 
 
@@ -82,15 +82,14 @@ class Command(BaseCommand):
             bar.update(progress.examined - bar.n)
 
         try:
-            result = asset_events_prune(
-                older_than=cutoff,
-                dry_run=dry_run,
-                batch_size=options["batch_size"],
-                include_unconsumed=options["include_unconsumed"],
-                progress=show if self.stdout.isatty() else None,
-            )
-        except AssetsError as exc:
-            raise CommandError(str(exc)) from exc
+            with domain_errors():
+                result = asset_events_prune(
+                    older_than=cutoff,
+                    dry_run=dry_run,
+                    batch_size=options["batch_size"],
+                    include_unconsumed=options["include_unconsumed"],
+                    progress=show if self.stdout.isatty() else None,
+                )
         finally:
             if bar is not None:
                 bar.close()

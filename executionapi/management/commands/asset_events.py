@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rest_framework.serializers import ListSerializer
 
+from assets_app.management.base import add_asset_arguments
 from assets_app.models import AssetEvent
 from assets_app.selectors import asset_events_query
 from executionapi.serializers.assets import AssetEventResponseSerializer
@@ -45,8 +46,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--name", help="asset name")
-        parser.add_argument("--uri", help="asset uri")
+        add_asset_arguments(parser)
         parser.add_argument("--alias", help="alias the events were emitted through")
         parser.add_argument("--dag", help="source DAG id")
         parser.add_argument(

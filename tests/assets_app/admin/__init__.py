@@ -11,6 +11,19 @@ from django.urls import reverse
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "dags.yaml"
 
+#: Every list page of the registry's admin (model names).
+ADMIN_MODELS = (
+    "asset",
+    "assetalias",
+    "assetaliasasset",
+    "assetevent",
+    "assetaliasassetevent",
+    "dag",
+    "dagrun",
+    "taskinstance",
+    "assetdagrunqueue",
+)
+
 
 def changelist(model: str) -> str:
     return reverse(f"admin:assets_app_{model}_changelist")

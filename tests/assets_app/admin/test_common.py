@@ -8,31 +8,19 @@ import pytest
 from django.urls import reverse
 
 from assets_app.admin.common import asset_link, duration, pretty_json
-from tests.assets_app.admin import change, changelist
+from tests.assets_app.admin import ADMIN_MODELS, change, changelist
 from tests.factories import AssetFactory
 
 pytestmark = pytest.mark.django_db
 
-MODELS = [
-    "asset",
-    "assetalias",
-    "assetaliasasset",
-    "assetevent",
-    "assetaliasassetevent",
-    "dag",
-    "dagrun",
-    "taskinstance",
-    "assetdagrunqueue",
-]
 
-
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", ADMIN_MODELS)
 def test_changelist_renders(admin_client, world, model):
     response = admin_client.get(changelist(model))
     assert response.status_code == 200
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", ADMIN_MODELS)
 def test_change_page_renders(admin_client, world, model):
     response = admin_client.get(change(model, world[model].pk))
     assert response.status_code == 200
