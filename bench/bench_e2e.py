@@ -42,30 +42,20 @@ Measured (load average = other sessions on the 2 cores; median run of three, alt
 -----------------------------------------------------------------------------------------
 ``--events 40 --rate 1 --consumers 10``, load 2.6 to 4.5. Before: main at ecd97a1, where the
 worker starts ``python -m task_sdk run`` as a new interpreter (this file copied there and the
-``timing`` line added to its worker); p50/p99 of the three runs 468/993, 474/757, 644/1373 ms::
-
-    stage (ms after the success response)       p50    p95    p99    max   step p50
-    event registered                            -11     -6     -4     -4
-    success response                              0      0      0      0      +11.2
-    run created                                  13     27     45     45      +13.1
-    run committed                                31     54     67     67      +15.7
-    worker woken                                 31     53     66     66       -0.4
-    claimed                                      43     68     79     79      +11.7
-    process forked                               47     78     80     80       +2.8
-    task instance started                       474    667    757    757     +414.2
-
+``timing`` line added to its worker); p50/p99 of the three runs 468/993, 474/757, 644/1373 ms.
 After: the supervisor forked from the worker (``task_sdk.forking``), which has imported its
-modules, built the SSL context and an HTTP client once; p50/p99 51/86, 56/122, 61/100 ms::
+modules, built the SSL context and an HTTP client once; p50/p99 51/86, 56/122, 61/100 ms.
+The median runs side by side (ms after the success response)::
 
-    stage (ms after the success response)       p50    p95    p99    max   step p50
-    event registered                             -9     -6     -4     -4
-    success response                              0      0      0      0       +9.1
-    run created                                  10     24     34     34      +10.3
-    run committed                                23     46     54     54      +12.2
-    worker woken                                 20     46     54     54       -0.5
-    claimed                                      31     63     68     68       +7.7
-    process forked                               38     74     84     84       +5.0
-    task instance started                        56    106    122    122      +19.2
+    stage                    before: p50   p95   p99  step    after: p50   p95   p99  step
+    event registered                 -11    -6    -4                  -9    -6    -4
+    success response                   0     0     0   +11             0     0     0    +9
+    run created                       13    27    45   +13            10    24    34   +10
+    run committed                     31    54    67   +16            23    46    54   +12
+    worker woken                      31    53    66     0            20    46    54    -1
+    claimed                           43    68    79   +12            31    63    68    +8
+    process forked                    47    78    80    +3            38    74    84    +5
+    task instance started            474   667   757  +414            56   106   122   +19
 
 The new interpreter's ~0.3 s of imports (``httpx`` ~0.15 s) and ~0.1 s more for the SSL
 context and the first HTTP client are gone; what is left after the fork (~20 ms) is the
