@@ -14,7 +14,7 @@ behaves as the command would:
 - default signal dispositions (a signal sent while it forks waits for them) and logging as a
   fresh interpreter has it (then set up by the command), whatever handlers, levels and
   filters the parent had; the parent's open files and connections (its database connection,
-  say) are left alone, never used nor closed;
+  say) are left alone, never used, closed nor finalized (its objects are frozen, ``gc``);
 - its exit status is the command's (2 for bad usage, 1 for an unexpected error, whose
   traceback goes to the output). It never returns into the parent's code: it ends with
   ``os._exit`` whatever happens, so no ``atexit`` hook or finalizer of the parent runs twice.
@@ -29,6 +29,7 @@ interpreter, as before.
 from __future__ import annotations
 
 import contextlib
+import gc
 import getpass
 import logging
 import os
@@ -153,6 +154,9 @@ def _flush_std_streams() -> None:
 def _become_command(env: Mapping[str, str], output_fd: int) -> None:
     """In the forked child: what a fresh ``python -m task_sdk`` started as the worker starts it
     would have."""
+    # the parent's objects are never collected here: a finalizer of one it dropped (say, a
+    # database connection) must not run in the child, and a collection would copy every page
+    gc.freeze()
     os.setsid()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
