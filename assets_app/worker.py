@@ -55,7 +55,11 @@ from django.db import DatabaseError, close_old_connections, connection
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
 from assets_app.notify import RUNS_CHANNEL, Listener
-from assets_app.services.task_instances import task_instances_claim, task_instances_unclaim
+from assets_app.services.task_instances import (
+    task_instance_failure_reason_record,
+    task_instances_claim,
+    task_instances_unclaim,
+)
 from assets_app.tokens import token_issue
 from task_sdk.client import Client, ServerResponseError
 from task_sdk.forking import preload, start_cli
@@ -463,7 +467,8 @@ class Worker:
             )
 
     def _fail_without_code(self, ti: TaskInstance, label: str, token: str, reason: str) -> None:
-        """Report the task instance failed through the execution API, as its runner would."""
+        """Report the task instance failed through the execution API, as its runner would,
+        and keep the reason as its ``failure_reason`` (shown in the admin)."""
         state: str | None = TaskInstanceState.FAILED
         detail = reason
         try:
@@ -474,6 +479,12 @@ class Worker:
             state = None
             detail = f"{reason}; reporting failed did not work: {exc}"
             self._give_back([ti], "its failure could not be reported")
+        else:
+            try:
+                task_instance_failure_reason_record(task_instance_id=ti.pk, reason=reason)
+            except DatabaseError as exc:  # the failure is reported; only its reason is lost
+                self.report(f"could not keep the failure reason of {label}: {exc}")
+                self._close_connection()
         self._record(TaskOutcome(str(ti.pk), label, state, detail, None, 0.0))
 
     def _give_back(self, tis: list[TaskInstance], why: str) -> None:

@@ -47,6 +47,8 @@ from assets_app.services.sql import Dialect, column, columns, model_from_row, ta
 logger = logging.getLogger(__name__)
 
 STARTABLE_STATES = frozenset({TaskInstanceState.QUEUED, TaskInstanceState.RESTARTING})
+#: The longest ``failure_reason`` kept (a runner's ``retry_reason``, the worker's reason).
+FAILURE_REASON_MAX_LENGTH = 500
 #: Airflow's default ``retry_delay`` (seconds), for a task no manifest declares.
 DEFAULT_RETRY_DELAY = 300.0
 
@@ -371,7 +373,7 @@ def _apply_retry(task_instance: TaskInstance, payload: RetryPayload) -> None:
     task_instance_next_try(
         task_instance,
         end_date=payload.end_date,
-        failure_reason=(payload.retry_reason or "")[:500],
+        failure_reason=(payload.retry_reason or "")[:FAILURE_REASON_MAX_LENGTH],
         retry_delay_seconds=payload.retry_delay_seconds,
     )
 
@@ -539,6 +541,17 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
         dag_run_start(task_instance.dag_run, start_date=run.start_date)
     logger.debug("task instance %s running on %s pid %s", task_instance.pk, run.hostname, run.pid)
     return RunStartResult(task_instance=task_instance, previous_state=previous_state)
+
+
+def task_instance_failure_reason_record(*, task_instance_id: uuid.UUID | str, reason: str) -> bool:
+    """Keep why a ``failed`` task instance failed when its runner could not say (the execution
+    API's ``failed`` patch has no reason field): the worker's "no code to run". One ``UPDATE``;
+    ``False`` when the task instance is not (or no longer) ``failed``."""
+    return bool(
+        TaskInstance.objects.filter(pk=task_instance_id, state=TaskInstanceState.FAILED).update(
+            failure_reason=reason[:FAILURE_REASON_MAX_LENGTH]
+        )
+    )
 
 
 def task_instance_heartbeat(

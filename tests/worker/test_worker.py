@@ -106,6 +106,8 @@ def test_a_task_whose_code_cannot_be_found_fails_with_the_message_and_the_worker
     no_code = TaskInstance.objects.get(pk=tis[0].pk)
     assert no_code.start_date is not None
     assert no_code.end_date is not None
+    # and the worker kept its reason (the failed patch has no field for it)
+    assert no_code.failure_reason.startswith("code.a_no_code has no code to run: "), no_code
 
 
 def test_a_task_that_exits_hard_fails_and_the_worker_runs_the_next(start_worker, marker_dir):
