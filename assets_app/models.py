@@ -390,7 +390,11 @@ class DagRun(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["dag", "run_id"], name="dag_run_dag_id_run_id_key"),
         ]
-        indexes = [models.Index(fields=["dag", "run_type", "run_after"], name="idx_dag_run_type")]
+        indexes = [
+            models.Index(fields=["dag", "run_type", "run_after"], name="idx_dag_run_type"),
+            # every scheduler pass looks for running runs to settle; the admin counts by state
+            models.Index(fields=["state"], name="dag_run_state"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.dag_id} / {self.run_id}"
