@@ -967,17 +967,20 @@ def print_consistency() -> None:
 class Bench:
     args: argparse.Namespace
     workload: Workload
-    plans: dict[str, list[PlanItem]]
+    #: per position in ``--phases`` (a phase may be listed more than once)
+    plans: list[list[PlanItem]]
     workdir: Path
     commits: dict[str, float] = field(default_factory=dict)
     #: statements the schedulers counted, and their backend pids (--check-statements-log)
     statements: int = 0
     db_pids: set[int] = field(default_factory=set)
 
-    def run_phase(self, phase: str) -> None:
+    def run_phase(self, index: int) -> None:
+        phase = self.args.phases[index]
         kind, schedulers = PHASES[phase]
-        items = self.plans[phase]
+        items = self.plans[index]
         children = Children(self.workdir)
+        files = f"{index}-{phase}"  # the children's file names
         after_pk = last_run_pk()
         try:
             if kind == "backlog":
@@ -987,12 +990,12 @@ class Bench:
                     f"queue; {load_average()}",
                     flush=True,
                 )
-                start_at = children.start_producers(phase, items, self.args.producers)
+                start_at = children.start_producers(files, items, self.args.producers)
                 events, cpu, pg_cpu = children.wait_producers()
                 print_producers(events, cpu, pg_cpu, start_at)
                 self._record(events)
                 producers_done = time.time()
-                children.start_schedulers(phase, schedulers, self.args.interval)
+                children.start_schedulers(files, schedulers, self.args.interval)
             else:
                 print(
                     f"\n{phase}: {schedulers} scheduler(s); producers at {self.args.rate:g} "
@@ -1000,9 +1003,9 @@ class Bench:
                     f"{load_average()}",
                     flush=True,
                 )
-                children.start_schedulers(phase, schedulers, self.args.interval)
+                children.start_schedulers(files, schedulers, self.args.interval)
                 wait_started(children)
-                start_at = children.start_producers(phase, items, self.args.producers)
+                start_at = children.start_producers(files, items, self.args.producers)
                 events, cpu, pg_cpu = children.wait_producers()
                 producers_done = print_producers(events, cpu, pg_cpu, start_at)
                 self._record(events)
@@ -1044,7 +1047,7 @@ class Bench:
         )
 
 
-def setup(args: argparse.Namespace) -> tuple[Workload, dict[str, list[PlanItem]]]:
+def setup(args: argparse.Namespace) -> tuple[Workload, list[list[PlanItem]]]:
     rng = random.Random(args.seed)
     workload = Workload.generate(dags=args.dags, assets=args.assets, rng=rng)
     started = time.perf_counter()
@@ -1063,21 +1066,23 @@ def setup(args: argparse.Namespace) -> tuple[Workload, dict[str, list[PlanItem]]
         f"declared {len(result.dag_ids):,} DAGs in {declared:.1f} s",
         flush=True,
     )
-    plans = {}
+    plans = []
     started = time.perf_counter()
-    for phase in args.phases:
+    for index, phase in enumerate(args.phases):
         count = round(args.rate * args.seconds)
-        plans[phase] = plan_events(
-            workload,
-            phase=phase,
-            count=count,
-            rate=None if PHASES[phase][0] == "backlog" else args.rate,
-            rng=rng,
+        plans.append(
+            plan_events(
+                workload,
+                phase=f"{phase}_{index}",
+                count=count,
+                rate=None if PHASES[phase][0] == "backlog" else args.rate,
+                rng=rng,
+            )
         )
-        running_task_instances(plans[phase])
+        running_task_instances(plans[index])
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
-    total = sum(len(items) for items in plans.values())
+    total = sum(len(items) for items in plans)
     print(
         f"{total:,} running producer task instances created and VACUUM ANALYZE in "
         f"{time.perf_counter() - started:.1f} s",
@@ -1145,8 +1150,8 @@ def main() -> None:
                     log_every_statement(database)
                     offset = args.check_statements_log.stat().st_size
                 bench = Bench(args=args, workload=workload, plans=plans, workdir=workdir)
-                for phase in args.phases:
-                    bench.run_phase(phase)
+                for index in range(len(args.phases)):
+                    bench.run_phase(index)
                 if args.check_statements_log:
                     check_statements_log(
                         args.check_statements_log,

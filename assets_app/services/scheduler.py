@@ -72,6 +72,7 @@ On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import secrets
 import string
@@ -128,6 +129,10 @@ EVENT_LOOKBACK = timedelta(minutes=10)
 #: DAGs handled in one transaction. Bounds the transaction, and so how long a producer may
 #: wait for a queue row the scheduler holds.
 BATCH_SIZE = 100
+
+#: A claim looks at up to this many batches' worth of the ready list (what other schedulers
+#: hold meanwhile is passed over).
+CLAIM_WINDOW = 4
 
 #: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
 #: still looked for, how often every waiting DAG is evaluated again, and how many per pass.
@@ -201,15 +206,19 @@ def scheduler_pass(
     First, without locks, decide which unpaused, non-stale DAGs have queue rows that meet their
     condition (as Airflow's ``dags_needing_dagruns`` does): with a :class:`QueueWatch` only the
     DAGs that got new queue rows since it last looked (plus those it was asked to retry), else
-    every DAG with queue rows. Then create their runs, oldest-waiting first, ``batch_size``
-    DAGs per transaction (:func:`dags_asset_triggered_runs_create`, which re-checks everything
-    under locks). A database error in one batch is logged and the pass goes on; its DAGs are
-    retried next pass.
+    every DAG with queue rows. Then create their runs, oldest-waiting first, in transactions
+    that each **claim** up to ``batch_size`` of them (:func:`dags_asset_triggered_runs_create`
+    with a ``limit``, which re-checks everything under locks): the next ready DAGs that no
+    other transaction holds and that still have queue rows. So several schedulers walking the
+    same ready list split it into disjoint batches, each of up to ``batch_size`` DAGs, instead
+    of reaching batches another one holds or has already served. The DAGs a claim passed over
+    (held by another scheduler, or served by one) are evaluated again next pass. A database
+    error in one transaction is logged and the pass goes on; its DAGs are retried next pass.
     """
     result = SchedulerPassResult()
-    rows = watch.scan() if watch is not None else _queue_rows()
+    queued = watch.scan() if watch is not None else _queued_dags()
     try:
-        ready = _ready_dag_ids(rows, result=result)
+        ready = _ready_dag_ids(queued, result=result)
     except BaseException:
         if watch is not None:
             watch.forget()  # the rows it just saw were not evaluated
@@ -218,17 +227,25 @@ def scheduler_pass(
     if max_dags is not None:
         retry += ready[max_dags:]
         ready = ready[:max_dags]
-    for start in range(0, len(ready), batch_size):
-        batch = ready[start : start + batch_size]
+    while ready:
+        window = ready[: batch_size * CLAIM_WINDOW]
         try:
-            outcomes = dags_asset_triggered_runs_create(dag_ids=batch)
+            outcomes = dags_asset_triggered_runs_create(dag_ids=window, limit=batch_size)
         except DatabaseError:
-            logger.exception("scheduling DAGs %s … failed; retrying next pass", batch[0])
-            outcomes = [DagOutcome(dag_id=dag_id, outcome=Outcome.FAILED) for dag_id in batch]
+            logger.exception("scheduling DAGs %s … failed; retrying next pass", window[0])
+            outcomes = [DagOutcome(dag_id=dag_id, outcome=Outcome.FAILED) for dag_id in window]
         result.outcomes += outcomes
         # Met when the pass looked, but not under lock: look again next pass even if no new
         # queue row arrives (e.g. a producer held one of its rows: it keeps its id).
         retry += [o.dag_id for o in outcomes if o.outcome in _RETRIED]
+        # Claimed in the window's order: the DAGs before the last one claimed that were not
+        # claimed are another transaction's (or served); a short claim exhausted the window.
+        claimed = {o.dag_id for o in outcomes}
+        reached = len(window)
+        if len(outcomes) == batch_size and outcomes[-1].outcome is not Outcome.FAILED:
+            reached = window.index(outcomes[-1].dag_id) + 1
+        retry += [dag_id for dag_id in window[:reached] if dag_id not in claimed]
+        ready = ready[reached:]
     if watch is not None:
         watch.retry(retry)
     return result
@@ -236,16 +253,57 @@ def scheduler_pass(
 
 _RETRIED = frozenset({Outcome.LOCKED, Outcome.FAILED, Outcome.NOT_READY})
 
-#: A queue row as the scheduler reads it: (pk, dag_id, asset_id, created_at).
-_QueueRow = tuple[int, str, int, datetime]
+
+@dataclass(frozen=True)
+class _QueuedDag:
+    """An unpaused, non-stale DAG with queue rows, as a pass reads it (no locks)."""
+
+    dag_id: str
+    #: ``Dag.asset_expression`` as stored (JSON text), ``None`` if not asset-scheduled
+    expression: str | None
+    asset_ids: frozenset[int]
+    row_ids: tuple[int, ...]
 
 
-def _queue_rows(dag_ids: Collection[str] | None = None) -> list[_QueueRow]:
-    """The queue rows of unpaused, non-stale DAGs (of ``dag_ids`` only, if given); no locks."""
-    rows = AssetDagRunQueue.objects.filter(target_dag__is_paused=False, target_dag__is_stale=False)
-    if dag_ids is not None:
-        rows = rows.filter(target_dag_id__in=dag_ids)
-    return list(rows.order_by().values_list("pk", "target_dag_id", "asset_id", "created_at"))
+def _queued_dags(dag_ids: Collection[str] | None = None) -> list[_QueuedDag]:
+    """The unpaused, non-stale DAGs with queue rows (of ``dag_ids`` only, if given), the
+    longest-waiting first (their oldest queue row), with their queued assets; no locks.
+
+    One row per DAG, its expression included, and no datetime to convert: a full scan of tens
+    of thousands of queue rows is one cheap statement.
+    """
+    sql = Dialect.current()
+    queue, dag = AssetDagRunQueue._meta.db_table, Dag._meta.db_table
+    only = f"AND q.target_dag_id IN (SELECT r.dag_id FROM {sql.rows(dag_id='text')})"
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            SELECT d.dag_id, d.asset_expression, {_joined(sql, "q.asset_id")},
+                {_joined(sql, "q.id")}
+            FROM {queue} q JOIN {dag} d ON d.dag_id = q.target_dag_id
+            WHERE NOT d.is_paused AND NOT d.is_stale {only if dag_ids is not None else ""}
+            GROUP BY d.dag_id
+            ORDER BY min(q.created_at), d.dag_id
+            """,
+            [] if dag_ids is None else [sql.json({"dag_id": dag_id} for dag_id in dag_ids)],
+        )
+        return [
+            _QueuedDag(
+                dag_id=dag_id,
+                expression=expression,
+                asset_ids=frozenset(map(int, asset_ids.split(","))),
+                row_ids=tuple(map(int, row_ids.split(","))),
+            )
+            for dag_id, expression, asset_ids, row_ids in cursor.fetchall()
+        ]
+
+
+def _joined(sql: Dialect, expression: str) -> str:
+    """An aggregate: the integer ``expression`` of a group's rows, comma-separated."""
+    if sql.postgresql:
+        return f"string_agg(({expression})::text, ',')"
+    return f"group_concat({expression}, ',')"
 
 
 @dataclass
@@ -286,15 +344,15 @@ class QueueWatch:
     #: DAGs the current sweep has still to evaluate
     _sweep: list[str] = field(default_factory=list)
 
-    def scan(self) -> list[_QueueRow]:
-        """The queue rows of the DAGs worth evaluating this pass (1-3 queries, no locks)."""
+    def scan(self) -> list[_QueuedDag]:
+        """The DAGs worth evaluating this pass, as :func:`_queued_dags` (1-3 queries, no locks)."""
         now = self.clock()
         bound = self._bound(now)
         if self._last_full is None:
-            rows = _queue_rows()
+            queued = _queued_dags()
             self._last_full = now
             self._sweep = []
-            new_ids = [pk for pk, _, _, _ in rows]
+            new_ids = [pk for dag in queued for pk in dag.row_ids]
         else:
             if not self._sweep and now - self._last_full >= self.full_rescan_every:
                 self._sweep = sorted(
@@ -309,13 +367,13 @@ class QueueWatch:
             dag_ids = {dag_id for pk, dag_id in fresh if pk not in self._seen} | self._retry
             dag_ids.update(self._sweep[: self.sweep_chunk])
             del self._sweep[: self.sweep_chunk]
-            rows = _queue_rows(dag_ids) if dag_ids else []
+            queued = _queued_dags(dag_ids) if dag_ids else []
             new_ids = [pk for pk, _ in fresh]
         self._retry = set()
         self._seen.update(pk for pk in new_ids if pk > bound)
         self._high_water = max([self._high_water, *new_ids])
         self._marks.append((now, self._high_water))
-        return rows
+        return queued
 
     def forget(self) -> None:
         """Make the next pass a full rescan (this one failed after :meth:`scan`)."""
@@ -336,51 +394,49 @@ class QueueWatch:
         return bound
 
 
-def _ready_dag_ids(rows: Collection[_QueueRow], *, result: SchedulerPassResult) -> list[str]:
-    """The DAGs of ``rows`` worth a transaction, oldest-waiting first (1-4 queries, no locks).
+def _ready_dag_ids(queued: Sequence[_QueuedDag], *, result: SchedulerPassResult) -> list[str]:
+    """The DAGs of ``queued`` worth a transaction, in the same order (0-3 queries, no locks).
 
     DAGs whose condition is not met (or unreadable) are recorded in ``result`` and left out.
     """
-    queued: dict[str, set[int]] = {}
-    first_queued: dict[str, datetime] = {}
-    for _, dag_id, asset_id, created_at in rows:
-        queued.setdefault(dag_id, set()).add(asset_id)
-        if dag_id not in first_queued or created_at < first_queued[dag_id]:
-            first_queued[dag_id] = created_at
-    if not queued:
-        return []
     conditions: dict[str, Condition] = {}
-    ready: list[str] = []
-    for dag_id, expression in Dag.objects.filter(dag_id__in=queued).values_list(
-        "dag_id", "asset_expression"
-    ):
-        if expression is None:
-            ready.append(dag_id)  # its rows are dropped under lock
-            continue
+    for dag in queued:
+        if dag.expression is None:
+            continue  # ready: its rows are dropped under lock
         try:
-            conditions[dag_id] = _condition_of(dag_id, expression)
+            conditions[dag.dag_id] = _condition_of(dag.dag_id, dag.expression)
         except InvalidAssetExpression as exc:
-            logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
-            result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.INVALID))
+            logger.error("DAG %s has an invalid asset_expression: %s", dag.dag_id, exc)
+            result.outcomes.append(DagOutcome(dag_id=dag.dag_id, outcome=Outcome.INVALID))
     resolution = _condition_resolve(condition_references(*conditions.values()))
-    for dag_id, condition in conditions.items():
-        if condition_is_met(condition, resolution=resolution, ready_asset_ids=queued[dag_id]):
-            ready.append(dag_id)
+    ready: list[str] = []
+    for dag in queued:
+        condition = conditions.get(dag.dag_id)
+        if condition is None:
+            if dag.expression is None:
+                ready.append(dag.dag_id)
+        elif condition_is_met(condition, resolution=resolution, ready_asset_ids=dag.asset_ids):
+            ready.append(dag.dag_id)
         else:
-            result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY))
-    return sorted(ready, key=lambda dag_id: (first_queued[dag_id], dag_id))
+            result.outcomes.append(DagOutcome(dag_id=dag.dag_id, outcome=Outcome.NOT_READY))
+    return ready
 
 
-#: dag_id → (the asset_expression parsed, its condition): parsing is most of evaluating.
-_parsed: dict[str, tuple[Any, Condition]] = {}
+#: dag_id → (its asset_expression as stored, parsed): parsing is most of evaluating.
+_parsed: dict[str, tuple[str, Condition]] = {}
 
 
-def _condition_of(dag_id: str, expression: Any) -> Condition:
-    """``condition_parse(expression)``, remembered per DAG while its expression is the same."""
+def _condition_of(dag_id: str, expression: str) -> Condition:
+    """The condition of ``expression`` (JSON text, as stored), remembered per DAG while its
+    expression is the same."""
     cached = _parsed.get(dag_id)
     if cached is not None and cached[0] == expression:
         return cached[1]
-    condition = condition_parse(expression)
+    try:
+        document = json.loads(expression)
+    except ValueError as exc:
+        raise InvalidAssetExpression(f"not JSON: {exc}") from exc
+    condition = condition_parse(document)
     _parsed[dag_id] = (expression, condition)
     return condition
 
@@ -391,13 +447,20 @@ def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
     return outcome
 
 
-def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutcome]:
+def dags_asset_triggered_runs_create(
+    *, dag_ids: Sequence[str], limit: int | None = None
+) -> list[DagOutcome]:
     """Create one asset-triggered run of each of ``dag_ids`` whose condition is met.
 
     One transaction for them all, a constant number of statements whatever their number
     (steps 1-4 of the module docstring, each set-based). Takes its own locks (DAG rows, then
     their queue rows, both without waiting); the caller must hold none and must not be inside
     a transaction. Returns one outcome per DAG, in the order given.
+
+    With a ``limit``, it **claims** DAGs instead: it handles only the first ``limit`` of
+    ``dag_ids``, in the order given, that no other transaction holds and that still have queue
+    rows, and returns their outcomes only (in the order given). The others are none of its
+    business: another scheduler is on them, or served them already.
     """
     outcomes: dict[str, DagOutcome] = {}
 
@@ -405,14 +468,10 @@ def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutco
         outcomes[dag_id] = DagOutcome(dag_id=dag_id, outcome=outcome, run=run)
 
     with transaction.atomic(durable=True):
-        locked = {
-            dag.dag_id: dag
-            for dag in Dag.objects.select_for_update(skip_locked=True, no_key=True)
-            .filter(dag_id__in=dag_ids)
-            .order_by("dag_id")
-            .only("dag_id", "is_paused", "is_stale", "asset_expression", "task_ids")
-        }
-        active: dict[str, Dag] = {}
+        locked = {dag.dag_id: dag for dag in _dags_lock(dag_ids, limit=limit)}
+        if limit is not None:
+            dag_ids = [dag_id for dag_id in dag_ids if dag_id in locked]
+        active: dict[str, _LockedDag] = {}
         for dag_id in dag_ids:
             dag = locked.get(dag_id)
             if dag is None:
@@ -481,7 +540,12 @@ def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutco
                 )
             )
         if runs:
-            _runs_insert(runs, active=active, consumed=consumed, settle=settle)
+            _runs_insert(
+                runs,
+                declared_tasks={dag_id: dag.task_ids for dag_id, dag in active.items()},
+                consumed=consumed,
+                settle=settle,
+            )
         if delete_pks:
             _rows_statement(
                 f"DELETE FROM {AssetDagRunQueue._meta.db_table} "
@@ -492,10 +556,55 @@ def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutco
     return [outcomes[dag_id] for dag_id in dag_ids]
 
 
+@dataclass(frozen=True)
+class _LockedDag:
+    dag_id: str
+    is_paused: bool
+    is_stale: bool
+    #: as stored (JSON text), ``None`` if not asset-scheduled
+    asset_expression: str | None
+    task_ids: list[Any]
+
+
+def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]:
+    """Lock the rows of ``dag_ids`` that no other transaction holds, in the order given
+    (``FOR NO KEY UPDATE SKIP LOCKED``); with a ``limit``, only the first ``limit`` of them
+    that still have queue rows (1 statement)."""
+    sql = Dialect.current()
+    queue, dag = AssetDagRunQueue._meta.db_table, Dag._meta.db_table
+    claim = (
+        f"WHERE EXISTS (SELECT 1 FROM {queue} q WHERE q.target_dag_id = d.dag_id) "
+        f"ORDER BY r.n LIMIT {int(limit)}"
+        if limit is not None
+        else "ORDER BY r.n"
+    )
+    lock = "FOR NO KEY UPDATE OF d SKIP LOCKED" if sql.postgresql else ""
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            SELECT d.dag_id, d.is_paused, d.is_stale, d.asset_expression, d.task_ids
+            FROM {sql.rows(dag_id="text", n="integer")} JOIN {dag} d ON d.dag_id = r.dag_id
+            {claim} {lock}
+            """,
+            [sql.json({"dag_id": dag_id, "n": n} for n, dag_id in enumerate(dag_ids))],
+        )
+        return [
+            _LockedDag(
+                dag_id=dag_id,
+                is_paused=bool(is_paused),
+                is_stale=bool(is_stale),
+                asset_expression=expression,
+                task_ids=json.loads(task_ids) if task_ids else [],
+            )
+            for dag_id, is_paused, is_stale, expression, task_ids in cursor.fetchall()
+        ]
+
+
 def _runs_insert(
     runs: list[DagRun],
     *,
-    active: Mapping[str, Dag],
+    declared_tasks: Mapping[str, list[Any]],
     consumed: Mapping[str, list[int]],
     settle: Callable[[str, Outcome, AssetTriggeredRun], None],
 ) -> None:
@@ -513,7 +622,7 @@ def _runs_insert(
         dag_run_id="bigint",
         event_id="bigint",
     )
-    task_ids = _dags_task_ids([active[run.dag_id] for run in runs])
+    task_ids = _dags_task_ids({run.dag_id: declared_tasks[run.dag_id] for run in runs})
     retries = {
         (dag_id, task_id): retries
         for dag_id, task_id, retries in DagTask.objects.filter(
@@ -773,15 +882,15 @@ def _resolution_restrict(resolution: Resolution, references: ConditionReferences
     )
 
 
-def _dags_task_ids(dags: Collection[Dag]) -> dict[str, list[str]]:
-    """Each DAG's declared tasks; without a declared list, the tasks its asset references name
-    (0 queries if every DAG declares its tasks, else 2)."""
+def _dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+    """Each DAG's declared tasks (``declared``: its ``Dag.task_ids``); without a declared list,
+    the tasks its asset references name (0 queries if every DAG declares its tasks, else 2)."""
     task_ids = {
-        dag.dag_id: list(dict.fromkeys(str(task_id) for task_id in dag.task_ids))
-        for dag in dags
-        if dag.task_ids
+        dag_id: list(dict.fromkeys(str(task_id) for task_id in tasks))
+        for dag_id, tasks in declared.items()
+        if tasks
     }
-    undeclared = [dag.dag_id for dag in dags if not dag.task_ids]
+    undeclared = [dag_id for dag_id, tasks in declared.items() if not tasks]
     if undeclared:
         found: dict[str, set[str]] = {dag_id: set() for dag_id in undeclared}
         for model in (TaskOutletAssetReference, TaskInletAssetReference):

@@ -634,12 +634,12 @@ def test_query_count_per_triggered_dag_is_constant(django_assert_num_queries):
     queue(dag, x)
 
     # when / then
-    with django_assert_num_queries(17 + (connection.vendor == "postgresql")):
-        # the pass, no locks:  1 queue rows  2 their DAGs' expressions  3 assets by key
-        #                      4 alias → assets
+    with django_assert_num_queries(16 + (connection.vendor == "postgresql")):
+        # the pass, no locks:  1 the queued DAGs (their queue rows and expressions)
+        #                      2 assets by key  3 alias → assets
         # the DAG's transaction (here a SAVEPOINT inside the test's transaction), the same on
         # PostgreSQL and SQLite (no table lock):
-        #   lock the DAG row, lock its queue rows, assets by key, alias → assets,
+        #   claim (lock) the DAG row, lock its queue rows, assets by key, alias → assets,
         #   previous run's created_at, unconsumed event ids, insert the run, insert its
         #   consumed events, the tasks' retries, insert its TIs, NOTIFY the workers (on
         #   PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
