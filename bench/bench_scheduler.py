@@ -772,6 +772,9 @@ def print_runs_and_passes(
     longest = max((p["longest_transaction"] for p in flat), default=0.0)
     known = [p["created"] for p in flat if p["created"] is not None]
     creating = f" ({sum(1 for c in known if c)} creating runs)" if known else ""
+    if len(passes) > 1:  # how the schedulers shared the work
+        shares = ", ".join(f"{sum(p['created'] or 0 for p in per):,}" for per in passes)
+        creating += f", runs by scheduler {shares}"
     if runs:
         span = max(created for _, _, created in runs) - work_started
         print(

@@ -737,6 +737,74 @@ def test_passes_create_runs_in_batches(django_assert_num_queries):
     assert {run.event_ids for run in result.created} == {(AssetEvent.objects.get().pk,)}
 
 
+def test_a_claim_takes_the_first_dags_in_order_that_still_have_queue_rows():
+    # given: five ready DAGs in a list, one of them served already (no queue rows left)
+    a = AssetFactory()
+    emit(a)
+    for i in range(5):
+        queue(consumer(f"c{i}", asset_node(a)), a)
+    assert dag_asset_triggered_run_create(dag_id="c1").outcome is Outcome.CREATED
+    order = ["c4", "c1", "c3", "c0", "c2", "missing"]
+
+    # when: a transaction claims up to two of them, then another up to ten
+    first = dags_asset_triggered_runs_create(dag_ids=order, limit=2)
+    second = dags_asset_triggered_runs_create(dag_ids=order, limit=10)
+
+    # then: the first two in the list's order that still had rows, then the rest; the served
+    # and the missing DAG were passed over without an outcome
+    assert [(o.dag_id, o.outcome) for o in first] == [
+        ("c4", Outcome.CREATED),
+        ("c3", Outcome.CREATED),
+    ]
+    assert [(o.dag_id, o.outcome) for o in second] == [
+        ("c0", Outcome.CREATED),
+        ("c2", Outcome.CREATED),
+    ]
+    assert dags_asset_triggered_runs_create(dag_ids=order, limit=10) == []
+    assert DagRun.objects.count() == 5
+
+
+def test_a_claim_counts_dags_it_cannot_run_against_its_limit():
+    # given: a paused DAG and a DAG whose condition is not met, before a ready one
+    a, b = AssetFactory(), AssetFactory()
+    emit(a)
+    for dag in (
+        consumer("paused", asset_node(a), is_paused=True),
+        consumer("waiting", {"all": [asset_node(a), asset_node(b)]}),
+        consumer("ready", asset_node(a)),
+    ):
+        queue(dag, a)
+
+    # when
+    outcomes = dags_asset_triggered_runs_create(dag_ids=["paused", "waiting", "ready"], limit=2)
+
+    # then: they were claimed and settled; the ready one is left for the next claim
+    assert [(o.dag_id, o.outcome) for o in outcomes] == [
+        ("paused", Outcome.INACTIVE),
+        ("waiting", Outcome.NOT_READY),
+    ]
+    assert not DagRun.objects.exists()
+
+
+def test_a_pass_claims_batch_after_batch_until_the_ready_list_is_done(
+    django_assert_num_queries,
+):
+    # given: 25 ready DAGs
+    a = AssetFactory()
+    emit(a)
+    for i in range(25):
+        queue(consumer(f"c{i:02d}", asset_node(a)), a)
+
+    # when / then: batches of 10: three claims, the last one short (so no fourth)
+    with django_assert_num_queries(2 + 3 * (12 + (connection.vendor == "postgresql"))):
+        # the pass: the queued DAGs, assets by key (nothing else to resolve); then per batch
+        # (a SAVEPOINT here): claim, lock the queue rows, assets by key, previous runs,
+        # unconsumed events, insert the runs, their events, the tasks' retries, their TIs,
+        # NOTIFY (PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
+        result = scheduler_pass(batch_size=10)
+    assert len(result.created) == 25
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.now = 1000.0
