@@ -150,6 +150,26 @@ def produce(
         connection.close()
 
 
+def in_threads(
+    work: Callable[[int], None], count: int, errors: list[BaseException]
+) -> list[threading.Thread]:
+    """Start ``work(i)`` for i in ``range(count)``, each in a thread of its own that reports
+    an exception in ``errors`` and closes its connection."""
+
+    def run(i: int) -> None:
+        try:
+            work(i)
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
 def start_schedulers(count: int, tmp_path: Path) -> list[tuple[subprocess.Popen, Path]]:
     started = []
     for i in range(count):
@@ -362,22 +382,15 @@ def test_schedulers_creating_runs_in_batches_consume_every_event_exactly_once(tm
     created: list[list[str]] = [[] for _ in range(3)]
 
     def schedule(i: int) -> None:
-        try:
-            watch = QueueWatch()
-            while producing.is_set():
-                result = scheduler_pass(watch=watch, batch_size=7)
-                assert result.count(Outcome.FAILED) == 0
-                created[i] += [run.dag_id for run in result.created]
-                time.sleep(0.01)
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            connection.close()
+        watch = QueueWatch()
+        while producing.is_set():
+            result = scheduler_pass(watch=watch, batch_size=7)
+            assert result.count(Outcome.FAILED) == 0
+            created[i] += [run.dag_id for run in result.created]
+            time.sleep(0.01)
 
     # when
-    schedulers = [threading.Thread(target=schedule, args=(i,)) for i in range(3)]
-    for thread in schedulers:
-        thread.start()
+    schedulers = in_threads(schedule, 3, errors)
     producers = [
         threading.Thread(target=produce, args=([ti.pk for ti in tis[i::4]], succeed, errors))
         for i in range(4)
@@ -410,56 +423,20 @@ def test_schedulers_creating_runs_in_batches_consume_every_event_exactly_once(tm
     assert not AssetDagRunQueue.objects.exclude(target_dag_id="all_ab").exists()
 
 
-def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
-    # given: another connection holds the DAG row, as a concurrent scheduler would
-    declare(tmp_path)
-    (ti,) = producer_task_instances(1, tasks=("produce_a",))
-    succeed(ti.pk)
-    locked, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                Dag.objects.select_for_update(no_key=True).get(dag_id="on_a")
-                locked.set()
-                release.wait(timeout=30)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert locked.wait(timeout=10)
-
-    # when
-    try:
-        while_locked = dag_asset_triggered_run_create(dag_id="on_a")
-    finally:
-        release.set()
-        holder.join(timeout=30)
-    after = dag_asset_triggered_run_create(dag_id="on_a")
-
-    # then: skipped without waiting, done once the lock is gone
-    assert while_locked.outcome is Outcome.LOCKED
-    assert after.outcome is Outcome.CREATED
-
-
 def hold_dag_rows(dag_ids: list[str]) -> tuple[threading.Thread, threading.Event]:
     """Another connection holding these DAG rows, as a concurrent scheduler would; set the
     returned event to let go."""
     locked, release = threading.Event(), threading.Event()
 
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                list(Dag.objects.select_for_update(no_key=True).filter(dag_id__in=dag_ids))
-                locked.set()
-                release.wait(timeout=30)
-        finally:
-            connection.close()
+    def hold(_: int) -> None:
+        with transaction.atomic():
+            list(Dag.objects.select_for_update(no_key=True).filter(dag_id__in=dag_ids))
+            locked.set()
+            release.wait(timeout=30)
 
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert locked.wait(timeout=10)
+    errors: list[BaseException] = []
+    (holder,) = in_threads(hold, 1, errors)
+    assert locked.wait(timeout=10), errors
     return holder, release
 
 
@@ -475,6 +452,26 @@ def many_ready_consumers(tmp_path: Path, count: int) -> list[str]:
     (ti,) = producer_task_instances(1, tasks=("produce_a",))
     succeed(ti.pk)
     return [dag["dag_id"] for dag in many]
+
+
+def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
+    # given: another connection holds the DAG row, as a concurrent scheduler would
+    declare(tmp_path)
+    (ti,) = producer_task_instances(1, tasks=("produce_a",))
+    succeed(ti.pk)
+    holder, release = hold_dag_rows(["on_a"])
+
+    # when
+    try:
+        while_locked = dag_asset_triggered_run_create(dag_id="on_a")
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    after = dag_asset_triggered_run_create(dag_id="on_a")
+
+    # then: skipped without waiting, done once the lock is gone
+    assert while_locked.outcome is Outcome.LOCKED
+    assert after.outcome is Outcome.CREATED
 
 
 def test_a_claim_passes_over_the_dags_another_transaction_holds(tmp_path):
@@ -526,19 +523,12 @@ def test_concurrent_claims_are_disjoint_and_serve_every_dag_once(tmp_path):
     errors: list[BaseException] = []
 
     def claim(i: int) -> None:
-        try:
-            start.wait(timeout=30)
-            while outcomes := dags_asset_triggered_runs_create(dag_ids=dag_ids, limit=5):
-                served[i] += [o.dag_id for o in outcomes if o.outcome is Outcome.CREATED]
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            connection.close()
+        start.wait(timeout=30)
+        while outcomes := dags_asset_triggered_runs_create(dag_ids=dag_ids, limit=5):
+            served[i] += [o.dag_id for o in outcomes if o.outcome is Outcome.CREATED]
 
     # when
-    threads = [threading.Thread(target=claim, args=(i,)) for i in range(4)]
-    for thread in threads:
-        thread.start()
+    threads = in_threads(claim, 4, errors)
     for thread in threads:
         thread.join(timeout=120)
 
