@@ -740,8 +740,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
 
 
-def print_producers(events: list[list], cpu: float, pg_cpu: float, start_at: float) -> float:
-    """Print the producer line; return the last commit time."""
+def print_producers(
+    events: list[list], cpu: float, pg_cpu: float, start_at: float, rate: float | None = None
+) -> float:
+    """Print the producer line; return the last commit time.
+
+    With the ``rate`` asked for, also the cores its events cost (producers and their
+    PostgreSQL backends), to tell a machine too small for it from a slow scheduler.
+    """
     committed = [e for e in events if e[3] is None]
     errors = [e for e in events if e[3] is not None]
     last = max((e[2] for e in committed), default=start_at)
@@ -754,6 +760,9 @@ def print_producers(events: list[list], cpu: float, pg_cpu: float, start_at: flo
         f"per event {cpu * 1000 / max(1, len(events)):.1f} ms producer CPU + "
         f"{pg_cpu * 1000 / max(1, len(events)):.1f} ms PostgreSQL CPU"
     )
+    if rate is not None:
+        cores = (cpu + pg_cpu) / max(1, len(events)) * rate
+        line += f"; {rate:g} events/s cost {cores:.1f} of the {os.cpu_count()} cores"
     if errors:
         line += f"; {len(errors)} ERRORS, e.g. {errors[0][3]}"
     print(line, flush=True)
@@ -1010,7 +1019,7 @@ class Bench:
                 wait_started(children)
                 start_at = children.start_producers(files, items, self.args.producers)
                 events, cpu, pg_cpu = children.wait_producers()
-                producers_done = print_producers(events, cpu, pg_cpu, start_at)
+                producers_done = print_producers(events, cpu, pg_cpu, start_at, self.args.rate)
                 self._record(events)
             drained = wait_drained(
                 children,
@@ -1117,7 +1126,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200, help="events per second (steady)")
     parser.add_argument("--seconds", type=float, default=60, help="producing time (steady)")
     parser.add_argument("--phases", default=",".join(PHASES), help=f"from {', '.join(PHASES)}")
-    parser.add_argument("--producers", type=int, default=2, help="producer processes")
+    parser.add_argument(
+        "--producers",
+        type=int,
+        default=4,
+        help=f"producer processes ({PRODUCER_THREADS} threads each)",
+    )
     parser.add_argument("--interval", type=float, default=1.0, help="scheduler --interval")
     parser.add_argument("--drain-timeout", type=float, default=900, help="seconds")
     parser.add_argument("--seed", type=int, default=12, help="random seed of the workload")

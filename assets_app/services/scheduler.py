@@ -77,6 +77,7 @@ import logging
 import secrets
 import string
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, Field, Max, Model, OuterRef, Q
 from django.utils import timezone
 
 from assets_app.conditions import (
@@ -516,29 +517,14 @@ def dags_asset_triggered_runs_create(
             else:
                 settle(dag_id, Outcome.NOT_READY)
 
-        now = timezone.now()
         consumed = _unconsumed_event_ids(conditions=met, resolution=resolution)
-        runs: list[DagRun] = []
+        runs: list[tuple[str, datetime]] = []  # (dag_id, run_after)
         for dag_id in met:
             delete_pks += [pk for pk, _, _ in queued[dag_id]]
             if not consumed.get(dag_id):
                 settle(dag_id, Outcome.NOTHING_TO_CONSUME)
                 continue
-            run_after = max(created_at for _, _, created_at in queued[dag_id])
-            runs.append(
-                DagRun(
-                    dag_id=dag_id,
-                    run_id=asset_triggered_run_id(run_after=run_after),
-                    logical_date=None,
-                    data_interval_start=None,
-                    data_interval_end=None,
-                    run_after=run_after,
-                    run_type=DagRunType.ASSET_TRIGGERED,
-                    state=DagRunState.QUEUED,
-                    conf={},
-                    created_at=now,
-                )
-            )
+            runs.append((dag_id, max(created_at for _, _, created_at in queued[dag_id])))
         if runs:
             _runs_insert(
                 runs,
@@ -602,65 +588,142 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
 
 
 def _runs_insert(
-    runs: list[DagRun],
+    runs: list[tuple[str, datetime]],
     *,
     declared_tasks: Mapping[str, list[Any]],
     consumed: Mapping[str, list[int]],
     settle: Callable[[str, Outcome, AssetTriggeredRun], None],
 ) -> None:
-    """Insert ``runs``, their consumed events and their task instances, and notify the workers
-    (4-7 statements; the notification is none on SQLite)."""
-    DagRun.objects.bulk_create(runs)
+    """Insert the runs (``(dag_id, run_after)``: one per DAG), their consumed events and their
+    task instances, and notify the workers (4-7 statements; the notification is none on
+    SQLite)."""
+    now = _json_datetime(timezone.now())
+    run_ids = {dag_id: asset_triggered_run_id(run_after=run_after) for dag_id, run_after in runs}
+    dag_run_pks: dict[str, int] = {
+        dag_id: pk
+        for pk, dag_id in _model_rows_insert(
+            DagRun,
+            [
+                {
+                    "dag": dag_id,
+                    "run_id": run_ids[dag_id],
+                    "run_after": _json_datetime(run_after),
+                    "run_type": DagRunType.ASSET_TRIGGERED.value,
+                    "state": DagRunState.QUEUED.value,
+                    "created_at": now,
+                }
+                for dag_id, run_after in runs
+            ],
+            returning=("id", "dag"),
+        )
+    }
     _rows_statement(
         f"INSERT INTO {DagRunAssetEvent._meta.db_table} (dag_run_id, event_id) "
         "SELECT r.dag_run_id, r.event_id FROM {rows}",
         [
-            {"dag_run_id": run.pk, "event_id": event_id}
-            for run in runs
-            for event_id in consumed[run.dag_id]
+            {"dag_run_id": dag_run_pks[dag_id], "event_id": event_id}
+            for dag_id, _ in runs
+            for event_id in consumed[dag_id]
         ],
         dag_run_id="bigint",
         event_id="bigint",
     )
-    task_ids = _dags_task_ids({run.dag_id: declared_tasks[run.dag_id] for run in runs})
+    task_ids = _dags_task_ids({dag_id: declared_tasks[dag_id] for dag_id, _ in runs})
     retries = {
         (dag_id, task_id): retries
         for dag_id, task_id, retries in DagTask.objects.filter(
-            dag_id__in=[run.dag_id for run in runs]
+            dag_id__in=[dag_id for dag_id, _ in runs]
         ).values_list("dag_id", "task_id", "retries")
     }
-    TaskInstance.objects.bulk_create(
-        [
-            TaskInstance(
-                dag_run_id=run.pk,
-                dag_id=run.dag_id,
-                run_id=run.run_id,
-                task_id=task_id,
-                map_index=-1,
-                try_number=1,
-                max_tries=retries.get((run.dag_id, task_id), 0),
-                state=TaskInstanceState.SCHEDULED,
-            )
-            for run in runs
-            for task_id in task_ids[run.dag_id]
-        ]
-    )
-    for run in runs:
+    ti_pk = TaskInstance._meta.pk
+    assert ti_pk is not None
+    instances = [
+        {
+            "id": str(ti_pk.get_db_prep_value(uuid.uuid4(), connection)),
+            "dag_run": dag_run_pks[dag_id],
+            "dag_id": dag_id,
+            "run_id": run_ids[dag_id],
+            "task_id": task_id,
+            "max_tries": retries.get((dag_id, task_id), 0),
+            "state": TaskInstanceState.SCHEDULED.value,
+        }
+        for dag_id, _ in runs
+        for task_id in task_ids[dag_id]
+    ]
+    if instances:
+        _model_rows_insert(TaskInstance, instances)
+    for dag_id, run_after in runs:
         settle(
-            run.dag_id,
+            dag_id,
             Outcome.CREATED,
             AssetTriggeredRun(
-                dag_id=run.dag_id,
-                run_id=run.run_id,
-                dag_run_pk=run.pk,
-                run_after=run.run_after,
-                event_ids=tuple(consumed[run.dag_id]),
-                task_ids=tuple(task_ids[run.dag_id]),
+                dag_id=dag_id,
+                run_id=run_ids[dag_id],
+                dag_run_pk=dag_run_pks[dag_id],
+                run_after=run_after,
+                event_ids=tuple(consumed[dag_id]),
+                task_ids=tuple(task_ids[dag_id]),
             ),
         )
     notify(RUNS_CHANNEL)  # workers wake up when this commits
     count = len(runs)
     transaction.on_commit(lambda: logger.info("created %d asset-triggered run(s)", count))
+
+
+def _model_rows_insert(
+    model: type[Model], rows: Sequence[Mapping[str, Any]], *, returning: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
+    """``INSERT`` rows of ``model`` in one statement; the ``returning`` fields of the new rows.
+
+    Each row maps the same field names to values ready for JSON (ids, strings, datetimes
+    through :func:`_json_datetime`); every other column but an auto-incremented id gets its
+    field's default (``auto_now`` fields: now), the same for every row. What ``bulk_create``
+    does, without preparing every field of every object one by one.
+    """
+    named = list(rows[0])
+    columns = [_column(model, name) for name in named]
+    others = [
+        field
+        for field in model._meta.concrete_fields
+        if field.name not in named and not getattr(field, "db_returning", False)
+    ]
+    defaults = [
+        field.get_db_prep_save(
+            timezone.now() if getattr(field, "auto_now", False) else field.get_default(),
+            connection,
+        )
+        for field in others
+    ]
+    sql = Dialect.current()
+    quote = connection.ops.quote_name
+    statement = (
+        f"INSERT INTO {model._meta.db_table} "
+        f"({', '.join(quote(c) for c in [*columns, *(_column(model, f.name) for f in others)])}) "
+        f"SELECT {', '.join([f'r.{quote(c)}' for c in columns] + ['%s'] * len(others))} "
+        f"FROM {sql.rows(model, named)}"
+    )
+    if returning:
+        statement += " RETURNING " + ", ".join(quote(_column(model, n)) for n in returning)
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            statement,
+            [
+                *defaults,
+                sql.json(
+                    {column: row[name] for name, column in zip(named, columns, strict=True)}
+                    for row in rows
+                ),
+            ],
+        )
+        return cursor.fetchall() if returning else []
+
+
+def _column(model: type[Model], field_name: str) -> str:
+    """The column of a concrete field (``"dag"`` → ``dag_id``), unquoted."""
+    field = model._meta.get_field(field_name)
+    assert isinstance(field, Field) and field.column is not None
+    return field.column
 
 
 def _condition_resolve(references: ConditionReferences) -> Resolution:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import timedelta
 from io import StringIO
 
@@ -23,6 +24,7 @@ from assets_app.models import (
     Dag,
     DagRun,
     DagRunAssetEvent,
+    DagTask,
     TaskInstance,
     TaskOutletAssetReference,
 )
@@ -596,6 +598,45 @@ def test_task_instances_from_declared_tasks():
         ("load", "scheduled", created.run_id, -1),
         ("transform", "scheduled", created.run_id, -1),
     ]
+
+
+def test_created_rows_hold_what_the_models_would_have_written():
+    # given
+    a = AssetFactory()
+    dag = consumer("defaults", asset_node(a), task_ids=["t"])
+    DagTask.objects.create(dag=dag, task_id="t", retries=2)
+    emit(a)
+    queue(dag, a)
+    before = timezone.now()
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then: the run and its task instance as the ORM would have created them
+    run = DagRun.objects.get(pk=created.dag_run_pk)
+    assert (run.dag_id, run.run_id, run.run_type, run.state) == (
+        "defaults",
+        created.run_id,
+        "asset_triggered",
+        "queued",
+    )
+    assert (run.logical_date, run.data_interval_start, run.data_interval_end) == (None,) * 3
+    assert (run.start_date, run.end_date, run.partition_key, run.conf) == (None, None, None, {})
+    assert run.run_after == AssetDagRunQueue(created_at=created.run_after).created_at
+    assert before <= run.created_at <= timezone.now()
+    ti = TaskInstance.objects.get(dag_run=run)
+    assert isinstance(ti.pk, uuid.UUID)
+    assert (ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state) == (
+        "defaults",
+        created.run_id,
+        "t",
+        -1,
+        "scheduled",
+    )
+    assert (ti.try_number, ti.max_tries, ti.task_reschedule_count) == (1, 2, 0)
+    assert (ti.hostname, ti.unixname, ti.failure_reason, ti.rendered_fields) == ("", "", "", {})
+    assert (ti.start_date, ti.end_date, ti.pid, ti.next_kwargs, ti.next_retry_at) == (None,) * 5
+    assert before <= ti.updated_at <= timezone.now()
 
 
 def test_task_instances_fall_back_to_referenced_tasks():
