@@ -131,9 +131,10 @@ EVENT_LOOKBACK = timedelta(minutes=10)
 #: wait for a queue row the scheduler holds.
 BATCH_SIZE = 100
 
-#: A claim looks at up to this many batches' worth of the ready list (what other schedulers
-#: hold meanwhile is passed over).
-CLAIM_WINDOW = 4
+#: A claim looks at up to this many batches' worth of the ready list: room for the batch
+#: another scheduler holds meanwhile (what more schedulers hold is passed over, and looked at
+#: again next pass), without checking many more DAGs than it takes.
+CLAIM_WINDOW = 2
 
 #: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
 #: still looked for, how often every waiting DAG is evaluated again, and how many per pass.
