@@ -8,10 +8,14 @@ the DAGs waiting. The ready DAGs are then handled in **batches** of up to ``BATC
 in its own transaction (:func:`dags_asset_triggered_runs_create`, a constant number of
 set-based statements per batch), which re-checks everything under locks, DAG by DAG as below:
 
-1. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A DAG another
-   scheduler is working on is skipped this pass. ``NO KEY`` so that producers' foreign-key
-   checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale DAGs are left
-   alone (their queue rows wait).
+1. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A batch is
+   **claimed**: the next ``BATCH_SIZE`` DAGs of the pass's ready list (oldest-waiting first)
+   whose rows no other transaction holds and that still have queue rows, in one statement
+   (``ORDER BY … LIMIT … SKIP LOCKED``). So schedulers that found the same DAGs ready split
+   them into disjoint full batches, and none spends a transaction on DAGs another one holds
+   or has just served; those are evaluated again next pass. ``NO KEY`` so that producers'
+   foreign-key checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale
+   DAGs are left alone (their queue rows wait).
 2. Lock the DAG's queue rows (``FOR UPDATE SKIP LOCKED``: a row a producer is still upserting
    stays for the next pass) and evaluate ``Dag.asset_expression``
    (:mod:`assets_app.conditions`) with "the asset has a locked queue row" as the leaf test.
