@@ -41,8 +41,9 @@ An event is what a real producer makes: a task instance that succeeds. Each even
 registers its outlet (one asset event, consumers queued) in one transaction. 95 % of the
 events are a producer DAG's task emitting on its asset, 5 % an alias producer's task
 emitting through its alias to one of the alias's assets. The running task instances are
-created beforehand in bulk. Producers run in ``--producers`` processes (default 2) of 4
-threads each, paced open-loop: event ``n`` is due ``n / rate`` seconds after the start and
+created beforehand in bulk. Producers run in ``--producers`` processes (default 4) of 4
+threads each (16 calls in flight: enough for 200 events/s when the cores are there), paced
+open-loop: event ``n`` is due ``n / rate`` seconds after the start and
 sent as soon as a thread is free after that. Each producer records the wall clock right
 after its call returned (the transaction has committed): the event's commit time, to < 1 ms.
 
@@ -56,8 +57,9 @@ command with ``call_command``, the same code as ``manage.py scheduler``), with
 wall-clock start and end, CPU time, statements sent (BEGIN, COMMIT and health checks
 included) and the longest transaction.
 
-Phases (``--phases``, default all four, in this order)
------------------------------------------------------
+Phases (``--phases``, default all four, in this order; a phase may be listed more than once,
+e.g. ``backlog,backlog2,backlog2,backlog`` to compare one and two schedulers back to back)
+-----------------------------------------------------------------------------------------
 * ``backlog`` / ``backlog2``: producers make one event on each asset and one through each
   alias, with no scheduler running; then one / two schedulers drain the queue. Every consumer
   DAG becomes ready: the schedulers' throughput.
@@ -73,10 +75,13 @@ Printed per phase
 -----------------
 * producers: events committed, the rate achieved, the lag of commits behind their due time,
   CPU per event of the producer processes and of their PostgreSQL backends (``/proc``: a
-  backend serves one producer thread's connection);
+  backend serves one producer thread's connection) and, in the steady phases, how many cores
+  the asked rate costs at that CPU per event (more than the machine has: the rate cannot be
+  reached, whatever the scheduler does);
 * runs created, and per second over the time the schedulers worked (from the first pass
   start, or the first due event, to the newest run's ``created_at``);
-* scheduler passes: count, p50 and max duration; per created run, statements, scheduler CPU
+* scheduler passes: count (and, with two schedulers, the runs each created), p50 and max
+  duration; per created run, statements, scheduler CPU
   and the CPU of the schedulers' PostgreSQL backends (all passes of the phase, idle ones
   included; ``/proc``, read at the start and end of each pass); the longest transaction.
   The CPU figures depend little on what else runs on the machine; the rates and latencies
@@ -158,6 +163,63 @@ to 13 (the before-run of the backlog, on caba777 with ``--phases backlog --secon
   1.3 + 0.6 ms CPU per run; two schedulers p50 600 ms, p99 1.42 s (they compete for the
   same two cores). On caba777, ``--phases steady1 --rate 30 --seconds 20`` (load 8): p50
   38.7 s, p99 60.6 s, 30.6 runs/s, 12.0 statements and 9.3 + 3.0 ms CPU per run.
+
+Measured on the sched branch (claimed batches, a grouped lock-free scan, set-based inserts)
+-----------------------------------------------------------------------------------------
+Why two schedulers did not scale (py-spy on both, ``pg_stat_activity`` sampled): no lock
+waits, no hot row, PostgreSQL mostly idle in transaction (the schedulers' Python was the
+work). Each scheduler first evaluated every queued DAG without locks, ~35 % of a backlog
+pass's samples (reading 30,740 queue rows through the ORM with their datetimes, then every
+DAG's expression as parsed JSON), and both did all of it; then both walked the same ready
+list in the same order, batch by batch, so a batch one had just served cost the other a
+transaction of DAG-row locks finding no queue rows. Two schedulers spent 25-30 % more CPU in
+all than one (on ecd97a1, in a harness draining a restored backlog: 5.7-6.4 s of
+scheduler CPU for the 10,000 runs with two, 4.3-5.3 s with one).
+
+Now a pass reads one row per queued DAG (expression as stored text, asset ids, no
+datetime), and each transaction claims its batch: ``ORDER BY <ready order> LIMIT 100 FOR NO
+KEY UPDATE SKIP LOCKED`` over the ready DAGs that still have queue rows, so schedulers split
+the ready list into disjoint full batches (the two created 4,400 to 5,600 runs each below).
+Runs and task instances are inserted as JSON row sets instead of ``bulk_create``. Scheduler
+CPU per backlog run: 0.5 → 0.2-0.3 ms; the claim is one statement, as the lock was.
+
+``--phases backlog,backlog2,backlog2,backlog,backlog,backlog2`` (the defaults otherwise), back
+to back on the shared 2-core machine; load average at each phase's start::
+
+    phase     load   runs/s   stmts/run  CPU ms/run (sched + postgres)  runs by scheduler
+    backlog   2.9    1,183.9     0.1      0.2 + 0.3
+    backlog2  5.5    2,507.3     0.1      0.3 + 0.3                     4,816 / 5,184
+    backlog2  7.8    1,927.8     0.1      0.3 + 0.4                     5,600 / 4,400
+    backlog   8.7    1,404.9     0.1      0.3 + 0.4
+    backlog   8.4      895.7     0.1      0.3 + 0.5
+    backlog2  8.8      992.4     0.1      0.4 + 0.6                     4,920 / 5,080
+
+Medians: one scheduler 1,184 runs/s, two 1,928 runs/s: 1.63x (main, the same day, load 1 to
+4: one 1,391 and 1,319, two 1,196 and 2,419). The ratio swings with what else the two
+cores run (load 3 to 11 during this session: other sessions' suites and benchmarks); the
+CPU per run does not, and is the same for one and two schedulers.
+
+Steady phases, ``--phases steady1,steady2 --seconds 30`` at three rates (4 producer
+processes)::
+
+    rate  phase    load  events/s  runs/s  CPU ms/run      event -> run p50 / p99
+    200   steady1   3.3    98.1    198.1   0.4 + 0.9       16.6 s / 37.0 s
+    200   steady2  10.5   134.5    423.2   0.5 + 0.6        7.13 s / 17.1 s
+    100   steady1   1.5    97.6    394.6   0.3 + 0.4        2.87 s / 7.79 s
+    100   steady2   5.4    85.5    341.9   0.5 + 0.5        7.30 s / 15.1 s
+     50   steady1   9.5    50.0    277.9   1.7 + 1.6          30 ms / 127 ms
+     50   steady2   6.7    49.9    309.9   2.0 + 2.3          28 ms / 86 ms
+
+* 200 events/s is not reachable on this machine through the service: the producers cost
+  6.2-6.4 ms CPU + 5.2-5.4 ms PostgreSQL CPU per event, 2.3-2.4 cores at 200 events/s
+  (printed), before any scheduler work. More producer processes (4 x 4 threads) do not
+  help; the rates reached were 98-135 events/s, and the scheduler then works on what CPU is
+  left, so the latency is the backlog that builds up.
+* At 50 events/s (0.6-0.7 cores of producers) one scheduler keeps up: event → run p50 30 ms,
+  p99 127 ms (the previous figure, at 30 events/s: p50 129 ms, p99 841 ms), two p50 28 ms,
+  p99 86 ms; no pass over 330 ms. At 100 events/s (1.0-1.1 cores of producers), with the
+  load average reaching 10 meanwhile, both fell behind (p99 8-15 s).
+* Consistency held in every phase: 0 lost, 0 consumed twice, 0 runs without events.
 """
 
 from __future__ import annotations
@@ -740,8 +802,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
 
 
-def print_producers(events: list[list], cpu: float, pg_cpu: float, start_at: float) -> float:
-    """Print the producer line; return the last commit time."""
+def print_producers(
+    events: list[list], cpu: float, pg_cpu: float, start_at: float, rate: float | None = None
+) -> float:
+    """Print the producer line; return the last commit time.
+
+    With the ``rate`` asked for, also the cores its events cost (producers and their
+    PostgreSQL backends), to tell a machine too small for it from a slow scheduler.
+    """
     committed = [e for e in events if e[3] is None]
     errors = [e for e in events if e[3] is not None]
     last = max((e[2] for e in committed), default=start_at)
@@ -754,6 +822,9 @@ def print_producers(events: list[list], cpu: float, pg_cpu: float, start_at: flo
         f"per event {cpu * 1000 / max(1, len(events)):.1f} ms producer CPU + "
         f"{pg_cpu * 1000 / max(1, len(events)):.1f} ms PostgreSQL CPU"
     )
+    if rate is not None:
+        cores = (cpu + pg_cpu) / max(1, len(events)) * rate
+        line += f"; {rate:g} events/s cost {cores:.1f} of the {os.cpu_count()} cores"
     if errors:
         line += f"; {len(errors)} ERRORS, e.g. {errors[0][3]}"
     print(line, flush=True)
@@ -772,6 +843,9 @@ def print_runs_and_passes(
     longest = max((p["longest_transaction"] for p in flat), default=0.0)
     known = [p["created"] for p in flat if p["created"] is not None]
     creating = f" ({sum(1 for c in known if c)} creating runs)" if known else ""
+    if len(passes) > 1:  # how the schedulers shared the work
+        shares = ", ".join(f"{sum(p['created'] or 0 for p in per):,}" for per in passes)
+        creating += f", runs by scheduler {shares}"
     if runs:
         span = max(created for _, _, created in runs) - work_started
         print(
@@ -967,17 +1041,20 @@ def print_consistency() -> None:
 class Bench:
     args: argparse.Namespace
     workload: Workload
-    plans: dict[str, list[PlanItem]]
+    #: per position in ``--phases`` (a phase may be listed more than once)
+    plans: list[list[PlanItem]]
     workdir: Path
     commits: dict[str, float] = field(default_factory=dict)
     #: statements the schedulers counted, and their backend pids (--check-statements-log)
     statements: int = 0
     db_pids: set[int] = field(default_factory=set)
 
-    def run_phase(self, phase: str) -> None:
+    def run_phase(self, index: int) -> None:
+        phase = self.args.phases[index]
         kind, schedulers = PHASES[phase]
-        items = self.plans[phase]
+        items = self.plans[index]
         children = Children(self.workdir)
+        files = f"{index}-{phase}"  # the children's file names
         after_pk = last_run_pk()
         try:
             if kind == "backlog":
@@ -987,12 +1064,12 @@ class Bench:
                     f"queue; {load_average()}",
                     flush=True,
                 )
-                start_at = children.start_producers(phase, items, self.args.producers)
+                start_at = children.start_producers(files, items, self.args.producers)
                 events, cpu, pg_cpu = children.wait_producers()
                 print_producers(events, cpu, pg_cpu, start_at)
                 self._record(events)
                 producers_done = time.time()
-                children.start_schedulers(phase, schedulers, self.args.interval)
+                children.start_schedulers(files, schedulers, self.args.interval)
             else:
                 print(
                     f"\n{phase}: {schedulers} scheduler(s); producers at {self.args.rate:g} "
@@ -1000,11 +1077,11 @@ class Bench:
                     f"{load_average()}",
                     flush=True,
                 )
-                children.start_schedulers(phase, schedulers, self.args.interval)
+                children.start_schedulers(files, schedulers, self.args.interval)
                 wait_started(children)
-                start_at = children.start_producers(phase, items, self.args.producers)
+                start_at = children.start_producers(files, items, self.args.producers)
                 events, cpu, pg_cpu = children.wait_producers()
-                producers_done = print_producers(events, cpu, pg_cpu, start_at)
+                producers_done = print_producers(events, cpu, pg_cpu, start_at, self.args.rate)
                 self._record(events)
             drained = wait_drained(
                 children,
@@ -1044,7 +1121,7 @@ class Bench:
         )
 
 
-def setup(args: argparse.Namespace) -> tuple[Workload, dict[str, list[PlanItem]]]:
+def setup(args: argparse.Namespace) -> tuple[Workload, list[list[PlanItem]]]:
     rng = random.Random(args.seed)
     workload = Workload.generate(dags=args.dags, assets=args.assets, rng=rng)
     started = time.perf_counter()
@@ -1063,21 +1140,23 @@ def setup(args: argparse.Namespace) -> tuple[Workload, dict[str, list[PlanItem]]
         f"declared {len(result.dag_ids):,} DAGs in {declared:.1f} s",
         flush=True,
     )
-    plans = {}
+    plans = []
     started = time.perf_counter()
-    for phase in args.phases:
+    for index, phase in enumerate(args.phases):
         count = round(args.rate * args.seconds)
-        plans[phase] = plan_events(
-            workload,
-            phase=phase,
-            count=count,
-            rate=None if PHASES[phase][0] == "backlog" else args.rate,
-            rng=rng,
+        plans.append(
+            plan_events(
+                workload,
+                phase=f"{phase}_{index}",
+                count=count,
+                rate=None if PHASES[phase][0] == "backlog" else args.rate,
+                rng=rng,
+            )
         )
-        running_task_instances(plans[phase])
+        running_task_instances(plans[index])
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
-    total = sum(len(items) for items in plans.values())
+    total = sum(len(items) for items in plans)
     print(
         f"{total:,} running producer task instances created and VACUUM ANALYZE in "
         f"{time.perf_counter() - started:.1f} s",
@@ -1109,7 +1188,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200, help="events per second (steady)")
     parser.add_argument("--seconds", type=float, default=60, help="producing time (steady)")
     parser.add_argument("--phases", default=",".join(PHASES), help=f"from {', '.join(PHASES)}")
-    parser.add_argument("--producers", type=int, default=2, help="producer processes")
+    parser.add_argument(
+        "--producers",
+        type=int,
+        default=4,
+        help=f"producer processes ({PRODUCER_THREADS} threads each)",
+    )
     parser.add_argument("--interval", type=float, default=1.0, help="scheduler --interval")
     parser.add_argument("--drain-timeout", type=float, default=900, help="seconds")
     parser.add_argument("--seed", type=int, default=12, help="random seed of the workload")
@@ -1145,8 +1229,8 @@ def main() -> None:
                     log_every_statement(database)
                     offset = args.check_statements_log.stat().st_size
                 bench = Bench(args=args, workload=workload, plans=plans, workdir=workdir)
-                for phase in args.phases:
-                    bench.run_phase(phase)
+                for index in range(len(args.phases)):
+                    bench.run_phase(index)
                 if args.check_statements_log:
                     check_statements_log(
                         args.check_statements_log,

@@ -41,6 +41,7 @@ from assets_app.services.scheduler import (
     Outcome,
     QueueWatch,
     dag_asset_triggered_run_create,
+    dags_asset_triggered_runs_create,
     scheduler_pass,
 )
 from assets_app.tokens import token_issue
@@ -147,6 +148,26 @@ def produce(
         errors.append(exc)
     finally:
         connection.close()
+
+
+def in_threads(
+    work: Callable[[int], None], count: int, errors: list[BaseException]
+) -> list[threading.Thread]:
+    """Start ``work(i)`` for i in ``range(count)``, each in a thread of its own that reports
+    an exception in ``errors`` and closes its connection."""
+
+    def run(i: int) -> None:
+        try:
+            work(i)
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def start_schedulers(count: int, tmp_path: Path) -> list[tuple[subprocess.Popen, Path]]:
@@ -361,22 +382,15 @@ def test_schedulers_creating_runs_in_batches_consume_every_event_exactly_once(tm
     created: list[list[str]] = [[] for _ in range(3)]
 
     def schedule(i: int) -> None:
-        try:
-            watch = QueueWatch()
-            while producing.is_set():
-                result = scheduler_pass(watch=watch, batch_size=7)
-                assert result.count(Outcome.FAILED) == 0
-                created[i] += [run.dag_id for run in result.created]
-                time.sleep(0.01)
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            connection.close()
+        watch = QueueWatch()
+        while producing.is_set():
+            result = scheduler_pass(watch=watch, batch_size=7)
+            assert result.count(Outcome.FAILED) == 0
+            created[i] += [run.dag_id for run in result.created]
+            time.sleep(0.01)
 
     # when
-    schedulers = [threading.Thread(target=schedule, args=(i,)) for i in range(3)]
-    for thread in schedulers:
-        thread.start()
+    schedulers = in_threads(schedule, 3, errors)
     producers = [
         threading.Thread(target=produce, args=([ti.pk for ti in tis[i::4]], succeed, errors))
         for i in range(4)
@@ -409,25 +423,43 @@ def test_schedulers_creating_runs_in_batches_consume_every_event_exactly_once(tm
     assert not AssetDagRunQueue.objects.exclude(target_dag_id="all_ab").exists()
 
 
+def hold_dag_rows(dag_ids: list[str]) -> tuple[threading.Thread, threading.Event]:
+    """Another connection holding these DAG rows, as a concurrent scheduler would; set the
+    returned event to let go."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold(_: int) -> None:
+        with transaction.atomic():
+            list(Dag.objects.select_for_update(no_key=True).filter(dag_id__in=dag_ids))
+            locked.set()
+            release.wait(timeout=30)
+
+    errors: list[BaseException] = []
+    (holder,) = in_threads(hold, 1, errors)
+    assert locked.wait(timeout=10), errors
+    return holder, release
+
+
+def many_ready_consumers(tmp_path: Path, count: int) -> list[str]:
+    """``count`` consumer DAGs on A (besides MANIFEST's), one event on A: all ready."""
+    many = [
+        {"dag_id": f"many_{i:02d}", "schedule": {"asset": {"uri": A}}, "tasks": [{"task_id": "t"}]}
+        for i in range(count)
+    ]
+    path = tmp_path / "dags.json"
+    path.write_text(json.dumps({"dags": MANIFEST["dags"] + many}))
+    call_command("declare_dags", str(path), stdout=StringIO())
+    (ti,) = producer_task_instances(1, tasks=("produce_a",))
+    succeed(ti.pk)
+    return [dag["dag_id"] for dag in many]
+
+
 def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
     # given: another connection holds the DAG row, as a concurrent scheduler would
     declare(tmp_path)
     (ti,) = producer_task_instances(1, tasks=("produce_a",))
     succeed(ti.pk)
-    locked, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                Dag.objects.select_for_update(no_key=True).get(dag_id="on_a")
-                locked.set()
-                release.wait(timeout=30)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert locked.wait(timeout=10)
+    holder, release = hold_dag_rows(["on_a"])
 
     # when
     try:
@@ -440,6 +472,74 @@ def test_a_dag_locked_by_another_scheduler_is_skipped(tmp_path):
     # then: skipped without waiting, done once the lock is gone
     assert while_locked.outcome is Outcome.LOCKED
     assert after.outcome is Outcome.CREATED
+
+
+def test_a_claim_passes_over_the_dags_another_transaction_holds(tmp_path):
+    # given: five ready DAGs, the first two held by another scheduler
+    dag_ids = many_ready_consumers(tmp_path, 5)
+    holder, release = hold_dag_rows(dag_ids[:2])
+
+    # when
+    try:
+        claimed = dags_asset_triggered_runs_create(dag_ids=dag_ids, limit=2)
+    finally:
+        release.set()
+        holder.join(timeout=30)
+
+    # then: the next two, without waiting
+    assert [(o.dag_id, o.outcome) for o in claimed] == [
+        (dag_ids[2], Outcome.CREATED),
+        (dag_ids[3], Outcome.CREATED),
+    ]
+
+
+def test_a_pass_looks_again_at_a_dag_it_passed_over(tmp_path):
+    # given: six ready DAGs, one held by another transaction during a first pass
+    dag_ids = many_ready_consumers(tmp_path, 6)
+    watch = QueueWatch()
+    holder, release = hold_dag_rows([dag_ids[1]])
+    try:
+        first = scheduler_pass(watch=watch, batch_size=2)
+    finally:
+        release.set()
+        holder.join(timeout=30)
+
+    # when: no new queue row arrives
+    second = scheduler_pass(watch=watch, batch_size=2)
+
+    # then: the first pass served the others and passed it over; the next pass served it
+    assert dag_ids[1] not in {run.dag_id for run in first.created}
+    assert set(dag_ids) - {run.dag_id for run in first.created} == {dag_ids[1]}
+    assert [run.dag_id for run in second.created] == [dag_ids[1]]
+
+
+def test_concurrent_claims_are_disjoint_and_serve_every_dag_once(tmp_path):
+    """Four threads claim from the same ready list at the same moment, batch after batch, as
+    schedulers whose passes found the same DAGs ready: each DAG is served by exactly one."""
+    # given: 60 ready DAGs
+    dag_ids = many_ready_consumers(tmp_path, 60)
+    start = threading.Barrier(4)
+    served: list[list[str]] = [[] for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def claim(i: int) -> None:
+        start.wait(timeout=30)
+        while outcomes := dags_asset_triggered_runs_create(dag_ids=dag_ids, limit=5):
+            served[i] += [o.dag_id for o in outcomes if o.outcome is Outcome.CREATED]
+
+    # when
+    threads = in_threads(claim, 4, errors)
+    for thread in threads:
+        thread.join(timeout=120)
+
+    # then: every DAG served once, by one of them, with one run
+    assert errors == []
+    everything = [dag_id for per_thread in served for dag_id in per_thread]
+    assert sorted(everything) == sorted(dag_ids)
+    assert sum(1 for per_thread in served if per_thread) >= 2, [len(x) for x in served]
+    runs = Counter(DagRun.objects.filter(dag_id__in=dag_ids).values_list("dag_id", flat=True))
+    assert set(runs.values()) == {1}
+    assert not AssetDagRunQueue.objects.filter(target_dag_id__in=dag_ids).exists()
 
 
 def test_a_producer_waits_for_the_scheduler_holding_its_queue_row(tmp_path, await_lock_wait):

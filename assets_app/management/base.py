@@ -1,4 +1,5 @@
-"""What the management commands share: their asset arguments and how a domain error ends one."""
+"""What the management commands share: their asset and integer options, and how a domain
+error ends one."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ def add_asset_arguments(parser: CommandParser) -> None:
     """``--name`` and ``--uri``: an asset by its name, its uri or both."""
     parser.add_argument("--name", help="asset name")
     parser.add_argument("--uri", help="asset uri")
+
+
+def optional_int_argument(parser: CommandParser, flag: str, *, help: str) -> None:
+    """An integer option that is ``None`` when not given (its command checks the range)."""
+    parser.add_argument(flag, type=int, default=None, help=help)
 
 
 @contextmanager

@@ -8,10 +8,14 @@ the DAGs waiting. The ready DAGs are then handled in **batches** of up to ``BATC
 in its own transaction (:func:`dags_asset_triggered_runs_create`, a constant number of
 set-based statements per batch), which re-checks everything under locks, DAG by DAG as below:
 
-1. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A DAG another
-   scheduler is working on is skipped this pass. ``NO KEY`` so that producers' foreign-key
-   checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale DAGs are left
-   alone (their queue rows wait).
+1. Lock the DAG row (``FOR NO KEY UPDATE SKIP LOCKED``): the per-DAG mutex. A batch is
+   **claimed**: the next ``BATCH_SIZE`` DAGs of the pass's ready list (oldest-waiting first)
+   whose rows no other transaction holds and that still have queue rows, in one statement
+   (``ORDER BY … LIMIT … SKIP LOCKED``). So schedulers that found the same DAGs ready split
+   them into disjoint full batches, and none spends a transaction on DAGs another one holds
+   or has just served; those are evaluated again next pass. ``NO KEY`` so that producers'
+   foreign-key checks on the DAG (``FOR KEY SHARE``) never wait for us. Paused or stale
+   DAGs are left alone (their queue rows wait).
 2. Lock the DAG's queue rows (``FOR UPDATE SKIP LOCKED``: a row a producer is still upserting
    stays for the next pass) and evaluate ``Dag.asset_expression``
    (:mod:`assets_app.conditions`) with "the asset has a locked queue row" as the leaf test.
@@ -72,10 +76,12 @@ On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import secrets
 import string
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,7 +89,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, Field, Max, Model, OuterRef, Q
 from django.utils import timezone
 
 from assets_app.conditions import (
@@ -128,6 +134,11 @@ EVENT_LOOKBACK = timedelta(minutes=10)
 #: DAGs handled in one transaction. Bounds the transaction, and so how long a producer may
 #: wait for a queue row the scheduler holds.
 BATCH_SIZE = 100
+
+#: A claim looks at up to this many batches' worth of the ready list: room for the batch
+#: another scheduler holds meanwhile (what more schedulers hold is passed over, and looked at
+#: again next pass), without checking many more DAGs than it takes.
+CLAIM_WINDOW = 2
 
 #: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
 #: still looked for, how often every waiting DAG is evaluated again, and how many per pass.
@@ -201,15 +212,19 @@ def scheduler_pass(
     First, without locks, decide which unpaused, non-stale DAGs have queue rows that meet their
     condition (as Airflow's ``dags_needing_dagruns`` does): with a :class:`QueueWatch` only the
     DAGs that got new queue rows since it last looked (plus those it was asked to retry), else
-    every DAG with queue rows. Then create their runs, oldest-waiting first, ``batch_size``
-    DAGs per transaction (:func:`dags_asset_triggered_runs_create`, which re-checks everything
-    under locks). A database error in one batch is logged and the pass goes on; its DAGs are
-    retried next pass.
+    every DAG with queue rows. Then create their runs, oldest-waiting first, in transactions
+    that each **claim** up to ``batch_size`` of them (:func:`dags_asset_triggered_runs_create`
+    with a ``limit``, which re-checks everything under locks): the next ready DAGs that no
+    other transaction holds and that still have queue rows. So several schedulers walking the
+    same ready list split it into disjoint batches, each of up to ``batch_size`` DAGs, instead
+    of reaching batches another one holds or has already served. The DAGs a claim passed over
+    (held by another scheduler, or served by one) are evaluated again next pass. A database
+    error in one transaction is logged and the pass goes on; its DAGs are retried next pass.
     """
     result = SchedulerPassResult()
-    rows = watch.scan() if watch is not None else _queue_rows()
+    queued = watch.scan() if watch is not None else _queued_dags()
     try:
-        ready = _ready_dag_ids(rows, result=result)
+        ready = _ready_dag_ids(queued, result=result)
     except BaseException:
         if watch is not None:
             watch.forget()  # the rows it just saw were not evaluated
@@ -218,17 +233,25 @@ def scheduler_pass(
     if max_dags is not None:
         retry += ready[max_dags:]
         ready = ready[:max_dags]
-    for start in range(0, len(ready), batch_size):
-        batch = ready[start : start + batch_size]
+    while ready:
+        window = ready[: batch_size * CLAIM_WINDOW]
         try:
-            outcomes = dags_asset_triggered_runs_create(dag_ids=batch)
+            outcomes = dags_asset_triggered_runs_create(dag_ids=window, limit=batch_size)
         except DatabaseError:
-            logger.exception("scheduling DAGs %s … failed; retrying next pass", batch[0])
-            outcomes = [DagOutcome(dag_id=dag_id, outcome=Outcome.FAILED) for dag_id in batch]
+            logger.exception("scheduling DAGs %s … failed; retrying next pass", window[0])
+            outcomes = [DagOutcome(dag_id=dag_id, outcome=Outcome.FAILED) for dag_id in window]
         result.outcomes += outcomes
         # Met when the pass looked, but not under lock: look again next pass even if no new
         # queue row arrives (e.g. a producer held one of its rows: it keeps its id).
         retry += [o.dag_id for o in outcomes if o.outcome in _RETRIED]
+        # Claimed in the window's order: the DAGs before the last one claimed that were not
+        # claimed are another transaction's (or served); a short claim exhausted the window.
+        claimed = {o.dag_id for o in outcomes}
+        reached = len(window)
+        if len(outcomes) == batch_size and outcomes[-1].outcome is not Outcome.FAILED:
+            reached = window.index(outcomes[-1].dag_id) + 1
+        retry += [dag_id for dag_id in window[:reached] if dag_id not in claimed]
+        ready = ready[reached:]
     if watch is not None:
         watch.retry(retry)
     return result
@@ -236,16 +259,57 @@ def scheduler_pass(
 
 _RETRIED = frozenset({Outcome.LOCKED, Outcome.FAILED, Outcome.NOT_READY})
 
-#: A queue row as the scheduler reads it: (pk, dag_id, asset_id, created_at).
-_QueueRow = tuple[int, str, int, datetime]
+
+@dataclass(frozen=True)
+class _QueuedDag:
+    """An unpaused, non-stale DAG with queue rows, as a pass reads it (no locks)."""
+
+    dag_id: str
+    #: ``Dag.asset_expression`` as stored (JSON text), ``None`` if not asset-scheduled
+    expression: str | None
+    asset_ids: frozenset[int]
+    row_ids: tuple[int, ...]
 
 
-def _queue_rows(dag_ids: Collection[str] | None = None) -> list[_QueueRow]:
-    """The queue rows of unpaused, non-stale DAGs (of ``dag_ids`` only, if given); no locks."""
-    rows = AssetDagRunQueue.objects.filter(target_dag__is_paused=False, target_dag__is_stale=False)
-    if dag_ids is not None:
-        rows = rows.filter(target_dag_id__in=dag_ids)
-    return list(rows.order_by().values_list("pk", "target_dag_id", "asset_id", "created_at"))
+def _queued_dags(dag_ids: Collection[str] | None = None) -> list[_QueuedDag]:
+    """The unpaused, non-stale DAGs with queue rows (of ``dag_ids`` only, if given), the
+    longest-waiting first (their oldest queue row), with their queued assets; no locks.
+
+    One row per DAG, its expression included, and no datetime to convert: a full scan of tens
+    of thousands of queue rows is one cheap statement.
+    """
+    sql = Dialect.current()
+    queue, dag = AssetDagRunQueue._meta.db_table, Dag._meta.db_table
+    only = f"AND q.target_dag_id IN (SELECT r.dag_id FROM {sql.rows(dag_id='text')})"
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            SELECT d.dag_id, d.asset_expression, {_joined(sql, "q.asset_id")},
+                {_joined(sql, "q.id")}
+            FROM {queue} q JOIN {dag} d ON d.dag_id = q.target_dag_id
+            WHERE NOT d.is_paused AND NOT d.is_stale {only if dag_ids is not None else ""}
+            GROUP BY d.dag_id
+            ORDER BY min(q.created_at), d.dag_id
+            """,
+            [] if dag_ids is None else [sql.json({"dag_id": dag_id} for dag_id in dag_ids)],
+        )
+        return [
+            _QueuedDag(
+                dag_id=dag_id,
+                expression=expression,
+                asset_ids=frozenset(map(int, asset_ids.split(","))),
+                row_ids=tuple(map(int, row_ids.split(","))),
+            )
+            for dag_id, expression, asset_ids, row_ids in cursor.fetchall()
+        ]
+
+
+def _joined(sql: Dialect, expression: str) -> str:
+    """An aggregate: the integer ``expression`` of a group's rows, comma-separated."""
+    if sql.postgresql:
+        return f"string_agg(({expression})::text, ',')"
+    return f"group_concat({expression}, ',')"
 
 
 @dataclass
@@ -286,15 +350,15 @@ class QueueWatch:
     #: DAGs the current sweep has still to evaluate
     _sweep: list[str] = field(default_factory=list)
 
-    def scan(self) -> list[_QueueRow]:
-        """The queue rows of the DAGs worth evaluating this pass (1-3 queries, no locks)."""
+    def scan(self) -> list[_QueuedDag]:
+        """The DAGs worth evaluating this pass, as :func:`_queued_dags` (1-3 queries, no locks)."""
         now = self.clock()
         bound = self._bound(now)
         if self._last_full is None:
-            rows = _queue_rows()
+            queued = _queued_dags()
             self._last_full = now
             self._sweep = []
-            new_ids = [pk for pk, _, _, _ in rows]
+            new_ids = [pk for dag in queued for pk in dag.row_ids]
         else:
             if not self._sweep and now - self._last_full >= self.full_rescan_every:
                 self._sweep = sorted(
@@ -309,13 +373,13 @@ class QueueWatch:
             dag_ids = {dag_id for pk, dag_id in fresh if pk not in self._seen} | self._retry
             dag_ids.update(self._sweep[: self.sweep_chunk])
             del self._sweep[: self.sweep_chunk]
-            rows = _queue_rows(dag_ids) if dag_ids else []
+            queued = _queued_dags(dag_ids) if dag_ids else []
             new_ids = [pk for pk, _ in fresh]
         self._retry = set()
         self._seen.update(pk for pk in new_ids if pk > bound)
         self._high_water = max([self._high_water, *new_ids])
         self._marks.append((now, self._high_water))
-        return rows
+        return queued
 
     def forget(self) -> None:
         """Make the next pass a full rescan (this one failed after :meth:`scan`)."""
@@ -336,51 +400,49 @@ class QueueWatch:
         return bound
 
 
-def _ready_dag_ids(rows: Collection[_QueueRow], *, result: SchedulerPassResult) -> list[str]:
-    """The DAGs of ``rows`` worth a transaction, oldest-waiting first (1-4 queries, no locks).
+def _ready_dag_ids(queued: Sequence[_QueuedDag], *, result: SchedulerPassResult) -> list[str]:
+    """The DAGs of ``queued`` worth a transaction, in the same order (0-3 queries, no locks).
 
     DAGs whose condition is not met (or unreadable) are recorded in ``result`` and left out.
     """
-    queued: dict[str, set[int]] = {}
-    first_queued: dict[str, datetime] = {}
-    for _, dag_id, asset_id, created_at in rows:
-        queued.setdefault(dag_id, set()).add(asset_id)
-        if dag_id not in first_queued or created_at < first_queued[dag_id]:
-            first_queued[dag_id] = created_at
-    if not queued:
-        return []
     conditions: dict[str, Condition] = {}
-    ready: list[str] = []
-    for dag_id, expression in Dag.objects.filter(dag_id__in=queued).values_list(
-        "dag_id", "asset_expression"
-    ):
-        if expression is None:
-            ready.append(dag_id)  # its rows are dropped under lock
-            continue
+    for dag in queued:
+        if dag.expression is None:
+            continue  # ready: its rows are dropped under lock
         try:
-            conditions[dag_id] = _condition_of(dag_id, expression)
+            conditions[dag.dag_id] = _condition_of(dag.dag_id, dag.expression)
         except InvalidAssetExpression as exc:
-            logger.error("DAG %s has an invalid asset_expression: %s", dag_id, exc)
-            result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.INVALID))
+            logger.error("DAG %s has an invalid asset_expression: %s", dag.dag_id, exc)
+            result.outcomes.append(DagOutcome(dag_id=dag.dag_id, outcome=Outcome.INVALID))
     resolution = _condition_resolve(condition_references(*conditions.values()))
-    for dag_id, condition in conditions.items():
-        if condition_is_met(condition, resolution=resolution, ready_asset_ids=queued[dag_id]):
-            ready.append(dag_id)
+    ready: list[str] = []
+    for dag in queued:
+        condition = conditions.get(dag.dag_id)
+        if condition is None:
+            if dag.expression is None:
+                ready.append(dag.dag_id)
+        elif condition_is_met(condition, resolution=resolution, ready_asset_ids=dag.asset_ids):
+            ready.append(dag.dag_id)
         else:
-            result.outcomes.append(DagOutcome(dag_id=dag_id, outcome=Outcome.NOT_READY))
-    return sorted(ready, key=lambda dag_id: (first_queued[dag_id], dag_id))
+            result.outcomes.append(DagOutcome(dag_id=dag.dag_id, outcome=Outcome.NOT_READY))
+    return ready
 
 
-#: dag_id → (the asset_expression parsed, its condition): parsing is most of evaluating.
-_parsed: dict[str, tuple[Any, Condition]] = {}
+#: dag_id → (its asset_expression as stored, parsed): parsing is most of evaluating.
+_parsed: dict[str, tuple[str, Condition]] = {}
 
 
-def _condition_of(dag_id: str, expression: Any) -> Condition:
-    """``condition_parse(expression)``, remembered per DAG while its expression is the same."""
+def _condition_of(dag_id: str, expression: str) -> Condition:
+    """The condition of ``expression`` (JSON text, as stored), remembered per DAG while its
+    expression is the same."""
     cached = _parsed.get(dag_id)
     if cached is not None and cached[0] == expression:
         return cached[1]
-    condition = condition_parse(expression)
+    try:
+        document = json.loads(expression)
+    except ValueError as exc:
+        raise InvalidAssetExpression(f"not JSON: {exc}") from exc
+    condition = condition_parse(document)
     _parsed[dag_id] = (expression, condition)
     return condition
 
@@ -391,13 +453,20 @@ def dag_asset_triggered_run_create(*, dag_id: str) -> DagOutcome:
     return outcome
 
 
-def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutcome]:
+def dags_asset_triggered_runs_create(
+    *, dag_ids: Sequence[str], limit: int | None = None
+) -> list[DagOutcome]:
     """Create one asset-triggered run of each of ``dag_ids`` whose condition is met.
 
     One transaction for them all, a constant number of statements whatever their number
     (steps 1-4 of the module docstring, each set-based). Takes its own locks (DAG rows, then
     their queue rows, both without waiting); the caller must hold none and must not be inside
     a transaction. Returns one outcome per DAG, in the order given.
+
+    With a ``limit``, it **claims** DAGs instead: it handles only the first ``limit`` of
+    ``dag_ids``, in the order given, that no other transaction holds and that still have queue
+    rows, and returns their outcomes only (in the order given). The others are none of its
+    business: another scheduler is on them, or served them already.
     """
     outcomes: dict[str, DagOutcome] = {}
 
@@ -405,14 +474,10 @@ def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutco
         outcomes[dag_id] = DagOutcome(dag_id=dag_id, outcome=outcome, run=run)
 
     with transaction.atomic(durable=True):
-        locked = {
-            dag.dag_id: dag
-            for dag in Dag.objects.select_for_update(skip_locked=True, no_key=True)
-            .filter(dag_id__in=dag_ids)
-            .order_by("dag_id")
-            .only("dag_id", "is_paused", "is_stale", "asset_expression", "task_ids")
-        }
-        active: dict[str, Dag] = {}
+        locked = {dag.dag_id: dag for dag in _dags_lock(dag_ids, limit=limit)}
+        if limit is not None:
+            dag_ids = [dag_id for dag_id in dag_ids if dag_id in locked]
+        active: dict[str, _LockedDag] = {}
         for dag_id in dag_ids:
             dag = locked.get(dag_id)
             if dag is None:
@@ -457,31 +522,21 @@ def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutco
             else:
                 settle(dag_id, Outcome.NOT_READY)
 
-        now = timezone.now()
         consumed = _unconsumed_event_ids(conditions=met, resolution=resolution)
-        runs: list[DagRun] = []
+        runs: list[tuple[str, datetime]] = []  # (dag_id, run_after)
         for dag_id in met:
             delete_pks += [pk for pk, _, _ in queued[dag_id]]
             if not consumed.get(dag_id):
                 settle(dag_id, Outcome.NOTHING_TO_CONSUME)
                 continue
-            run_after = max(created_at for _, _, created_at in queued[dag_id])
-            runs.append(
-                DagRun(
-                    dag_id=dag_id,
-                    run_id=asset_triggered_run_id(run_after=run_after),
-                    logical_date=None,
-                    data_interval_start=None,
-                    data_interval_end=None,
-                    run_after=run_after,
-                    run_type=DagRunType.ASSET_TRIGGERED,
-                    state=DagRunState.QUEUED,
-                    conf={},
-                    created_at=now,
-                )
-            )
+            runs.append((dag_id, max(created_at for _, _, created_at in queued[dag_id])))
         if runs:
-            _runs_insert(runs, active=active, consumed=consumed, settle=settle)
+            _runs_insert(
+                runs,
+                declared_tasks={dag_id: dag.task_ids for dag_id, dag in active.items()},
+                consumed=consumed,
+                settle=settle,
+            )
         if delete_pks:
             _rows_statement(
                 f"DELETE FROM {AssetDagRunQueue._meta.db_table} "
@@ -492,66 +547,188 @@ def dags_asset_triggered_runs_create(*, dag_ids: Sequence[str]) -> list[DagOutco
     return [outcomes[dag_id] for dag_id in dag_ids]
 
 
+@dataclass(frozen=True)
+class _LockedDag:
+    dag_id: str
+    is_paused: bool
+    is_stale: bool
+    #: as stored (JSON text), ``None`` if not asset-scheduled
+    asset_expression: str | None
+    task_ids: list[Any]
+
+
+def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]:
+    """Lock the rows of ``dag_ids`` that no other transaction holds, in the order given
+    (``FOR NO KEY UPDATE SKIP LOCKED``); with a ``limit``, only the first ``limit`` of them
+    that still have queue rows (1 statement)."""
+    sql = Dialect.current()
+    queue, dag = AssetDagRunQueue._meta.db_table, Dag._meta.db_table
+    claim = (
+        f"WHERE EXISTS (SELECT 1 FROM {queue} q WHERE q.target_dag_id = d.dag_id) "
+        f"ORDER BY r.n LIMIT {int(limit)}"
+        if limit is not None
+        else "ORDER BY r.n"
+    )
+    lock = "FOR NO KEY UPDATE OF d SKIP LOCKED" if sql.postgresql else ""
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            SELECT d.dag_id, d.is_paused, d.is_stale, d.asset_expression, d.task_ids
+            FROM {sql.rows(dag_id="text", n="integer")} JOIN {dag} d ON d.dag_id = r.dag_id
+            {claim} {lock}
+            """,
+            [sql.json({"dag_id": dag_id, "n": n} for n, dag_id in enumerate(dag_ids))],
+        )
+        return [
+            _LockedDag(
+                dag_id=dag_id,
+                is_paused=bool(is_paused),
+                is_stale=bool(is_stale),
+                asset_expression=expression,
+                task_ids=json.loads(task_ids) if task_ids else [],
+            )
+            for dag_id, is_paused, is_stale, expression, task_ids in cursor.fetchall()
+        ]
+
+
 def _runs_insert(
-    runs: list[DagRun],
+    runs: list[tuple[str, datetime]],
     *,
-    active: Mapping[str, Dag],
+    declared_tasks: Mapping[str, list[Any]],
     consumed: Mapping[str, list[int]],
     settle: Callable[[str, Outcome, AssetTriggeredRun], None],
 ) -> None:
-    """Insert ``runs``, their consumed events and their task instances, and notify the workers
-    (4-7 statements; the notification is none on SQLite)."""
-    DagRun.objects.bulk_create(runs)
+    """Insert the runs (``(dag_id, run_after)``: one per DAG), their consumed events and their
+    task instances, and notify the workers (4-7 statements; the notification is none on
+    SQLite)."""
+    now = _json_datetime(timezone.now())
+    run_ids = {dag_id: asset_triggered_run_id(run_after=run_after) for dag_id, run_after in runs}
+    dag_run_pks: dict[str, int] = {
+        dag_id: pk
+        for pk, dag_id in _model_rows_insert(
+            DagRun,
+            [
+                {
+                    "dag": dag_id,
+                    "run_id": run_ids[dag_id],
+                    "run_after": _json_datetime(run_after),
+                    "run_type": DagRunType.ASSET_TRIGGERED.value,
+                    "state": DagRunState.QUEUED.value,
+                    "created_at": now,
+                }
+                for dag_id, run_after in runs
+            ],
+            returning=("id", "dag"),
+        )
+    }
     _rows_statement(
         f"INSERT INTO {DagRunAssetEvent._meta.db_table} (dag_run_id, event_id) "
         "SELECT r.dag_run_id, r.event_id FROM {rows}",
         [
-            {"dag_run_id": run.pk, "event_id": event_id}
-            for run in runs
-            for event_id in consumed[run.dag_id]
+            {"dag_run_id": dag_run_pks[dag_id], "event_id": event_id}
+            for dag_id, _ in runs
+            for event_id in consumed[dag_id]
         ],
         dag_run_id="bigint",
         event_id="bigint",
     )
-    task_ids = _dags_task_ids([active[run.dag_id] for run in runs])
+    task_ids = _dags_task_ids({dag_id: declared_tasks[dag_id] for dag_id, _ in runs})
     retries = {
         (dag_id, task_id): retries
         for dag_id, task_id, retries in DagTask.objects.filter(
-            dag_id__in=[run.dag_id for run in runs]
+            dag_id__in=[dag_id for dag_id, _ in runs]
         ).values_list("dag_id", "task_id", "retries")
     }
-    TaskInstance.objects.bulk_create(
-        [
-            TaskInstance(
-                dag_run_id=run.pk,
-                dag_id=run.dag_id,
-                run_id=run.run_id,
-                task_id=task_id,
-                map_index=-1,
-                try_number=1,
-                max_tries=retries.get((run.dag_id, task_id), 0),
-                state=TaskInstanceState.SCHEDULED,
-            )
-            for run in runs
-            for task_id in task_ids[run.dag_id]
-        ]
-    )
-    for run in runs:
+    ti_pk = TaskInstance._meta.pk
+    assert ti_pk is not None
+    instances = [
+        {
+            "id": str(ti_pk.get_db_prep_value(uuid.uuid4(), connection)),
+            "dag_run": dag_run_pks[dag_id],
+            "dag_id": dag_id,
+            "run_id": run_ids[dag_id],
+            "task_id": task_id,
+            "max_tries": retries.get((dag_id, task_id), 0),
+            "state": TaskInstanceState.SCHEDULED.value,
+        }
+        for dag_id, _ in runs
+        for task_id in task_ids[dag_id]
+    ]
+    if instances:
+        _model_rows_insert(TaskInstance, instances)
+    for dag_id, run_after in runs:
         settle(
-            run.dag_id,
+            dag_id,
             Outcome.CREATED,
             AssetTriggeredRun(
-                dag_id=run.dag_id,
-                run_id=run.run_id,
-                dag_run_pk=run.pk,
-                run_after=run.run_after,
-                event_ids=tuple(consumed[run.dag_id]),
-                task_ids=tuple(task_ids[run.dag_id]),
+                dag_id=dag_id,
+                run_id=run_ids[dag_id],
+                dag_run_pk=dag_run_pks[dag_id],
+                run_after=run_after,
+                event_ids=tuple(consumed[dag_id]),
+                task_ids=tuple(task_ids[dag_id]),
             ),
         )
     notify(RUNS_CHANNEL)  # workers wake up when this commits
     count = len(runs)
     transaction.on_commit(lambda: logger.info("created %d asset-triggered run(s)", count))
+
+
+def _model_rows_insert(
+    model: type[Model], rows: Sequence[Mapping[str, Any]], *, returning: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
+    """``INSERT`` rows of ``model`` in one statement; the ``returning`` fields of the new rows.
+
+    Each row maps the same field names to values ready for JSON (ids, strings, datetimes
+    through :func:`_json_datetime`); every other column but an auto-incremented id gets its
+    field's default (``auto_now`` fields: now), the same for every row. What ``bulk_create``
+    does, without preparing every field of every object one by one.
+    """
+    named = list(rows[0])
+    columns = [_column(model, name) for name in named]
+    others = [
+        field
+        for field in model._meta.concrete_fields
+        if field.name not in named and not getattr(field, "db_returning", False)
+    ]
+    defaults = [
+        field.get_db_prep_save(
+            timezone.now() if getattr(field, "auto_now", False) else field.get_default(),
+            connection,
+        )
+        for field in others
+    ]
+    sql = Dialect.current()
+    quote = connection.ops.quote_name
+    statement = (
+        f"INSERT INTO {model._meta.db_table} "
+        f"({', '.join(quote(c) for c in [*columns, *(_column(model, f.name) for f in others)])}) "
+        f"SELECT {', '.join([f'r.{quote(c)}' for c in columns] + ['%s'] * len(others))} "
+        f"FROM {sql.rows(model, named)}"
+    )
+    if returning:
+        statement += " RETURNING " + ", ".join(quote(_column(model, n)) for n in returning)
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            statement,
+            [
+                *defaults,
+                sql.json(
+                    {column: row[name] for name, column in zip(named, columns, strict=True)}
+                    for row in rows
+                ),
+            ],
+        )
+        return cursor.fetchall() if returning else []
+
+
+def _column(model: type[Model], field_name: str) -> str:
+    """The column of a concrete field (``"dag"`` → ``dag_id``), unquoted."""
+    field = model._meta.get_field(field_name)
+    assert isinstance(field, Field) and field.column is not None
+    return field.column
 
 
 def _condition_resolve(references: ConditionReferences) -> Resolution:
@@ -773,15 +950,15 @@ def _resolution_restrict(resolution: Resolution, references: ConditionReferences
     )
 
 
-def _dags_task_ids(dags: Collection[Dag]) -> dict[str, list[str]]:
-    """Each DAG's declared tasks; without a declared list, the tasks its asset references name
-    (0 queries if every DAG declares its tasks, else 2)."""
+def _dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+    """Each DAG's declared tasks (``declared``: its ``Dag.task_ids``); without a declared list,
+    the tasks its asset references name (0 queries if every DAG declares its tasks, else 2)."""
     task_ids = {
-        dag.dag_id: list(dict.fromkeys(str(task_id) for task_id in dag.task_ids))
-        for dag in dags
-        if dag.task_ids
+        dag_id: list(dict.fromkeys(str(task_id) for task_id in tasks))
+        for dag_id, tasks in declared.items()
+        if tasks
     }
-    undeclared = [dag.dag_id for dag in dags if not dag.task_ids]
+    undeclared = [dag_id for dag_id, tasks in declared.items() if not tasks]
     if undeclared:
         found: dict[str, set[str]] = {dag_id: set() for dag_id in undeclared}
         for model in (TaskOutletAssetReference, TaskInletAssetReference):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import timedelta
 from io import StringIO
 
@@ -23,6 +24,7 @@ from assets_app.models import (
     Dag,
     DagRun,
     DagRunAssetEvent,
+    DagTask,
     TaskInstance,
     TaskOutletAssetReference,
 )
@@ -598,6 +600,45 @@ def test_task_instances_from_declared_tasks():
     ]
 
 
+def test_created_rows_hold_what_the_models_would_have_written():
+    # given
+    a = AssetFactory()
+    dag = consumer("defaults", asset_node(a), task_ids=["t"])
+    DagTask.objects.create(dag=dag, task_id="t", retries=2)
+    emit(a)
+    queue(dag, a)
+    before = timezone.now()
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then: the run and its task instance as the ORM would have created them
+    run = DagRun.objects.get(pk=created.dag_run_pk)
+    assert (run.dag_id, run.run_id, run.run_type, run.state) == (
+        "defaults",
+        created.run_id,
+        "asset_triggered",
+        "queued",
+    )
+    assert (run.logical_date, run.data_interval_start, run.data_interval_end) == (None,) * 3
+    assert (run.start_date, run.end_date, run.partition_key, run.conf) == (None, None, None, {})
+    assert run.run_after == AssetDagRunQueue(created_at=created.run_after).created_at
+    assert before <= run.created_at <= timezone.now()
+    ti = TaskInstance.objects.get(dag_run=run)
+    assert isinstance(ti.pk, uuid.UUID)
+    assert (ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.state) == (
+        "defaults",
+        created.run_id,
+        "t",
+        -1,
+        "scheduled",
+    )
+    assert (ti.try_number, ti.max_tries, ti.task_reschedule_count) == (1, 2, 0)
+    assert (ti.hostname, ti.unixname, ti.failure_reason, ti.rendered_fields) == ("", "", "", {})
+    assert (ti.start_date, ti.end_date, ti.pid, ti.next_kwargs, ti.next_retry_at) == (None,) * 5
+    assert before <= ti.updated_at <= timezone.now()
+
+
 def test_task_instances_fall_back_to_referenced_tasks():
     # given: no declared task list, but an outlet reference names a task
     a, out = AssetFactory(), AssetFactory()
@@ -634,12 +675,12 @@ def test_query_count_per_triggered_dag_is_constant(django_assert_num_queries):
     queue(dag, x)
 
     # when / then
-    with django_assert_num_queries(17 + (connection.vendor == "postgresql")):
-        # the pass, no locks:  1 queue rows  2 their DAGs' expressions  3 assets by key
-        #                      4 alias → assets
+    with django_assert_num_queries(16 + (connection.vendor == "postgresql")):
+        # the pass, no locks:  1 the queued DAGs (their queue rows and expressions)
+        #                      2 assets by key  3 alias → assets
         # the DAG's transaction (here a SAVEPOINT inside the test's transaction), the same on
         # PostgreSQL and SQLite (no table lock):
-        #   lock the DAG row, lock its queue rows, assets by key, alias → assets,
+        #   claim (lock) the DAG row, lock its queue rows, assets by key, alias → assets,
         #   previous run's created_at, unconsumed event ids, insert the run, insert its
         #   consumed events, the tasks' retries, insert its TIs, NOTIFY the workers (on
         #   PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
@@ -735,6 +776,74 @@ def test_passes_create_runs_in_batches(django_assert_num_queries):
     # then: every DAG got a run, consuming the one event
     assert len(result.created) == 25
     assert {run.event_ids for run in result.created} == {(AssetEvent.objects.get().pk,)}
+
+
+def test_a_claim_takes_the_first_dags_in_order_that_still_have_queue_rows():
+    # given: five ready DAGs in a list, one of them served already (no queue rows left)
+    a = AssetFactory()
+    emit(a)
+    for i in range(5):
+        queue(consumer(f"c{i}", asset_node(a)), a)
+    assert dag_asset_triggered_run_create(dag_id="c1").outcome is Outcome.CREATED
+    order = ["c4", "c1", "c3", "c0", "c2", "missing"]
+
+    # when: a transaction claims up to two of them, then another up to ten
+    first = dags_asset_triggered_runs_create(dag_ids=order, limit=2)
+    second = dags_asset_triggered_runs_create(dag_ids=order, limit=10)
+
+    # then: the first two in the list's order that still had rows, then the rest; the served
+    # and the missing DAG were passed over without an outcome
+    assert [(o.dag_id, o.outcome) for o in first] == [
+        ("c4", Outcome.CREATED),
+        ("c3", Outcome.CREATED),
+    ]
+    assert [(o.dag_id, o.outcome) for o in second] == [
+        ("c0", Outcome.CREATED),
+        ("c2", Outcome.CREATED),
+    ]
+    assert dags_asset_triggered_runs_create(dag_ids=order, limit=10) == []
+    assert DagRun.objects.count() == 5
+
+
+def test_a_claim_counts_dags_it_cannot_run_against_its_limit():
+    # given: a paused DAG and a DAG whose condition is not met, before a ready one
+    a, b = AssetFactory(), AssetFactory()
+    emit(a)
+    for dag in (
+        consumer("paused", asset_node(a), is_paused=True),
+        consumer("waiting", {"all": [asset_node(a), asset_node(b)]}),
+        consumer("ready", asset_node(a)),
+    ):
+        queue(dag, a)
+
+    # when
+    outcomes = dags_asset_triggered_runs_create(dag_ids=["paused", "waiting", "ready"], limit=2)
+
+    # then: they were claimed and settled; the ready one is left for the next claim
+    assert [(o.dag_id, o.outcome) for o in outcomes] == [
+        ("paused", Outcome.INACTIVE),
+        ("waiting", Outcome.NOT_READY),
+    ]
+    assert not DagRun.objects.exists()
+
+
+def test_a_pass_claims_batch_after_batch_until_the_ready_list_is_done(
+    django_assert_num_queries,
+):
+    # given: 25 ready DAGs
+    a = AssetFactory()
+    emit(a)
+    for i in range(25):
+        queue(consumer(f"c{i:02d}", asset_node(a)), a)
+
+    # when / then: batches of 10: three claims, the last one short (so no fourth)
+    with django_assert_num_queries(2 + 3 * (12 + (connection.vendor == "postgresql"))):
+        # the pass: the queued DAGs, assets by key (nothing else to resolve); then per batch
+        # (a SAVEPOINT here): claim, lock the queue rows, assets by key, previous runs,
+        # unconsumed events, insert the runs, their events, the tasks' retries, their TIs,
+        # NOTIFY (PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
+        result = scheduler_pass(batch_size=10)
+    assert len(result.created) == 25
 
 
 class FakeClock:

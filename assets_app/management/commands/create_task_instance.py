@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from assets_app.management.base import domain_errors
+from assets_app.management.base import domain_errors, optional_int_argument
 from assets_app.models import FINISHED_TI_STATES, TaskInstanceState
 from assets_app.services.clearing import clear_command_hint
 from assets_app.services.dag_runs import (
@@ -40,16 +40,14 @@ class Command(BaseCommand):
             default=TaskInstanceState.QUEUED,
             help="state of a new task instance (default queued)",
         )
-        parser.add_argument(
+        optional_int_argument(
+            parser,
             "--max-tries",
-            type=int,
-            default=None,
             help="retries allowed (default: the task's declared retries, else 0)",
         )
-        parser.add_argument(
+        optional_int_argument(
+            parser,
             "--ttl",
-            type=int,
-            default=None,
             help="token lifetime in seconds, at most ten years (default from settings)",
         )
 

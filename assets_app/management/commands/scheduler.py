@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, close_old_connections, connection
 
+from assets_app.management.base import optional_int_argument
 from assets_app.notify import QUEUE_CHANNEL, Listener
 from assets_app.services.scheduler import (
     Outcome,
@@ -45,17 +46,11 @@ class Command(BaseCommand):
             help="the longest wait between passes (default 1); on PostgreSQL a pass starts "
             "as soon as a producer commits queue rows",
         )
-        parser.add_argument(
-            "--max-passes",
-            type=int,
-            default=None,
-            help="stop after this many passes (default: run until stopped)",
+        optional_int_argument(
+            parser, "--max-passes", help="stop after this many passes (default: run until stopped)"
         )
-        parser.add_argument(
-            "--max-dags",
-            type=int,
-            default=None,
-            help="look at no more than this many waiting DAGs per pass",
+        optional_int_argument(
+            parser, "--max-dags", help="look at no more than this many waiting DAGs per pass"
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -109,26 +104,32 @@ class Command(BaseCommand):
         )
 
     def _report(self, result: SchedulerPassResult) -> None:
-        for run in result.created:
-            self.stdout.write(
+        self._write(
+            [
                 f"created {run.dag_id} {run.run_id} "
                 f"({len(run.event_ids)} event(s), {len(run.task_ids)} task instance(s))"
-            )
+                for run in result.created
+            ]
+        )
         failed = result.count(Outcome.FAILED)
         if failed:
             self.stderr.write(f"{failed} DAG(s) failed this pass; see the log")
 
     def _report_upkeep(self, result: UpkeepResult) -> None:
-        for reaped in result.reaped:
-            self.stdout.write(
-                f"reaped {reaped.label} try {reaped.try_number} (heartbeat timed out): "
-                f"{reaped.state}"
-            )
+        lines = [
+            f"reaped {reaped.label} try {reaped.try_number} (heartbeat timed out): {reaped.state}"
+            for reaped in result.reaped
+        ]
         if result.retries_scheduled or result.reschedules_scheduled:
-            self.stdout.write(
+            lines.append(
                 f"scheduled {result.retries_scheduled} retry(ies), "
                 f"{result.reschedules_scheduled} reschedule(s)"
             )
+        self._write(lines)
+
+    def _write(self, lines: list[str]) -> None:
+        for line in lines:
+            self.stdout.write(line)
 
     @staticmethod
     def _wait(listener: Listener, stop: threading.Event, interval: float) -> None:
