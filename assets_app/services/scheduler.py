@@ -89,7 +89,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Exists, Field, Max, Model, OuterRef, Q
+from django.db.models import Exists, Max, Model, OuterRef, Q
 from django.utils import timezone
 
 from assets_app.conditions import (
@@ -121,7 +121,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
-from assets_app.services.sql import Dialect
+from assets_app.services.sql import Dialect, column_name
 from task_sdk.definitions import AssetUniqueKey
 
 logger = logging.getLogger(__name__)
@@ -686,7 +686,7 @@ def _model_rows_insert(
     does, without preparing every field of every object one by one.
     """
     named = list(rows[0])
-    columns = [_column(model, name) for name in named]
+    columns = [column_name(model, name) for name in named]
     others = [
         field
         for field in model._meta.concrete_fields
@@ -701,14 +701,15 @@ def _model_rows_insert(
     ]
     sql = Dialect.current()
     quote = connection.ops.quote_name
+    targets = [*columns, *(column_name(model, f.name) for f in others)]
     statement = (
         f"INSERT INTO {model._meta.db_table} "
-        f"({', '.join(quote(c) for c in [*columns, *(_column(model, f.name) for f in others)])}) "
+        f"({', '.join(quote(c) for c in targets)}) "
         f"SELECT {', '.join([f'r.{quote(c)}' for c in columns] + ['%s'] * len(others))} "
         f"FROM {sql.rows(model, named)}"
     )
     if returning:
-        statement += " RETURNING " + ", ".join(quote(_column(model, n)) for n in returning)
+        statement += " RETURNING " + ", ".join(quote(column_name(model, n)) for n in returning)
     with connection.cursor() as cursor:
         sql.execute(
             cursor,
@@ -722,13 +723,6 @@ def _model_rows_insert(
             ],
         )
         return cursor.fetchall() if returning else []
-
-
-def _column(model: type[Model], field_name: str) -> str:
-    """The column of a concrete field (``"dag"`` → ``dag_id``), unquoted."""
-    field = model._meta.get_field(field_name)
-    assert isinstance(field, Field) and field.column is not None
-    return field.column
 
 
 def _condition_resolve(references: ConditionReferences) -> Resolution:

@@ -60,6 +60,12 @@ def _field(model: type[models.Model], field_name: str) -> tuple[str, models.Fiel
     return field.column, field
 
 
+def column_name(model: type[models.Model], field_name: str) -> str:
+    """The column of ``model.field_name`` (``"asset"`` → ``asset_id``), unquoted: a row set's
+    member (see ``Dialect.rows``)."""
+    return _field(model, field_name)[0]
+
+
 def column(model: type[models.Model], field_name: str) -> str:
     """The column of ``model.field_name`` (``"asset"`` → ``asset_id``), quoted."""
     return _column(connection.vendor, model, field_name)
@@ -67,7 +73,7 @@ def column(model: type[models.Model], field_name: str) -> str:
 
 @functools.cache  # on every request's path: names are looked up once per process
 def _column(vendor: str, model: type[models.Model], field_name: str) -> str:
-    return connection.ops.quote_name(_field(model, field_name)[0])
+    return connection.ops.quote_name(column_name(model, field_name))
 
 
 def columns(model: type[models.Model], *field_names: str) -> str:

@@ -218,3 +218,14 @@ def test_a_run_left_running_with_every_task_instance_finished_is_settled_by_upke
     assert DagRun.objects.get(pk=stuck.pk).end_date == NOW
     assert DagRun.objects.get(pk=busy.pk).state == "running"
     assert upkeep_pass(now=NOW).runs_settled == 0
+
+
+def test_scheduler_command_reports_the_runs_it_settled():
+    stuck = DagRunFactory(state="running")
+    TaskInstanceFactory(dag_run=stuck, task_id="a", state="success")
+    out = StringIO()
+
+    call_command("scheduler", "--once", stdout=out)
+
+    assert "settled 1 run(s) left running with nothing to run" in out.getvalue().splitlines()
+    assert DagRun.objects.get(pk=stuck.pk).state == "success"

@@ -125,6 +125,8 @@ class Command(BaseCommand):
                 f"scheduled {result.retries_scheduled} retry(ies), "
                 f"{result.reschedules_scheduled} reschedule(s)"
             )
+        if result.runs_settled:
+            lines.append(f"settled {result.runs_settled} run(s) left running with nothing to run")
         self._write(lines)
 
     def _write(self, lines: list[str]) -> None:
