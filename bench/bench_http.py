@@ -59,19 +59,23 @@ headers over every request (warm-up included). On 6d9d746 with ``--requests 40 -
 connection had no health check). Timings of a checked run mean nothing (logging every
 statement is slow).
 
-Measured on 6d9d746 (main), PostgreSQL 15, the defaults (one worker x 8 threads, 8 clients,
-300 requests after 20 warm-up, alias1000 30 after 3), median of 5 runs. The 2-core machine
-was shared with other sessions' test suites (load average 6 to 9 all along): that inflates
-the CPU figures (see the spread) and the rates and latencies far more. ``MEASUREMENTS.md``
-(a quiet machine, 52a55eb): 4.5 / 6.9 / 8.1 / 7.6 / 89 ms server CPU, 217 / 116 / 106 / 103
-req/s, the same statement counts::
+Measured on 2026-12-01, PostgreSQL 15, the defaults, on this 2-core machine with no other
+session running: ecd97a1 (before: lock, update, settle in the transaction; 8 registration
+statements always) and this tree (after: one finishing ``UPDATE … RETURNING``, the settle
+after the commit, registration statements only with rows, PostgreSQL's independent writes
+as one, payload serializers' fields built once), three runs of each, alternating, load
+average 2 to 3.7 (the benchmark itself). Server CPU per request, min-max of the three::
 
-    scenario    req/s  p50 ms  p95 ms  p99 ms  srv ms (min-max of 5)  pg ms  stmts  events
-    floor        90.9    68.0   174.7   219.7    7.4 (5.0-9.9)          1.4      5       0
-    asset        63.2   117.4   208.8   248.3   10.3 (8.9-13.6)         5.4     13       1
-    assets10     59.3   119.9   230.5   296.6   11.5 (9.3-13.3)         5.4     13      10
-    alias10      55.0   124.7   268.5   331.0   12.2 (9.9-13.6)         7.5     13      10
-    alias1000     3.3  2154.1  2613.8  2645.0  190.3 (154.3-212.3)    274.7     13    1000
+    scenario      before: srv ms  stmts    after: srv ms  stmts
+    floor           5.1-6.3         6        2.4-2.9        3
+    asset          11.5-12.1       14        4.8-5.4        8
+    assets10       11.6-12.1       14        5.2-6.0        8
+    alias10         9.8-11.1       14        5.5-6.6       10
+
+The machine's speed drifts: at the session's start (load 0.6-1.3) the same code measured
+3.1 / 7.2 ms (before) and 2.0-2.2 / 3.6-4.3 ms (after) for floor / asset. The ratio, about
+2.2x less server CPU, held in every pair. alias1000: 10 statements, 132-170 ms server CPU
+(before: 14, 142-180 ms).
 """
 
 from __future__ import annotations
@@ -424,7 +428,15 @@ def main() -> None:
                 declare()
                 if args.check_statements_log:
                     log_every_statement(database)
-                env = dict(os.environ, DATABASE_URL=current_database_url())
+                # gunicorn closes a keep-alive connection idle for 2 s by default; between
+                # scenarios (and around alias1000's long requests) the clients' connections
+                # idle longer, and a request sent as the server closes one fails ("Server
+                # disconnected"). A proxy in front keeps connections open the same way.
+                env = dict(
+                    os.environ,
+                    DATABASE_URL=current_database_url(),
+                    GUNICORN_CMD_ARGS="--keep-alive 75",
+                )
                 with (logs / "gunicorn.log").open("wb") as log:
                     try:
                         process, url = server_start(
