@@ -285,8 +285,8 @@ def _queued_dags(dag_ids: Collection[str] | None = None) -> list[_QueuedDag]:
         sql.execute(
             cursor,
             f"""
-            SELECT d.dag_id, d.asset_expression, {_joined(sql, "q.asset_id")},
-                {_joined(sql, "q.id")}
+            SELECT d.dag_id, d.asset_expression, {sql.joined_integers("q.asset_id")},
+                {sql.joined_integers("q.id")}
             FROM {queue} q JOIN {dag} d ON d.dag_id = q.target_dag_id
             WHERE NOT d.is_paused AND NOT d.is_stale {only if dag_ids is not None else ""}
             GROUP BY d.dag_id
@@ -303,13 +303,6 @@ def _queued_dags(dag_ids: Collection[str] | None = None) -> list[_QueuedDag]:
             )
             for dag_id, expression, asset_ids, row_ids in cursor.fetchall()
         ]
-
-
-def _joined(sql: Dialect, expression: str) -> str:
-    """An aggregate: the integer ``expression`` of a group's rows, comma-separated."""
-    if sql.postgresql:
-        return f"string_agg(({expression})::text, ',')"
-    return f"group_concat({expression}, ',')"
 
 
 @dataclass
@@ -602,7 +595,7 @@ def _runs_insert(
     """Insert the runs (``(dag_id, run_after)``: one per DAG), their consumed events and their
     task instances, and notify the workers (4-7 statements; the notification is none on
     SQLite)."""
-    now = _json_datetime(timezone.now())
+    now = Dialect.json_datetime(timezone.now())
     run_ids = {dag_id: asset_triggered_run_id(run_after=run_after) for dag_id, run_after in runs}
     dag_run_pks: dict[str, int] = {
         dag_id: pk
@@ -612,7 +605,7 @@ def _runs_insert(
                 {
                     "dag": dag_id,
                     "run_id": run_ids[dag_id],
-                    "run_after": _json_datetime(run_after),
+                    "run_after": Dialect.json_datetime(run_after),
                     "run_type": DagRunType.ASSET_TRIGGERED.value,
                     "state": DagRunState.QUEUED.value,
                     "created_at": now,
@@ -681,7 +674,7 @@ def _model_rows_insert(
     """``INSERT`` rows of ``model`` in one statement; the ``returning`` fields of the new rows.
 
     Each row maps the same field names to values ready for JSON (ids, strings, datetimes
-    through :func:`_json_datetime`); every other column but an auto-incremented id gets its
+    through :meth:`Dialect.json_datetime`); every other column but an auto-incremented id gets its
     field's default (``auto_now`` fields: now), the same for every row. What ``bulk_create``
     does, without preparing every field of every object one by one.
     """
@@ -782,7 +775,7 @@ def _unconsumed_event_ids(
     for dag_id, condition in conditions.items():
         references = condition_references(condition)
         latest = previous.get(dag_id)
-        after = None if latest is None else _json_datetime(latest - EVENT_LOOKBACK)
+        after = None if latest is None else Dialect.json_datetime(latest - EVENT_LOOKBACK)
         direct = {resolution.asset_ids.get(key) for key in references.asset_keys}
         direct |= {resolution.name_ref_ids.get(name) for name in references.name_refs}
         direct |= {resolution.uri_ref_ids.get(uri) for uri in references.uri_refs}
@@ -832,12 +825,6 @@ def _rows_statement(statement: str, rows: Sequence[Mapping[str, Any]], **columns
     sql = Dialect.current()
     with connection.cursor() as cursor:
         sql.execute(cursor, statement.format(rows=sql.rows(None, (), **columns)), [sql.json(rows)])
-
-
-def _json_datetime(value: datetime) -> Any:
-    """``value`` as the database compares it with a datetime column, inside a JSON parameter."""
-    adapted = connection.ops.adapt_datetimefield_value(value)
-    return adapted.isoformat() if isinstance(adapted, datetime) else adapted
 
 
 def _next_run_events(

@@ -169,6 +169,19 @@ class Dialect:
         for st in todo:
             self.execute(cursor, st.text, st.params)
 
+    def joined_integers(self, expression: str) -> str:
+        """An aggregate: the integer ``expression`` of a group's rows, comma-separated."""
+        if self.postgresql:
+            return f"string_agg(({expression})::text, ',')"
+        return f"group_concat({expression}, ',')"
+
+    @staticmethod
+    def json_datetime(value: datetime) -> Any:
+        """``value`` as the database compares it with a datetime column, inside a JSON
+        parameter (a row set's member)."""
+        adapted = connection.ops.adapt_datetimefield_value(value)
+        return adapted.isoformat() if isinstance(adapted, datetime) else adapted
+
     @staticmethod
     def json(rows: Iterable[Mapping[str, Any]]) -> str:
         return json.dumps(list(rows), separators=(",", ":"))
