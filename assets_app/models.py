@@ -7,6 +7,7 @@ composite key, because Django 5.2's admin cannot show composite-primary-key mode
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 from django.db import models
 from django.db.models.functions import Upper
@@ -15,6 +16,12 @@ from django.utils import timezone
 NAME_LENGTH = 1500  # asset/alias names, uris and groups
 ID_LENGTH = 250  # dag, task and run ids
 PARTITION_KEY_LENGTH = 250
+
+
+def composite_key(*fields: str, name: str) -> list[models.BaseConstraint]:
+    """The constraints of an association table: Airflow's composite key over ``fields``, kept
+    unique beside the surrogate ``id`` (see the module's docstring)."""
+    return [models.UniqueConstraint(fields=[*fields], name=name)]
 
 
 class Asset(models.Model):
@@ -90,9 +97,7 @@ class AssetAliasAsset(models.Model):
     class Meta:
         db_table = "asset_alias_asset"
         verbose_name = "alias → asset mapping"
-        constraints = [
-            models.UniqueConstraint(fields=["alias", "asset"], name="asset_alias_asset_unique"),
-        ]
+        constraints = composite_key("alias", "asset", name="asset_alias_asset_unique")
 
     def __str__(self) -> str:
         return f"{self.alias_id} → {self.asset_id}"
@@ -150,11 +155,7 @@ class AssetAliasAssetEvent(models.Model):
     class Meta:
         db_table = "asset_alias_asset_event"
         verbose_name = "alias → event mapping"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["alias", "event"], name="asset_alias_asset_event_unique"
-            ),
-        ]
+        constraints = composite_key("alias", "event", name="asset_alias_asset_event_unique")
 
     def __str__(self) -> str:
         return f"{self.alias_id} → event {self.event_id}"
@@ -205,119 +206,111 @@ class DagTask(models.Model):
         db_table = "dag_task"
         ordering = ["dag_id", "task_id"]
         verbose_name = "DAG task"
-        constraints = [
-            models.UniqueConstraint(fields=["dag", "task_id"], name="dag_task_unique"),
-        ]
+        constraints = composite_key("dag", "task_id", name="dag_task_unique")
 
     def __str__(self) -> str:
         return f"{self.dag_id}.{self.task_id}"
 
 
-class DagScheduleAssetReference(models.Model):
+class DagReference(models.Model):
+    """A row tying a DAG, or one of its tasks, to what it is scheduled on or declares.
+
+    One table per kind of target, as in Airflow; each subclass adds its target field and the
+    composite key Airflow gives the table (``composite_key``).
+    """
+
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class DagScheduleReference(DagReference):
+    """A DAG scheduled on an asset, an alias, or a reference by name or by uri: the first
+    field of the table's key (``composite_key(target, "dag", ...)``)."""
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        (key,) = self._meta.constraints
+        target = cast(models.UniqueConstraint, key).fields[0]
+        return f"{self.dag_id} on {target} {self.serializable_value(target)}"
+
+
+class DagScheduleAssetReference(DagScheduleReference):
     """A DAG scheduled on an asset."""
 
     asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="scheduled_dags")
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_asset_refs")
-    created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "dag_schedule_asset_reference"
-        constraints = [
-            models.UniqueConstraint(fields=["asset", "dag"], name="dsar_asset_dag_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.dag_id} on asset {self.asset_id}"
+        constraints = composite_key("asset", "dag", name="dsar_asset_dag_unique")
 
 
-class DagScheduleAssetAliasReference(models.Model):
+class DagScheduleAssetAliasReference(DagScheduleReference):
     """A DAG scheduled on an asset alias."""
 
     alias = models.ForeignKey(AssetAlias, on_delete=models.CASCADE, related_name="scheduled_dags")
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_alias_refs")
-    created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "dag_schedule_asset_alias_reference"
-        constraints = [
-            models.UniqueConstraint(fields=["alias", "dag"], name="dsaar_alias_dag_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.dag_id} on alias {self.alias_id}"
+        constraints = composite_key("alias", "dag", name="dsaar_alias_dag_unique")
 
 
-class DagScheduleAssetNameReference(models.Model):
+class DagScheduleAssetNameReference(DagScheduleReference):
     """A DAG scheduled on ``Asset.ref(name=...)``."""
 
     name = models.CharField(max_length=NAME_LENGTH)
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_name_refs")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "dag_schedule_asset_name_reference"
-        constraints = [
-            models.UniqueConstraint(fields=["name", "dag"], name="dsanr_name_dag_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.dag_id} on name {self.name}"
+        constraints = composite_key("name", "dag", name="dsanr_name_dag_unique")
 
 
-class DagScheduleAssetUriReference(models.Model):
+class DagScheduleAssetUriReference(DagScheduleReference):
     """A DAG scheduled on ``Asset.ref(uri=...)``."""
 
     uri = models.CharField(max_length=NAME_LENGTH)
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="schedule_uri_refs")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "dag_schedule_asset_uri_reference"
-        constraints = [
-            models.UniqueConstraint(fields=["uri", "dag"], name="dsaur_uri_dag_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.dag_id} on uri {self.uri}"
+        constraints = composite_key("uri", "dag", name="dsaur_uri_dag_unique")
 
 
-class TaskOutletAssetReference(models.Model):
+class TaskAssetReference(DagReference):
+    """A task declaring an asset as an outlet or an inlet."""
+
+    task_id = models.CharField(max_length=ID_LENGTH)
+
+    class Meta:
+        abstract = True
+
+
+class TaskOutletAssetReference(TaskAssetReference):
     """A task declaring an asset as an outlet."""
 
     asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="producing_tasks")
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="task_outlet_refs")
-    task_id = models.CharField(max_length=ID_LENGTH)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "task_outlet_asset_reference"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["asset", "dag", "task_id"], name="toar_asset_dag_task_unique"
-            ),
-        ]
+        constraints = composite_key("asset", "dag", "task_id", name="toar_asset_dag_task_unique")
 
     def __str__(self) -> str:
         return f"{self.dag_id}.{self.task_id} → asset {self.asset_id}"
 
 
-class TaskInletAssetReference(models.Model):
+class TaskInletAssetReference(TaskAssetReference):
     """A task declaring an asset as an inlet."""
 
     asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="consuming_tasks")
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="task_inlet_refs")
-    task_id = models.CharField(max_length=ID_LENGTH)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "task_inlet_asset_reference"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["asset", "dag", "task_id"], name="tiar_asset_dag_task_unique"
-            ),
-        ]
+        constraints = composite_key("asset", "dag", "task_id", name="tiar_asset_dag_task_unique")
 
     def __str__(self) -> str:
         return f"asset {self.asset_id} → {self.dag_id}.{self.task_id}"
@@ -337,9 +330,7 @@ class AssetDagRunQueue(models.Model):
         ordering = ["created_at"]
         verbose_name = "asset DAG-run queue entry"
         verbose_name_plural = "asset DAG-run queue entries"
-        constraints = [
-            models.UniqueConstraint(fields=["asset", "target_dag"], name="adrq_asset_dag_unique"),
-        ]
+        constraints = composite_key("asset", "target_dag", name="adrq_asset_dag_unique")
 
     def __str__(self) -> str:
         return f"{self.target_dag_id} waits on asset {self.asset_id}"
@@ -409,9 +400,7 @@ class DagRunAssetEvent(models.Model):
     class Meta:
         db_table = "dagrun_asset_event"
         verbose_name = "DAG run consumed event"
-        constraints = [
-            models.UniqueConstraint(fields=["dag_run", "event"], name="dagrun_asset_event_unique"),
-        ]
+        constraints = composite_key("dag_run", "event", name="dagrun_asset_event_unique")
 
     def __str__(self) -> str:
         return f"run {self.dag_run_id} consumed event {self.event_id}"
