@@ -187,7 +187,7 @@ def _write(
     )
     for ti, new in zip(task_instances, cleared, strict=True):
         task_instance_renew(
-            ti.pk,
+            ti,
             new_id=new.task_instance_id,
             state=TaskInstanceState.SCHEDULED,
             now=now,

@@ -378,29 +378,28 @@ def _apply_retry(task_instance: TaskInstance, payload: RetryPayload) -> None:
     )
 
 
-def task_instance_history_record(
-    task_instance: TaskInstance, *, state: str | None = None
-) -> TaskInstanceHistory:
-    """The try as it is now (in ``state``, if given) as a ``TaskInstanceHistory`` row, unsaved."""
-    record = TaskInstanceHistory(
-        task_instance_id=task_instance.pk,
-        updated_at=timezone.now(),
-        **{name: getattr(task_instance, name) for name in TRY_FIELDS},
+def task_instance_history_record(task_instance: TaskInstance, **ended: Any) -> TaskInstanceHistory:
+    """The try as it is now, with the ``TRY_FIELDS`` in ``ended`` (``state="failed"``, say)
+    instead, as a ``TaskInstanceHistory`` row, unsaved."""
+    kept = {name: getattr(task_instance, name) for name in TRY_FIELDS}
+    return TaskInstanceHistory(
+        task_instance_id=task_instance.pk, updated_at=timezone.now(), **(kept | ended)
     )
-    record.state = state or task_instance.state
-    return record
 
 
 def task_instance_renew(
-    task_instance_id: uuid.UUID, *, new_id: uuid.UUID, state: str, now: datetime, **changes: Any
+    task_instance: TaskInstance, *, new_id: uuid.UUID, state: str, now: datetime, **changes: Any
 ) -> None:
     """Move a locked task instance to a new try's id, in ``state`` with ``changes``: its old
     id then finds nothing, so a late report from the old try's runner gets a 404. A
-    deferral's ``next_method``/``next_kwargs`` go with the old try. One ``UPDATE``; for a retry
-    and for a clear (``clearing``)."""
-    TaskInstance.objects.filter(pk=task_instance_id).update(
-        id=new_id, state=state, next_method=None, next_kwargs=None, updated_at=now, **changes
-    )
+    deferral's ``next_method``/``next_kwargs`` go with the old try. One ``UPDATE``, which
+    ``task_instance`` follows in memory; for a retry and for a clear (``clearing``)."""
+    values = {"state": state, "next_method": None, "next_kwargs": None, "updated_at": now}
+    values |= changes
+    TaskInstance.objects.filter(pk=task_instance.pk).update(id=new_id, **values)
+    for name, value in values.items():
+        setattr(task_instance, name, value)
+    task_instance.pk = new_id
 
 
 def task_instance_next_try(
@@ -426,33 +425,27 @@ def task_instance_next_try(
             .first()
         )
         delay = DEFAULT_RETRY_DELAY if declared is None else declared
-    task_instance.end_date = end_date
-    task_instance.duration = _duration(task_instance, end_date)
-    task_instance.failure_reason = failure_reason
-    task_instance_history_record(task_instance, state=TaskInstanceState.FAILED).save()
-
-    old_id, new_id = task_instance.pk, uuid.uuid4()
-    task_instance.state = TaskInstanceState.UP_FOR_RETRY
-    task_instance.next_retry_at = end_date + timedelta(seconds=max(delay, 0.0))
-    task_instance.next_method = task_instance.next_kwargs = None
-    task_instance.updated_at = timezone.now()
+    ended = {
+        "end_date": end_date,
+        "duration": _duration(task_instance, end_date),
+        "failure_reason": failure_reason,
+    }
+    task_instance_history_record(task_instance, state=TaskInstanceState.FAILED, **ended).save()
+    old_id = task_instance.pk
     task_instance_renew(
-        old_id,
-        new_id=new_id,
-        state=task_instance.state,
-        now=task_instance.updated_at,
-        end_date=task_instance.end_date,
-        duration=task_instance.duration,
-        failure_reason=task_instance.failure_reason,
-        next_retry_at=task_instance.next_retry_at,
+        task_instance,
+        new_id=uuid.uuid4(),
+        state=TaskInstanceState.UP_FOR_RETRY,
+        now=timezone.now(),
+        next_retry_at=end_date + timedelta(seconds=max(delay, 0.0)),
         rendered_map_index=task_instance.rendered_map_index,
+        **ended,
     )
-    task_instance.pk = new_id
     logger.info(
         "task instance %s (try %s) up for retry as %s at %s: %s",
         old_id,
         task_instance.try_number,
-        new_id,
+        task_instance.pk,
         task_instance.next_retry_at,
         failure_reason or "failed",
     )
