@@ -117,38 +117,43 @@ def condition_summary(condition: Condition) -> str:
 
 @dataclass(frozen=True)
 class ConditionReferences:
-    """Everything a condition mentions, grouped for bulk lookups."""
+    """Everything some conditions (or a task's outlets, as leaves) mention, grouped by kind
+    for bulk lookups: each group de-duplicated, in the order first mentioned."""
 
-    asset_keys: frozenset[AssetUniqueKey] = frozenset()
-    alias_names: frozenset[str] = frozenset()
-    name_refs: frozenset[str] = frozenset()
-    uri_refs: frozenset[str] = frozenset()
+    asset_keys: tuple[AssetUniqueKey, ...] = ()
+    alias_names: tuple[str, ...] = ()
+    name_refs: tuple[str, ...] = ()
+    uri_refs: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.asset_keys or self.alias_names or self.name_refs or self.uri_refs)
 
 
 def condition_references(*conditions: Condition) -> ConditionReferences:
-    """Everything the given conditions mention, together (one bulk lookup for many DAGs)."""
-    asset_keys: set[AssetUniqueKey] = set()
-    alias_names: set[str] = set()
-    name_refs: set[str] = set()
-    uri_refs: set[str] = set()
-    stack: list[Condition] = list(conditions)
+    """Everything the given conditions mention, together (one bulk lookup for many DAGs),
+    in the order they mention it (depth first, left to right)."""
+    asset_keys: dict[AssetUniqueKey, None] = {}
+    alias_names: dict[str, None] = {}
+    name_refs: dict[str, None] = {}
+    uri_refs: dict[str, None] = {}
+    stack: list[Condition] = list(reversed(conditions))
     while stack:
         node = stack.pop()
         if isinstance(node, AllOf | AnyOf):
-            stack.extend(node.children)
+            stack.extend(reversed(node.children))
         elif isinstance(node, AssetUniqueKey):
-            asset_keys.add(node)
+            asset_keys[node] = None
         elif isinstance(node, AssetAliasUniqueKey):
-            alias_names.add(node.name)
+            alias_names[node.name] = None
         elif isinstance(node, AssetNameRef):
-            name_refs.add(node.name)
+            name_refs[node.name] = None
         else:
-            uri_refs.add(node.uri)
+            uri_refs[node.uri] = None
     return ConditionReferences(
-        asset_keys=frozenset(asset_keys),
-        alias_names=frozenset(alias_names),
-        name_refs=frozenset(name_refs),
-        uri_refs=frozenset(uri_refs),
+        asset_keys=tuple(asset_keys),
+        alias_names=tuple(alias_names),
+        name_refs=tuple(name_refs),
+        uri_refs=tuple(uri_refs),
     )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from task_sdk.definitions import AssetUniqueKey
+from task_sdk.definitions import AssetAliasUniqueKey, AssetNameRef, AssetUniqueKey, AssetUriRef
 
 
 class OutletType(StrEnum):
@@ -28,6 +28,23 @@ class OutletProfile:
     type: OutletType
     name: str | None = None
     uri: str | None = None
+
+    @property
+    def leaf(self) -> AssetUniqueKey | AssetAliasUniqueKey | AssetNameRef | AssetUriRef | None:
+        """What the outlet declares, as a condition's leaf; ``None`` if it lacks the name or
+        uri its type needs, or a ref's would name no asset (whitespace only)."""
+        if self.type == OutletType.ASSET and self.name and self.uri:
+            return AssetUniqueKey(name=self.name, uri=self.uri)
+        if self.type == OutletType.ALIAS and self.name:
+            return AssetAliasUniqueKey(name=self.name)
+        try:
+            if self.type == OutletType.NAME_REF and self.name:
+                return AssetNameRef(self.name)
+            if self.type == OutletType.URI_REF and self.uri:
+                return AssetUriRef(self.uri)
+        except ValueError:
+            return None
+        return None
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
+from assets_app.conditions import ConditionReferences, condition_references
 from assets_app.exceptions import AssetRegistrationError
 from assets_app.models import (
     Asset,
@@ -146,19 +147,6 @@ class RegistrationResult:
 
 
 @dataclass(frozen=True)
-class _DeclaredOutlets:
-    """The task's declared outlets split by type, each de-duplicated in declaration order."""
-
-    asset_keys: tuple[AssetUniqueKey, ...]
-    name_refs: tuple[str, ...]
-    uri_refs: tuple[str, ...]
-    alias_names: frozenset[str]
-
-    def __bool__(self) -> bool:
-        return bool(self.asset_keys or self.name_refs or self.uri_refs or self.alias_names)
-
-
-@dataclass(frozen=True)
 class _AliasGroup:
     """Alias events sharing asset, dest_asset_extra, extra and partition key: one event."""
 
@@ -205,9 +193,13 @@ def asset_changes_register(
     propagates and rolls the whole transaction back. Signals are sent only after the outermost
     transaction commits.
     """
-    declared = _outlets_split(task_outlets)
+    leaves = [profile.leaf for profile in task_outlets]
+    declared = condition_references(*(leaf for leaf in leaves if leaf is not None))
+    # a ref of whitespace only can name no asset (task_sdk refuses to build one): unknown
+    unknown = [p for p, leaf in zip(task_outlets, leaves, strict=True) if leaf is None]
     if not declared:
-        return RegistrationResult()
+        _skipped_warn(task_instance, unknown)
+        return RegistrationResult(skipped=tuple(unknown))
     groups, target_extras = _alias_events_group(
         declared=declared, events=[e for e in outlet_events if isinstance(e, AliasOutletEvent)]
     )
@@ -243,13 +235,8 @@ def asset_changes_register(
             )
             for group in groups
         ]
-        if skipped:
-            logger.warning(
-                "Task %s (%s): no event for declared outlets that are unknown or inactive: %s",
-                task_instance,
-                task_instance.pk,
-                ", ".join(_describe(profile) for profile in skipped),
-            )
+        skipped = unknown + skipped
+        _skipped_warn(task_instance, skipped)
 
         now = timezone.now()  # after any wait on concurrent inserts above
         emitted = _events_insert(  # 6, with 5 and 7 on PostgreSQL
@@ -277,26 +264,14 @@ def asset_changes_register(
 # --- planning (no SQL) ----------------------------------------------------------------------
 
 
-def _outlets_split(task_outlets: Sequence[OutletProfile]) -> _DeclaredOutlets:
-    asset_keys: dict[AssetUniqueKey, None] = {}
-    name_refs: dict[str, None] = {}
-    uri_refs: dict[str, None] = {}
-    alias_names: set[str] = set()
-    for profile in task_outlets:
-        if profile.type == OutletType.ASSET and profile.name and profile.uri:
-            asset_keys[AssetUniqueKey(name=profile.name, uri=profile.uri)] = None
-        elif profile.type == OutletType.NAME_REF and profile.name:
-            name_refs[profile.name] = None
-        elif profile.type == OutletType.URI_REF and profile.uri:
-            uri_refs[profile.uri] = None
-        elif profile.type == OutletType.ALIAS and profile.name:
-            alias_names.add(profile.name)
-    return _DeclaredOutlets(
-        asset_keys=tuple(asset_keys),
-        name_refs=tuple(name_refs),
-        uri_refs=tuple(uri_refs),
-        alias_names=frozenset(alias_names),
-    )
+def _skipped_warn(task_instance: TaskInstance, skipped: Sequence[OutletProfile]) -> None:
+    if skipped:
+        logger.warning(
+            "Task %s (%s): no event for declared outlets that are unknown or inactive: %s",
+            task_instance,
+            task_instance.pk,
+            ", ".join(_describe(profile) for profile in skipped),
+        )
 
 
 def _describe(profile: OutletProfile) -> str:
@@ -312,7 +287,7 @@ def _canonical_json(value: Mapping[str, Any]) -> str:
 
 
 def _alias_events_group(
-    *, declared: _DeclaredOutlets, events: Sequence[AliasOutletEvent]
+    *, declared: ConditionReferences, events: Sequence[AliasOutletEvent]
 ) -> tuple[list[_AliasGroup], dict[AssetUniqueKey, dict[str, Any]]]:
     """The alias events of declared aliases as groups, and each target's first dest extra.
 
@@ -344,7 +319,7 @@ def _alias_events_group(
 
 
 def _declared_asset_events_plan(
-    *, declared: _DeclaredOutlets, active: Sequence[Asset], events: Sequence[AssetOutletEvent]
+    *, declared: ConditionReferences, active: Sequence[Asset], events: Sequence[AssetOutletEvent]
 ) -> tuple[list[_PlannedEvent], list[OutletProfile]]:
     """One event per declared active asset or ref (per partition key), and the skipped ones.
 
@@ -455,7 +430,7 @@ def _assets_select(
     cursor: CursorWrapper,
     sql: Dialect,
     *,
-    declared: _DeclaredOutlets,
+    declared: ConditionReferences,
     targets: Iterable[AssetUniqueKey],
 ) -> tuple[list[Asset], dict[AssetUniqueKey, Asset]]:
     """Statement 3: the active assets matching a declared name or uri, and the alias targets.

@@ -83,10 +83,10 @@ import string
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, Max, Model, OuterRef, Q
@@ -125,6 +125,9 @@ from assets_app.services.sql import Dialect, column_name
 from task_sdk.definitions import AssetUniqueKey
 
 logger = logging.getLogger(__name__)
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 #: How far before the previous asset-triggered run the event scan starts. An event is missed
 #: only if its producer's transaction stayed open longer than this (requests time out long
@@ -738,12 +741,13 @@ def _condition_resolve(references: ConditionReferences) -> Resolution:
     name_ref_ids: dict[str, int] = {}
     uri_ref_ids: dict[str, int] = {}
     if references.name_refs or references.uri_refs:
+        names, uris = set(references.name_refs), set(references.uri_refs)
         for asset_id, name, uri in AssetActive.objects.filter(
-            Q(name__in=references.name_refs) | Q(uri__in=references.uri_refs)
+            Q(name__in=names) | Q(uri__in=uris)
         ).values_list("asset_id", "name", "uri"):
-            if name in references.name_refs:
+            if name in names:
                 name_ref_ids[name] = asset_id
-            if uri in references.uri_refs:
+            if uri in uris:
                 uri_ref_ids[uri] = asset_id
     return Resolution(
         asset_ids=asset_ids,
@@ -920,15 +924,16 @@ def _consumed_by(dag_id: str) -> Q:
 def _resolution_restrict(resolution: Resolution, references: ConditionReferences) -> Resolution:
     """The part of a resolution shared by many DAGs that one DAG's condition refers to."""
     return Resolution(
-        asset_ids={k: v for k, v in resolution.asset_ids.items() if k in references.asset_keys},
-        alias_asset_ids={
-            k: v for k, v in resolution.alias_asset_ids.items() if k in references.alias_names
-        },
-        name_ref_ids={
-            k: v for k, v in resolution.name_ref_ids.items() if k in references.name_refs
-        },
-        uri_ref_ids={k: v for k, v in resolution.uri_ref_ids.items() if k in references.uri_refs},
+        asset_ids=_part(resolution.asset_ids, references.asset_keys),
+        alias_asset_ids=_part(resolution.alias_asset_ids, references.alias_names),
+        name_ref_ids=_part(resolution.name_ref_ids, references.name_refs),
+        uri_ref_ids=_part(resolution.uri_ref_ids, references.uri_refs),
     )
+
+
+def _part(found: Mapping[K, V], wanted: Iterable[K]) -> dict[K, V]:
+    """The entries of ``found`` under the ``wanted`` keys that it has."""
+    return {key: found[key] for key in wanted if key in found}
 
 
 def _dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:

@@ -61,10 +61,10 @@ def test_parse_builds_the_tree():
         )
     )
     assert condition_references(condition) == ConditionReferences(
-        asset_keys=frozenset({AssetUniqueKey("a", "s3://b/a")}),
-        alias_names=frozenset({"x"}),
-        name_refs=frozenset({"n"}),
-        uri_refs=frozenset({"u://v"}),
+        asset_keys=(AssetUniqueKey("a", "s3://b/a"),),
+        alias_names=("x",),
+        name_refs=("n",),
+        uri_refs=("u://v",),
     )
 
 
@@ -131,7 +131,7 @@ def test_resolution_tells_direct_assets_from_alias_targets():
     assert resolution.all_asset_ids() == {1, 2, 3, 4}
 
 
-def test_references_of_several_conditions_are_their_union():
+def test_references_of_several_conditions_are_their_union_in_order_mentioned():
     # given: two DAGs' conditions sharing an asset
     first = condition_parse({"all": [A, {"alias": {"name": "x"}}]})
     second = condition_parse({"any": [A, B, {"asset_ref": {"uri": "u://v"}}]})
@@ -141,9 +141,9 @@ def test_references_of_several_conditions_are_their_union():
 
     # then
     assert references == ConditionReferences(
-        asset_keys=frozenset({AssetUniqueKey("a", "s3://b/a"), AssetUniqueKey("b", "s3://b/b")}),
-        alias_names=frozenset({"x"}),
-        uri_refs=frozenset({"u://v"}),
+        asset_keys=(AssetUniqueKey("a", "s3://b/a"), AssetUniqueKey("b", "s3://b/b")),
+        alias_names=("x",),
+        uri_refs=("u://v",),
     )
 
 

@@ -311,6 +311,23 @@ def test_only_unknown_outlets_register_nothing(ti, caplog):
     assert "gone" in caplog.text
 
 
+@pytest.mark.parametrize("outlet", [name_ref(" "), uri_ref(" \t")], ids=["name", "uri"])
+@pytest.mark.parametrize("alone", [True, False], ids=["alone", "with-an-asset"])
+def test_ref_of_whitespace_is_skipped_and_logged(ti, caplog, outlet, alone):
+    # given: a ref no task_sdk would build (the wire accepts any 1 to 1500 characters)
+    active_asset("asset_one", "s3://bucket/one")
+    others = [] if alone else [asset_outlet("asset_one", "s3://bucket/one")]
+
+    # when
+    with caplog.at_level(logging.WARNING, logger="assets_app.services.registration"):
+        result = register(ti, [outlet, *others])
+
+    # then
+    assert result.skipped == (outlet,)
+    assert event_rows() == ([] if alone else [("asset_one", {}, None)])
+    assert "Asset.ref(" in caplog.records[-1].getMessage()
+
+
 def test_no_outlets_register_nothing(ti):
     assert register(ti, []) == RegistrationResult()
     assert not AssetEvent.objects.exists()
