@@ -32,6 +32,7 @@ from assets_app.admin.common import (
 from assets_app.admin.filters import DagIdFilter
 from assets_app.exceptions import AssetsError
 from assets_app.models import (
+    DAG_RUN_SUMMARY_FIELDS,
     FAILED_TI_STATES,
     DagRun,
     DagRunAssetEvent,
@@ -139,15 +140,7 @@ class DagRunAdmin(
     ordering = ("-run_after", "-id")
     readonly_fields = (
         "dag_link",
-        "run_id",
-        "run_type",
-        "state",
-        "logical_date",
-        "data_interval_start",
-        "data_interval_end",
-        "run_after",
-        "start_date",
-        "end_date",
+        *DAG_RUN_SUMMARY_FIELDS,
         "partition_key",
         "conf_pretty",
         "created_at",
