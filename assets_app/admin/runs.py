@@ -74,6 +74,14 @@ class _ClearPermissionMixin:
         return request.user.has_perm(CLEAR_PERMISSION)
 
 
+class _DagColumnMixin:
+    """The ``dag_link`` column of a run or a task instance."""
+
+    @admin.display(description="DAG", ordering="dag_id")
+    def dag_link(self, obj: DagRun | TaskInstance) -> SafeString | str:
+        return dag_link(obj.dag_id)
+
+
 class _ConsumedEvents(TypedDict):
     consumed_event_total: int | None
 
@@ -122,7 +130,11 @@ class RunTaskInstanceInline(ReadOnlyTabularInline[TaskInstance, DagRun]):
 
 @admin.register(DagRun)
 class DagRunAdmin(
-    _ClearPermissionMixin, BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRun]
+    _ClearPermissionMixin,
+    _DagColumnMixin,
+    BigTableAdminMixin,
+    ReadOnlyAdminMixin,
+    admin.ModelAdmin[DagRun],
 ):
     list_display = (
         "run_id",
@@ -167,10 +179,6 @@ class DagRunAdmin(
         consumed = count_of(DagRunAssetEvent, pointing_at="dag_run")
         return super().get_queryset(request).annotate(consumed_event_total=consumed)
 
-    @admin.display(description="DAG", ordering="dag_id")
-    def dag_link(self, obj: DagRun) -> SafeString:
-        return change_link("dag", obj.dag_id, obj.dag_id)
-
     @admin.display(description="duration")
     def run_duration(self, obj: DagRun) -> str:
         if obj.start_date is None:
@@ -188,7 +196,11 @@ class DagRunAdmin(
 
 @admin.register(TaskInstance)
 class TaskInstanceAdmin(
-    _ClearPermissionMixin, BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[TaskInstance]
+    _ClearPermissionMixin,
+    _DagColumnMixin,
+    BigTableAdminMixin,
+    ReadOnlyAdminMixin,
+    admin.ModelAdmin[TaskInstance],
 ):
     list_display = (
         "short_id",
@@ -292,10 +304,6 @@ class TaskInstanceAdmin(
     @admin.display(description="try", ordering="try_number")
     def tries(self, obj: TaskInstance) -> str:
         return f"{obj.try_number}/{obj.max_tries + 1}"
-
-    @admin.display(description="DAG", ordering="dag_id")
-    def dag_link(self, obj: TaskInstance) -> SafeString | str:
-        return dag_link(obj.dag_id)
 
     @admin.display(description="task", ordering="task_id")
     def task_link(self, obj: TaskInstance) -> SafeString | str:
