@@ -391,6 +391,22 @@ class DagRun(models.Model):
         return f"{self.dag_id} / {self.run_id}"
 
 
+#: What a DAG run shows an operator, after its DAG and before its conf: which run and what kind,
+#: its state, and its dates from the logical date to the end. The admin's run page and the
+#: operator API's DAG run list them in this order.
+DAG_RUN_SUMMARY_FIELDS = (
+    "run_id",
+    "run_type",
+    "state",
+    "logical_date",
+    "data_interval_start",
+    "data_interval_end",
+    "run_after",
+    "start_date",
+    "end_date",
+)
+
+
 class DagRunAssetEvent(models.Model):
     """An asset event consumed by (that triggered) a DAG run."""
 

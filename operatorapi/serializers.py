@@ -15,6 +15,7 @@ from rest_framework import serializers
 from assets_app.conditions import condition_parse, condition_summary
 from assets_app.exceptions import InvalidAssetExpression
 from assets_app.models import (
+    DAG_RUN_SUMMARY_FIELDS,
     NAME_LENGTH,
     PARTITION_KEY_LENGTH,
     Asset,
@@ -144,22 +145,7 @@ class DagSerializer(serializers.ModelSerializer[Dag]):
 class DagRunSerializer(serializers.ModelSerializer[DagRun]):
     class Meta:
         model = DagRun
-        fields = [
-            "id",
-            "dag_id",
-            "run_id",
-            "run_type",
-            "state",
-            "logical_date",
-            "data_interval_start",
-            "data_interval_end",
-            "run_after",
-            "start_date",
-            "end_date",
-            "created_at",
-            "conf",
-            "partition_key",
-        ]
+        fields = ["id", "dag_id", *DAG_RUN_SUMMARY_FIELDS, "created_at", "conf", "partition_key"]
 
 
 class QueueEntrySerializer(serializers.ModelSerializer[AssetDagRunQueue]):

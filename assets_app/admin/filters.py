@@ -6,7 +6,7 @@ of a big one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self, cast
 
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -15,10 +15,25 @@ from django.http import HttpRequest
 from assets_app.models import AssetAlias, AssetAliasAssetEvent, Dag
 
 
-class ChoiceFilter(admin.SimpleListFilter):
-    """Rows whose ``field_path`` equals the chosen value; subclasses list the choices."""
+class FieldFilter(admin.SimpleListFilter):
+    """A list filter over one field (``field_path``)."""
 
     field_path: str
+
+    @classmethod
+    def on(cls, field_path: str, *, title: str, parameter_name: str, **attrs: Any) -> type[Self]:
+        """This filter over ``field_path``, declared in one line: ``title`` heads its choices in
+        the sidebar, ``parameter_name`` is its URL query key, and ``attrs`` override other class
+        attributes (``PresenceFilter.present`` …)."""
+        if unknown := sorted(set(attrs) - set(dir(cls))):
+            raise TypeError(f"{cls.__name__} has no attribute {', '.join(unknown)}")
+        body = {"field_path": field_path, "title": title, "parameter_name": parameter_name}
+        name = f"{cls.__name__}[{parameter_name}]"
+        return cast("type[Self]", type(name, (cls,), {**body, **attrs}))
+
+
+class ChoiceFilter(FieldFilter):
+    """Rows whose ``field_path`` equals the chosen value; subclasses list the choices."""
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value():
@@ -37,16 +52,8 @@ class DagIdFilter(ChoiceFilter):
         return [(dag_id, dag_id) for dag_id in Dag.objects.values_list("dag_id", flat=True)]
 
 
-class SourceDagFilter(DagIdFilter):
-    title = "source DAG"
-    parameter_name = "source_dag"
-    field_path = "source_dag_id"
-
-
-class TargetDagFilter(DagIdFilter):
-    title = "target DAG"
-    parameter_name = "target_dag"
-    field_path = "target_dag_id"
+SourceDagFilter = DagIdFilter.on("source_dag_id", title="source DAG", parameter_name="source_dag")
+TargetDagFilter = DagIdFilter.on("target_dag_id", title="target DAG", parameter_name="target_dag")
 
 
 class AliasFilter(ChoiceFilter):
@@ -75,10 +82,9 @@ class SourceAliasFilter(AliasFilter):
         return queryset
 
 
-class PresenceFilter(admin.SimpleListFilter):
+class PresenceFilter(FieldFilter):
     """Rows where ``field_path`` is set (the ``present`` choice) or null (``absent``)."""
 
-    field_path: str
     present: tuple[str, str] = ("yes", "Yes")
     absent: tuple[str, str] = ("no", "No")
 
@@ -92,23 +98,18 @@ class PresenceFilter(admin.SimpleListFilter):
         return queryset
 
 
-class AssetActiveFilter(PresenceFilter):
-    title = "active"
-    parameter_name = "active"
-    field_path = "active"
-
-
-class HasScheduleFilter(PresenceFilter):
-    title = "asset schedule"
-    parameter_name = "scheduled"
-    field_path = "asset_expression"
-    present = ("yes", "scheduled on assets")
-    absent = ("no", "no asset schedule")
-
-
-class EventSourceFilter(PresenceFilter):
-    title = "source"
-    parameter_name = "source"
-    field_path = "source_dag_id"
-    present = ("task", "a task")
-    absent = ("manual", "manual (no task)")
+AssetActiveFilter = PresenceFilter.on("active", title="active", parameter_name="active")
+HasScheduleFilter = PresenceFilter.on(
+    "asset_expression",
+    title="asset schedule",
+    parameter_name="scheduled",
+    present=("yes", "scheduled on assets"),
+    absent=("no", "no asset schedule"),
+)
+EventSourceFilter = PresenceFilter.on(
+    "source_dag_id",
+    title="source",
+    parameter_name="source",
+    present=("task", "a task"),
+    absent=("manual", "manual (no task)"),
+)

@@ -32,6 +32,7 @@ from assets_app.admin.common import (
 from assets_app.admin.filters import DagIdFilter
 from assets_app.exceptions import AssetsError
 from assets_app.models import (
+    DAG_RUN_SUMMARY_FIELDS,
     FAILED_TI_STATES,
     DagRun,
     DagRunAssetEvent,
@@ -71,6 +72,14 @@ def _clear(
 class _ClearPermissionMixin:
     def has_clear_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(CLEAR_PERMISSION)
+
+
+class _DagColumnMixin:
+    """The ``dag_link`` column of a run or a task instance."""
+
+    @admin.display(description="DAG", ordering="dag_id")
+    def dag_link(self, obj: DagRun | TaskInstance) -> SafeString | str:
+        return dag_link(obj.dag_id)
 
 
 class _ConsumedEvents(TypedDict):
@@ -121,7 +130,11 @@ class RunTaskInstanceInline(ReadOnlyTabularInline[TaskInstance, DagRun]):
 
 @admin.register(DagRun)
 class DagRunAdmin(
-    _ClearPermissionMixin, BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagRun]
+    _ClearPermissionMixin,
+    _DagColumnMixin,
+    BigTableAdminMixin,
+    ReadOnlyAdminMixin,
+    admin.ModelAdmin[DagRun],
 ):
     list_display = (
         "run_id",
@@ -139,15 +152,7 @@ class DagRunAdmin(
     ordering = ("-run_after", "-id")
     readonly_fields = (
         "dag_link",
-        "run_id",
-        "run_type",
-        "state",
-        "logical_date",
-        "data_interval_start",
-        "data_interval_end",
-        "run_after",
-        "start_date",
-        "end_date",
+        *DAG_RUN_SUMMARY_FIELDS,
         "partition_key",
         "conf_pretty",
         "created_at",
@@ -174,10 +179,6 @@ class DagRunAdmin(
         consumed = count_of(DagRunAssetEvent, pointing_at="dag_run")
         return super().get_queryset(request).annotate(consumed_event_total=consumed)
 
-    @admin.display(description="DAG", ordering="dag_id")
-    def dag_link(self, obj: DagRun) -> SafeString:
-        return change_link("dag", obj.dag_id, obj.dag_id)
-
     @admin.display(description="duration")
     def run_duration(self, obj: DagRun) -> str:
         if obj.start_date is None:
@@ -195,7 +196,11 @@ class DagRunAdmin(
 
 @admin.register(TaskInstance)
 class TaskInstanceAdmin(
-    _ClearPermissionMixin, BigTableAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin[TaskInstance]
+    _ClearPermissionMixin,
+    _DagColumnMixin,
+    BigTableAdminMixin,
+    ReadOnlyAdminMixin,
+    admin.ModelAdmin[TaskInstance],
 ):
     list_display = (
         "short_id",
@@ -299,10 +304,6 @@ class TaskInstanceAdmin(
     @admin.display(description="try", ordering="try_number")
     def tries(self, obj: TaskInstance) -> str:
         return f"{obj.try_number}/{obj.max_tries + 1}"
-
-    @admin.display(description="DAG", ordering="dag_id")
-    def dag_link(self, obj: TaskInstance) -> SafeString | str:
-        return dag_link(obj.dag_id)
 
     @admin.display(description="task", ordering="task_id")
     def task_link(self, obj: TaskInstance) -> SafeString | str:
