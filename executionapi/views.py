@@ -12,7 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from typing import Any, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -194,6 +194,7 @@ STATE_REQUEST = PolymorphicProxySerializer(
 )
 
 
+@extend_schema(tags=["Task Instances"])
 class TaskInstanceViewSet(ExecutionAPIViewSet):
     """``/task-instances/{id}/…``: one task instance's life, as its runner reports it."""
 
@@ -217,7 +218,6 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
             **CONFLICT,
             **ERRORS,
         },
-        tags=["Task Instances"],
     )
     @action(detail=True, methods=["patch"])
     def state(self, request: Request, task_instance_id: uuid.UUID) -> Response:
@@ -241,7 +241,6 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
             **CONFLICT,
             **ERRORS,
         },
-        tags=["Task Instances"],
     )
     @action(detail=True, methods=["patch"])
     def run(self, request: Request, task_instance_id: uuid.UUID) -> Response:
@@ -261,7 +260,6 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
             **CONFLICT,
             **ERRORS,
         },
-        tags=["Task Instances"],
     )
     @action(detail=True, methods=["put"])
     def heartbeat(self, request: Request, task_instance_id: uuid.UUID) -> Response:
@@ -276,7 +274,6 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         summary="Store the rendered template fields of a task instance",
         request={"application/json": OpenApiTypes.OBJECT},
         responses={201: common.MessageSerializer, **BODY_ERRORS, **NOT_FOUND, **ERRORS},
-        tags=["Task Instances"],
     )
     @action(detail=True, methods=["put"])
     def rtif(self, request: Request, task_instance_id: uuid.UUID) -> Response:
@@ -291,7 +288,6 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         operation_id="ti_validate_inlets_and_outlets",
         summary="Declared Asset inlets/outlets of the task that are not active",
         responses={200: ti_s.InactiveAssetsResponseSerializer, **NOT_FOUND, **ERRORS},
-        tags=["Task Instances"],
     )
     @action(detail=True, methods=["get"], url_path="validate-inlets-and-outlets")
     def validate_inlets_and_outlets(
@@ -320,11 +316,11 @@ def _active_asset_action(
         summary=f"The active asset with this {field}",
         parameters=[query_serializer],
         responses={200: asset_s.AssetResponseSerializer, **NOT_FOUND, **ERRORS},
-        tags=["Assets"],
     )
     return documented(action(detail=False, methods=["get"], url_path=f"by-{field}")(lookup))
 
 
+@extend_schema(tags=["Assets"])
 class AssetViewSet(ExecutionAPIViewSet):
     """``/assets/…``: the active asset with a name or a uri."""
 
@@ -360,6 +356,7 @@ def _rendered_pages(first: list[AssetEvent], rest: Generator[list[AssetEvent]]) 
     yield b"]}"
 
 
+@extend_schema(tags=["Asset Events"])
 class AssetEventViewSet(ExecutionAPIViewSet):
     """``/asset-events/…``: the events of an asset, or emitted through an alias."""
 
@@ -378,7 +375,6 @@ class AssetEventViewSet(ExecutionAPIViewSet):
             ),
             **ERRORS,
         },
-        tags=["Asset Events"],
     )
     @action(detail=False, methods=["get"], url_path="by-asset")
     def by_asset(self, request: Request) -> HttpResponseBase:
@@ -397,7 +393,6 @@ class AssetEventViewSet(ExecutionAPIViewSet):
         summary="Events emitted through an asset alias",
         parameters=[asset_s.AssetEventsByAliasQuerySerializer],
         responses={200: asset_s.AssetEventsResponseSerializer, **ERRORS},
-        tags=["Asset Events"],
     )
     @action(detail=False, methods=["get"], url_path="by-asset-alias")
     def by_asset_alias(self, request: Request) -> HttpResponseBase:
@@ -409,31 +404,42 @@ class AssetEventViewSet(ExecutionAPIViewSet):
 # --- xcoms ------------------------------------------------------------------------------------
 
 
+class XComAddress(TypedDict):
+    """Which XCom value a request names: the keyword arguments of the XCom services."""
+
+    dag_id: str
+    run_id: str
+    task_id: str
+    key: str
+    map_index: int
+
+
+@extend_schema(tags=["XComs"])
 class XComView(ExecutionAPIView):
     """``/xcoms/{dag_id}/{run_id}/{task_id}/{key}``: a plain view, its ``run_id`` arriving
     unencoded (``manual__2026-01-01T00:00:00+00:00``)."""
 
-    def _query(self, serializer_class: type[S]) -> S:
-        """The query parameters, once the path parameters are known to fit their columns."""
-        _valid(xcom_s.XComPathSerializer(data=self.kwargs), location="path")
-        return _valid_query(serializer_class, self.request)
+    def _xcom(self, query_serializer: type[xcom_s.XComQuerySerializer]) -> XComAddress:
+        """The XCom value the request names, once the path parameters are known to fit their
+        columns and the query parameters (``query_serializer``) are valid."""
+        path = _valid(xcom_s.XComPathSerializer(data=self.kwargs), location="path")
+        query = _valid_query(query_serializer, self.request)
+        return XComAddress(
+            dag_id=path.validated_data["dag_id"],
+            run_id=path.validated_data["run_id"],
+            task_id=path.validated_data["task_id"],
+            key=path.validated_data["key"],
+            map_index=query.validated_data["map_index"],
+        )
 
     @extend_schema(
         operation_id="get_xcom",
         summary="Read an XCom value",
         parameters=[xcom_s.XComGetQuerySerializer],
         responses={200: xcom_s.XComResponseSerializer, **NOT_FOUND, **ERRORS},
-        tags=["XComs"],
     )
     def get(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
-        query = self._query(xcom_s.XComGetQuerySerializer)
-        value = xcom_services.xcom_get(
-            dag_id=dag_id,
-            run_id=run_id,
-            task_id=task_id,
-            key=key,
-            map_index=query.validated_data["map_index"],
-        )
+        value = xcom_services.xcom_get(**self._xcom(xcom_s.XComGetQuerySerializer))
         return Response(xcom_s.XComResponseSerializer({"key": key, "value": value}).data)
 
     @extend_schema(
@@ -442,18 +448,11 @@ class XComView(ExecutionAPIView):
         parameters=[xcom_s.XComSetQuerySerializer],
         request={"application/json": OpenApiTypes.ANY},
         responses={201: common.MessageSerializer, **BODY_ERRORS, **NOT_FOUND, **ERRORS},
-        tags=["XComs"],
     )
     def post(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
-        query = self._query(xcom_s.XComSetQuerySerializer)
-        xcom_services.xcom_set(
-            dag_id=dag_id,
-            run_id=run_id,
-            task_id=task_id,
-            key=key,
-            value=common.StorableJSONField().run_validation(_body(request)),
-            map_index=query.validated_data["map_index"],
-        )
+        xcom = self._xcom(xcom_s.XComSetQuerySerializer)
+        value = common.StorableJSONField().run_validation(_body(request))
+        xcom_services.xcom_set(**xcom, value=value)
         message = {"message": "XCom successfully set"}
         return Response(common.MessageSerializer(message).data, status=status.HTTP_201_CREATED)
 
@@ -462,19 +461,11 @@ class XComView(ExecutionAPIView):
         summary="Delete an XCom value",
         parameters=[xcom_s.XComQuerySerializer],
         responses={200: common.MessageSerializer, **ERRORS},
-        tags=["XComs"],
     )
     def delete(
         self, request: Request, dag_id: str, run_id: str, task_id: str, key: str
     ) -> Response:
-        query = self._query(xcom_s.XComQuerySerializer)
-        xcom_services.xcom_delete(
-            dag_id=dag_id,
-            run_id=run_id,
-            task_id=task_id,
-            key=key,
-            map_index=query.validated_data["map_index"],
-        )
+        xcom_services.xcom_delete(**self._xcom(xcom_s.XComQuerySerializer))
         return Response(common.MessageSerializer({"message": "XCom successfully deleted"}).data)
 
     @extend_schema(exclude=True)
