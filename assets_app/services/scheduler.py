@@ -671,6 +671,10 @@ def _runs_insert(
     transaction.on_commit(lambda: logger.info("created %d asset-triggered run(s)", count))
 
 
+#: Callable defaults whose one value serves every row of an ``INSERT`` (``_model_rows_insert``).
+_SHARED = (timezone.now, dict, list)
+
+
 def _model_rows_insert(
     model: type[Model], rows: Sequence[Mapping[str, Any]], *, returning: Sequence[str] = ()
 ) -> list[tuple[Any, ...]]:
@@ -678,8 +682,9 @@ def _model_rows_insert(
 
     Each row maps the same field names to values ready for JSON (ids, strings, datetimes
     through :meth:`Dialect.json_datetime`); every other column but an auto-incremented id gets its
-    field's default (``auto_now`` fields: now), the same for every row. What ``bulk_create``
-    does, without preparing every field of every object one by one.
+    field's default (``auto_now`` fields: now), the same for every row, so a field whose
+    default must differ per row (``uuid.uuid4``) must be given (``ValueError`` otherwise).
+    What ``bulk_create`` does, without preparing every field of every object one by one.
     """
     named = list(rows[0])
     columns = [column_name(model, name) for name in named]
@@ -688,6 +693,13 @@ def _model_rows_insert(
         for field in model._meta.concrete_fields
         if field.name not in named and not getattr(field, "db_returning", False)
     ]
+    per_row = [
+        field.name
+        for field in others
+        if field.has_default() and callable(field.default) and field.default not in _SHARED
+    ]
+    if per_row:
+        raise ValueError(f"{model.__name__} rows must give {', '.join(per_row)} (default per row)")
     defaults = [
         field.get_db_prep_save(
             timezone.now() if getattr(field, "auto_now", False) else field.get_default(),

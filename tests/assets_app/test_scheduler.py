@@ -33,6 +33,7 @@ from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import (
     Outcome,
     QueueWatch,
+    _model_rows_insert,
     dag_asset_triggered_run_create,
     dags_asset_triggered_runs_create,
     scheduler_pass,
@@ -637,6 +638,17 @@ def test_created_rows_hold_what_the_models_would_have_written():
     assert (ti.hostname, ti.unixname, ti.failure_reason, ti.rendered_fields) == ("", "", "", {})
     assert (ti.start_date, ti.end_date, ti.pid, ti.next_kwargs, ti.next_retry_at) == (None,) * 5
     assert before <= ti.updated_at <= timezone.now()
+
+
+def test_row_insert_refuses_to_share_a_per_row_default():
+    # given: task instance rows without their ids (uuid4: one per row, not one per statement)
+    dag_run = DagRun.objects.create(dag=consumer("ids", asset_node(AssetFactory())), run_id="r")
+    rows = [{"dag_run": dag_run.pk, "dag_id": "ids", "run_id": "r", "task_id": t} for t in "ab"]
+
+    # when / then
+    with pytest.raises(ValueError, match=r"TaskInstance rows must give id \(default per row\)"):
+        _model_rows_insert(TaskInstance, rows)
+    assert not TaskInstance.objects.exists()
 
 
 def test_task_instances_fall_back_to_referenced_tasks():
