@@ -176,7 +176,7 @@ def spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[b
 
 #: ``created <dag_id> <run_id> (…)``: the scheduler's line per run, printed after its commit.
 CREATED_LINE = re.compile(r"^created (\S+) (\S+) ")
-#: The worker's ``DEBUG`` line per task instance it started (``assets_app.worker``).
+#: The worker's ``DEBUG`` line per task instance it started (``runtime.worker``).
 TIMING_LINE = re.compile(r"timing (\S+) woken=([\d.]+) claimed=([\d.]+) forked=([\d.]+)")
 
 

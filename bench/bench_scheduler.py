@@ -597,7 +597,7 @@ def scheduler_main(out_path: Path, interval: float) -> None:
     """Scheduler mode: ``manage.py scheduler``, each pass recorded as a JSON line."""
     from django.core.management import call_command
 
-    from assets_app.management.commands import scheduler as command
+    from runtime.management.commands import scheduler as command
 
     scheduler_pass = command.scheduler_pass
     out = out_path.open("a", buffering=1)

@@ -36,10 +36,10 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
+from assets_app.services.queue_watch import QueueWatch
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import (
     Outcome,
-    QueueWatch,
     dag_asset_triggered_run_create,
     dags_asset_triggered_runs_create,
     scheduler_pass,

@@ -77,16 +77,9 @@ from assets_app.models import (
     AssetAlias,
     AssetAliasAsset,
     AssetAliasAssetEvent,
-    AssetDagRunQueue,
     AssetEvent,
-    Dag,
-    DagScheduleAssetAliasReference,
-    DagScheduleAssetNameReference,
-    DagScheduleAssetReference,
-    DagScheduleAssetUriReference,
     TaskInstance,
 )
-from assets_app.notify import QUEUE_CHANNEL, notify_sql
 from assets_app.outlets import (
     AliasOutletEvent,
     AssetOutletEvent,
@@ -94,6 +87,7 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
+from assets_app.services.consumption import Emission, consumers_queue
 from assets_app.services.sql import Dialect, Statement, columns, model_from_row, table
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
@@ -644,88 +638,23 @@ def _alias_event_links_insert(
 def asset_event_consumers_queue(
     *, events: Sequence[EmittedEvent], now: datetime
 ) -> list[tuple[int, str]]:
-    """Queue every live consumer DAG of ``events``, once per (asset, DAG): one statement.
-
-    A DAG consumes an event when it is neither paused nor stale and schedules on the event's
-    asset, on one of its source aliases, or on a name/uri reference to the asset. An event
-    with a partition key does not queue non-partitioned consumers, and no DAG is partitioned
-    yet (the model has no such flag), so partitioned events queue nothing.
-
-    Each consumer's DAG row is checked by a subquery, which PostgreSQL cannot turn into a join:
-    it plans the JSON row set as 100 rows, and a join then read the whole ``dag`` table on every
-    event; the subquery is one index lookup per consumer.
-
-    The queue rows are upserted in (asset, DAG) order; an existing row keeps its
-    ``created_at`` (the oldest wait). Returns the queued ``(asset_id, dag_id)`` pairs, sorted,
-    whether inserted now or already waiting.
-
-    Call it inside the transaction that inserted ``events``. On PostgreSQL the upsert locks
-    each queue row until that transaction ends, and waits for a scheduler that has locked one
-    (``FOR UPDATE``); if the scheduler deleted it, a fresh row is inserted. See the module
-    docstring.
-    """
-    sql = Dialect.current()
-    emitted = sorted(
-        {
-            (e.asset.pk, alias_id, e.asset.name, e.asset.uri)
-            for e in events
-            if e.event.partition_key is None
-            for alias_id in e.source_alias_ids
-        },
-        key=lambda row: (row[0], row[1] or 0),
-    )
-    if not emitted:
-        return []
-    rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
-    queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
-    upsert = f"""
-            INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
-            SELECT c.asset_id, c.dag_id, %s
-            FROM consumer c
-            WHERE (
-                SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
-                WHERE d.dag_id = c.dag_id
+    """Queue every live consumer DAG of ``events`` (:func:`consumption.consumers_queue`, one
+    statement); the queued ``(asset_id, dag_id)`` pairs. Call it inside the transaction that
+    inserted ``events``."""
+    return consumers_queue(
+        emissions=[
+            Emission(
+                asset_id=e.asset.pk,
+                alias_id=alias_id,
+                name=e.asset.name,
+                uri=e.asset.uri,
+                partition_key=e.event.partition_key,
             )
-            ORDER BY c.asset_id, c.dag_id
-            ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
-            DO UPDATE SET created_at = q.created_at
-            RETURNING asset_id, target_dag_id
-    """
-    if sql.postgresql:
-        # Wake the schedulers when this transaction commits (one notification however many
-        # rows: PostgreSQL folds a transaction's identical ones), in the same statement.
-        upsert = f"""
-            , queued AS ({upsert})
-            SELECT asset_id, target_dag_id, {notify_sql(QUEUE_CHANNEL)} FROM queued
-        """
-    with connection.cursor() as cursor:
-        sql.execute(
-            cursor,
-            f"""
-            WITH emitted AS (SELECT * FROM {rows}),
-            consumer AS (
-                SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {table(DagScheduleAssetReference)} s ON s.asset_id = e.asset_id
-                UNION
-                SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {table(DagScheduleAssetAliasReference)} s ON s.alias_id = e.alias_id
-                UNION
-                SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {table(DagScheduleAssetNameReference)} s ON s.name = e.name
-                UNION
-                SELECT e.asset_id, s.dag_id FROM emitted e
-                JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
-            ){upsert}
-            """,
-            [
-                sql.json(
-                    {"asset_id": asset_id, "alias_id": alias_id, "name": name, "uri": uri}
-                    for asset_id, alias_id, name, uri in emitted
-                ),
-                sql.datetime(now),
-            ],
-        )
-        return sorted((asset_id, dag_id) for asset_id, dag_id, *_ in cursor.fetchall())
+            for e in events
+            for alias_id in e.source_alias_ids
+        ],
+        now=now,
+    )
 
 
 def asset_changes_notify(*, events: Sequence[EmittedEvent]) -> None:

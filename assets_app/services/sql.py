@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, models
 from django.db.backends.utils import CursorWrapper
+from django.utils import timezone
 
 SUPPORTED_VENDORS = ("postgresql", "sqlite")
 
@@ -189,6 +190,79 @@ class Dialect:
     @staticmethod
     def datetime(value: datetime) -> Any:
         return connection.ops.adapt_datetimefield_value(value)
+
+
+#: Callable defaults whose one value serves every row of an ``INSERT`` (``model_rows_insert``).
+_SHARED = (timezone.now, dict, list)
+
+
+def model_rows_insert(
+    model: type[models.Model], rows: Sequence[Mapping[str, Any]], *, returning: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
+    """``INSERT`` rows of ``model`` in one statement; the ``returning`` fields of the new rows.
+
+    Each row maps the same field names to values ready for JSON (ids, strings, datetimes
+    through :meth:`Dialect.json_datetime`); every other column but an auto-incremented id gets its
+    field's default (``auto_now`` fields: now), the same for every row, so a field whose
+    default must differ per row (``uuid.uuid4``) must be given (``ValueError`` otherwise).
+    What ``bulk_create`` does, without preparing every field of every object one by one.
+    """
+    named = list(rows[0])
+    columns = [column_name(model, name) for name in named]
+    others = [
+        field
+        for field in model._meta.concrete_fields
+        if field.name not in named and not getattr(field, "db_returning", False)
+    ]
+    per_row = [
+        field.name
+        for field in others
+        if field.has_default() and callable(field.default) and field.default not in _SHARED
+    ]
+    if per_row:
+        raise ValueError(f"{model.__name__} rows must give {', '.join(per_row)} (default per row)")
+    defaults = [
+        field.get_db_prep_save(
+            timezone.now() if getattr(field, "auto_now", False) else field.get_default(),
+            connection,
+        )
+        for field in others
+    ]
+    sql = Dialect.current()
+    quote = connection.ops.quote_name
+    targets = [*columns, *(column_name(model, f.name) for f in others)]
+    statement = (
+        f"INSERT INTO {model._meta.db_table} "
+        f"({', '.join(quote(c) for c in targets)}) "
+        f"SELECT {', '.join([f'r.{quote(c)}' for c in columns] + ['%s'] * len(others))} "
+        f"FROM {sql.rows(model, named)}"
+    )
+    if returning:
+        statement += " RETURNING " + ", ".join(quote(column_name(model, n)) for n in returning)
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            statement,
+            [
+                *defaults,
+                sql.json(
+                    {column: row[name] for name, column in zip(named, columns, strict=True)}
+                    for row in rows
+                ),
+            ],
+        )
+        return cursor.fetchall() if returning else []
+
+
+def rows_statement(statement: str, rows: Sequence[Mapping[str, Any]], **columns: str) -> None:
+    """Run ``statement`` with its ``{rows}`` the given rows, passed as one JSON parameter.
+
+    Rows by the thousand without a parameter (and its conversion) per value; see
+    :class:`assets_app.services.sql.Dialect`. ``columns``: each row member's PostgreSQL type.
+    """
+    sql = Dialect.current()
+    with connection.cursor() as cursor:
+        sql.execute(cursor, statement.format(rows=sql.rows(None, (), **columns)), [sql.json(rows)])
 
 
 def model_from_row(

@@ -155,38 +155,17 @@ def _lock(task_instance_id: uuid.UUID | str, *, load_run: bool = False) -> TaskI
     """Lock and return the task instance; call inside ``transaction.atomic``.
 
     ``load_run``: load its run too (not locked). One statement by primary key, never an
-    ``ORDER BY``; without the run, not even a join, and its SQL is built once per process.
+    ``ORDER BY``; without the run, not even a join.
     """
+    queryset = TaskInstance.objects.select_for_update(of=("self",))
     if load_run:
-        try:
-            return (
-                TaskInstance.objects.select_for_update(of=("self",))
-                .select_related("dag_run")
-                .get(pk=task_instance_id)
-            )
-        except TaskInstance.DoesNotExist:
-            raise TaskInstanceNotFoundError(
-                _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
-            ) from None
-    pk = TaskInstance._meta.pk.get_db_prep_value(task_instance_id, connection)
-    found = list(TaskInstance.objects.raw(_lock_statement(connection.vendor), [pk]))
-    if not found:
+        queryset = queryset.select_related("dag_run")
+    try:
+        return queryset.get(pk=task_instance_id)
+    except TaskInstance.DoesNotExist:
         raise TaskInstanceNotFoundError(
             _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
-        )
-    return found[0]
-
-
-@functools.cache
-def _lock_statement(vendor: str) -> str:
-    """``SELECT`` every column of one task instance by id, ``FOR UPDATE`` where supported."""
-    quote = connection.ops.quote_name
-    meta = TaskInstance._meta
-    columns = ", ".join(quote(field.column) for field in meta.concrete_fields if field.column)
-    pk = meta.pk.column if meta.pk is not None else None
-    assert pk is not None
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    return f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(pk)} = %s{lock}"
+        ) from None
 
 
 def _not_found_message(task_instance_id: uuid.UUID | str) -> str | None:

@@ -31,7 +31,7 @@ INSTALLED_APPS = [
     "assets_app",
     "executionapi",
     "operatorapi",
-    "devtools",
+    "runtime",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc files served by the app, no CDN
 ]
 

@@ -2,6 +2,9 @@
 
 from config.settings.base import *  # noqa: F403
 
+# the demo and the README's screenshots (manage.py demo, manage.py screenshots): not in production
+INSTALLED_APPS = [*INSTALLED_APPS, "devtools"]  # noqa: F405
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {**REST_FRAMEWORK, "TEST_REQUEST_DEFAULT_FORMAT": "json"}  # noqa: F405
 LOGGING = {**LOGGING, "root": {"handlers": ["console"], "level": "WARNING"}}  # noqa: F405

@@ -29,15 +29,15 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
+from assets_app.services.queue_watch import QueueWatch
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import (
     Outcome,
-    QueueWatch,
-    _model_rows_insert,
     dag_asset_triggered_run_create,
     dags_asset_triggered_runs_create,
     scheduler_pass,
 )
+from assets_app.services.sql import model_rows_insert
 from assets_app.services.task_instances import task_instances_claim
 from assets_app.tokens import token_issue
 from task_sdk.definitions import AssetUniqueKey
@@ -647,7 +647,7 @@ def test_row_insert_refuses_to_share_a_per_row_default():
 
     # when / then
     with pytest.raises(ValueError, match=r"TaskInstance rows must give id \(default per row\)"):
-        _model_rows_insert(TaskInstance, rows)
+        model_rows_insert(TaskInstance, rows)
     assert not TaskInstance.objects.exists()
 
 

@@ -36,7 +36,7 @@ from assets_app.models import (
     XCom,
 )
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
-from assets_app.worker import airflow_workload
+from runtime.launch import airflow_workload
 from tests.executionapi.conftest import airflow_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

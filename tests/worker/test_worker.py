@@ -12,7 +12,7 @@ import pytest
 
 from assets_app.models import TaskInstance, TaskInstanceHistory
 from assets_app.services.task_instances import task_instances_claim
-from assets_app.worker import Worker
+from runtime.worker import Worker
 from tests.live_server import REPO, server_env
 from tests.worker.conftest import (
     HERE,

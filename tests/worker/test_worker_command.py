@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from assets_app.management.commands.worker import Command
 from assets_app.models import TaskInstance, TaskInstanceState
+from runtime.management.commands.worker import Command
 from tests.factories import TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db

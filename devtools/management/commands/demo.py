@@ -4,7 +4,7 @@ Declares the seed's four example DAGs, serves the app from a child gunicorn proc
 port, runs the two producer tasks (``examples/tasks/seed_producers.py``) through the real
 task_sdk supervisor → HTTP → execution API path and prints what was recorded; one scheduler
 pass turns the queued consumers into asset-triggered runs, and the worker
-(``assets_app.worker``) runs their tasks (``examples/tasks/seed_consumers.py``), which read
+(``runtime.worker``) runs their tasks (``examples/tasks/seed_consumers.py``), which read
 the events that triggered them. Ends with the chain: producer → event → consumer run → what
 the consumer read.
 """
@@ -36,7 +36,6 @@ from assets_app.models import (
 )
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
 from assets_app.services.scheduler import scheduler_pass
-from assets_app.worker import TaskOutcome, Worker
 from config.env import BASE_DIR
 from devtools.processes import (
     ServerStartError,
@@ -44,6 +43,7 @@ from devtools.processes import (
     process_stop,
     server_start,
 )
+from runtime.worker import TaskOutcome, Worker
 from task_sdk.client import Client
 from task_sdk.supervisor import Supervisor
 

@@ -7,21 +7,17 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError
 
 from assets_app.management.base import optional_int_argument
 from assets_app.notify import QUEUE_CHANNEL, Listener
-from assets_app.services.scheduler import (
-    Outcome,
-    QueueWatch,
-    SchedulerPassResult,
-    scheduler_pass,
-)
+from assets_app.services.queue_watch import QueueWatch
+from assets_app.services.scheduler import Outcome, SchedulerPassResult, scheduler_pass
 from assets_app.services.upkeep import UpkeepResult, upkeep_pass
+from runtime.daemon import connection_close, connection_refresh, stop_signals, wait_for_work
 
 #: How often (seconds) a waiting scheduler checks whether it was asked to stop.
 STOP_CHECK = 0.25
@@ -64,7 +60,6 @@ class Command(BaseCommand):
             raise CommandError("--max-dags must be >= 1")
 
         stop = threading.Event()
-        previous = self._install_stop_handler(stop)
         passes = created = 0
         watch = QueueWatch()  # passes after the first look at new queue rows only
         upkeep_due = 0.0
@@ -73,35 +68,45 @@ class Command(BaseCommand):
             listener.listen()  # before the first pass: no commit after it goes unnoticed
         self.stdout.write(f"scheduler started (interval {interval}s)")
         self.stdout.flush()
-        try:
-            while not stop.is_set():
-                self._refresh_connection()
-                try:
-                    if time.monotonic() >= upkeep_due:  # not on every wake-up
-                        self._report_upkeep(upkeep_pass())
+        # SIGTERM stops after the pass; Ctrl-C (SIGINT) is a KeyboardInterrupt, at once
+        with stop_signals(stop.set, signals=(signal.SIGTERM,)):
+            try:
+                while not stop.is_set():
+                    upkeep = time.monotonic() >= upkeep_due  # not on every wake-up
+                    created += self._pass(max_dags=options["max_dags"], watch=watch, upkeep=upkeep)
+                    if upkeep:
                         upkeep_due = time.monotonic() + interval
-                    result = scheduler_pass(max_dags=options["max_dags"], watch=watch)
-                except DatabaseError as exc:
-                    # e.g. the database restarted: report, drop the connection, try again.
-                    self.stderr.write(f"scheduler pass failed: {exc}")
-                    self._close_connection()
-                else:
-                    created += len(result.created)
-                    self._report(result)
-                    self.stdout.flush()
-                passes += 1
-                if max_passes is not None and passes >= max_passes:
-                    break
-                self._wait(listener, stop, interval)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            listener.close()
-            self._restore_stop_handler(previous)
-            self._close_connection()
+                    passes += 1
+                    if max_passes is not None and passes >= max_passes:
+                        break
+                    wait_for_work(
+                        interval, interrupted=stop.is_set, listener=listener, check_every=STOP_CHECK
+                    )
+            except KeyboardInterrupt:
+                pass
+            finally:
+                listener.close()
+                connection_close()
         self.stdout.write(
             self.style.SUCCESS(f"scheduler stopped after {passes} pass(es), {created} run(s)")
         )
+
+    def _pass(self, *, max_dags: int | None, watch: QueueWatch, upkeep: bool) -> int:
+        """One pass (with the upkeep first, when due); the number of runs it created. A
+        database error (say, the database restarted) is reported and the connection dropped:
+        the next pass tries again."""
+        connection_refresh()
+        try:
+            if upkeep:
+                self._report_upkeep(upkeep_pass())
+            result = scheduler_pass(max_dags=max_dags, watch=watch)
+        except DatabaseError as exc:
+            self.stderr.write(f"scheduler pass failed: {exc}")
+            connection_close()
+            return 0
+        self._report(result)
+        self.stdout.flush()
+        return len(result.created)
 
     def _report(self, result: SchedulerPassResult) -> None:
         self._write(
@@ -132,39 +137,3 @@ class Command(BaseCommand):
     def _write(self, lines: list[str]) -> None:
         for line in lines:
             self.stdout.write(line)
-
-    @staticmethod
-    def _wait(listener: Listener, stop: threading.Event, interval: float) -> None:
-        """Until a producer's commit is notified, ``interval`` passed, or a stop requested."""
-        deadline = time.monotonic() + interval
-        while not stop.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0 or listener.wait(min(left, STOP_CHECK)):
-                return
-
-    @staticmethod
-    def _refresh_connection() -> None:
-        # Between passes, like between requests: drop a broken or too old connection. Not when
-        # called inside a transaction (e.g. from a test), whose connection must stay.
-        if not connection.in_atomic_block:
-            close_old_connections()
-
-    @staticmethod
-    def _close_connection() -> None:
-        if not connection.in_atomic_block:
-            connection.close()
-
-    @staticmethod
-    def _install_stop_handler(stop: threading.Event) -> Any:
-        if threading.current_thread() is not threading.main_thread():
-            return None  # signal handlers can only be set from the main thread
-
-        def handler(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        return signal.signal(signal.SIGTERM, handler)
-
-    @staticmethod
-    def _restore_stop_handler(previous: Any) -> None:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)

@@ -3,7 +3,8 @@ LocalExecutor.
 
 A loop claims up to the free slots (``task_instances_claim``: ``scheduled`` → ``queued`` with
 ``FOR UPDATE SKIP LOCKED``, so two workers never get one task instance), issues each a token
-and starts one child process per task instance, which talks to the execution API over HTTP:
+and starts one child process per task instance (:mod:`runtime.launch` says how), which talks
+to the execution API over HTTP:
 
 - a task with a ``callable`` runs under the ``task_sdk`` supervisor
   (``python -m task_sdk run``), started as a fork of the worker (:mod:`task_sdk.forking`:
@@ -27,31 +28,28 @@ claimed but not started; running tasks get ``grace_period`` seconds to finish, t
 (their supervisor stops the task and reports ``failed`` / ``up_for_retry``), then SIGKILL
 ``kill_grace`` seconds later. A second ``request_stop()`` skips the grace period.
 
-Waiting for work is ``wait_for_work``: on PostgreSQL it wakes up when a scheduler commits new
-runs (``LISTEN``, :mod:`assets_app.notify`), at the latest after the poll interval, and
-claims at once. With ``DEBUG`` logging it logs, per task instance, when it woke up, claimed
-it and started its process (``timing …`` lines, read by ``bench/bench_e2e.py``).
+Waiting for work is :func:`runtime.daemon.wait_for_work`: on PostgreSQL it wakes up when a
+scheduler commits new runs (``LISTEN``, :mod:`assets_app.notify`), at the latest after the
+poll interval, and claims at once. With ``DEBUG`` logging it logs, per task instance, when it
+woke up, claimed it and started its process (``timing …`` lines, read by
+``bench/bench_e2e.py``).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import logging
 import os
 import re
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
 import httpx
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
 from assets_app.notify import RUNS_CHANNEL, Listener
@@ -61,142 +59,16 @@ from assets_app.services.task_instances import (
     task_instances_unclaim,
 )
 from assets_app.tokens import token_issue
+from runtime.daemon import WAIT_SLICE, connection_close, connection_refresh, wait_for_work
+from runtime.launch import TaskCodeError, TaskLaunch, task_launch
 from task_sdk.client import Client, ServerResponseError
 from task_sdk.forking import preload, start_cli
 from task_sdk.timestamps import now
 
 logger = logging.getLogger(__name__)
 
-#: Seconds between checks while waiting (for work, for children, for the grace period).
-WAIT_SLICE = 0.1
 #: Seconds between SIGTERM and SIGKILL once the grace period is over.
 DEFAULT_KILL_GRACE = 10.0
-#: The bundle name Airflow gives ``[core] dags_folder``.
-AIRFLOW_BUNDLE = "dags-folder"
-#: ``dag_version_id`` is required by Airflow's worker but only passed through.
-AIRFLOW_DAG_VERSION_ID = "00000000-0000-0000-0000-000000000000"
-
-
-class TaskCodeError(Exception):
-    """The code of a task instance cannot be found; the message says why."""
-
-
-# --- how to run one task instance ----------------------------------------------------------
-
-
-def airflow_workload(*, ti: TaskInstance, token: str, dag_rel_path: str) -> dict[str, Any]:
-    """The ``ExecuteTask`` workload Airflow's executors hand to its worker entry point
-    (``execute_workload --json-path``), for a DAG file in the ``dags-folder`` bundle."""
-    return {
-        "type": "ExecuteTask",
-        "token": token,
-        "log_path": None,
-        "bundle_info": {"name": AIRFLOW_BUNDLE},
-        "dag_rel_path": dag_rel_path,
-        "ti": {
-            "id": str(ti.pk),
-            "dag_id": ti.dag_id,
-            "task_id": ti.task_id,
-            "run_id": ti.run_id,
-            "try_number": ti.try_number,
-            "map_index": ti.map_index,
-            "dag_version_id": AIRFLOW_DAG_VERSION_ID,
-            "pool_slots": 1,
-            "priority_weight": 1,
-            "queue": "default",
-        },
-    }
-
-
-def _airflow_available() -> bool:
-    try:
-        return importlib.util.find_spec("airflow.sdk.execution_time.execute_workload") is not None
-    except ModuleNotFoundError:
-        return False
-
-
-@dataclass
-class TaskLaunch:
-    """The child process that runs one task instance, and a file to delete after it.
-
-    ``argv`` is the command to start; ``forked``: the arguments of ``python -m task_sdk``,
-    run in a fork of the worker instead."""
-
-    argv: list[str]
-    env: dict[str, str]
-    forked: bool = False
-    scratch: Path | None = None
-
-
-def task_launch(
-    *, ti: TaskInstance, dag_task: DagTask | None, server: str, token: str, airflow_home: Path
-) -> TaskLaunch:
-    """How to run ``ti``: its task's ``callable`` under ``task_sdk``, or its DAG's Airflow DAG
-    file under Airflow's worker. Raises ``TaskCodeError`` when neither can run."""
-    label = f"{ti.dag_id}.{ti.task_id}"
-    if dag_task is None or not (dag_task.callable or dag_task.airflow_dag_file):
-        raise TaskCodeError(
-            f"{label} has no code to run: the manifest names no 'callable' for the task and no "
-            "'airflow_dag_file' for its DAG"
-        )
-    env = dict(os.environ)
-    if dag_task.callable:
-        env.update(TASK_SDK_TOKEN=token, PYTHONUNBUFFERED="1")
-        sdk_args = [
-            *("run", "--server", server),
-            *("--ti-id", str(ti.pk), "--try-number", str(ti.try_number)),
-            dag_task.callable,
-        ]
-        return TaskLaunch(argv=sdk_args, env=env, forked=True)
-    dag_file = Path(dag_task.airflow_dag_file)
-    if not dag_file.is_file():
-        raise TaskCodeError(f"{label}: Airflow DAG file not found: {dag_file}")
-    if not _airflow_available():
-        raise TaskCodeError(
-            f"{label}: running an airflow_dag_file needs Apache Airflow's task SDK "
-            "(pip install -e '.[airflow]')"
-        )
-    env.pop("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", None)  # the dags-folder bundle
-    env.update(
-        AIRFLOW_HOME=env.get("AIRFLOW_HOME") or str(airflow_home),
-        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{server.rstrip('/')}/execution/",
-        AIRFLOW__CORE__DAGS_FOLDER=str(dag_file.parent),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        PYTHONUNBUFFERED="1",
-    )
-    workload = airflow_workload(ti=ti, token=token, dag_rel_path=dag_file.name)
-    # the token goes in a private file, not on the command line where `ps` shows it
-    fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json")
-    with os.fdopen(fd, "w") as file:
-        json.dump(workload, file)
-    argv = [
-        *(sys.executable, "-m", "airflow.sdk.execution_time.execute_workload"),
-        *("--json-path", name),
-    ]
-    return TaskLaunch(argv=argv, env=env, scratch=Path(name))
-
-
-# --- waiting -------------------------------------------------------------------------------
-
-
-def wait_for_work(
-    timeout: float, *, interrupted: Callable[[], bool], listener: Listener | None = None
-) -> None:
-    """Wait up to ``timeout`` seconds for runnable task instances to appear.
-
-    Returns early when ``interrupted()`` (a stop was requested, a child exited) or, with a
-    ``listener`` on :data:`~assets_app.notify.RUNS_CHANNEL` (PostgreSQL), as soon as a
-    scheduler commits new runs. Without one (SQLite) it only sleeps: the timeout is the poll.
-    """
-    deadline = time.monotonic() + timeout
-    while not interrupted():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return
-        if listener is None:
-            time.sleep(min(WAIT_SLICE, left))
-        elif listener.wait(min(WAIT_SLICE, left)):
-            return
 
 
 # --- the worker ----------------------------------------------------------------------------
@@ -352,21 +224,20 @@ class Worker:
                 wait_for_work(
                     self.poll_interval,
                     interrupted=lambda: self._stop_requested or self._any_exited(),
-                    listener=listener if listener.enabled else None,
+                    listener=listener,
                 )
             self._drain()
         finally:
             listener.close()
             self._end_children()
-            self._close_connection()
+            connection_close()
         return self.summary
 
     def _claim(self, limit: int) -> list[tuple[TaskInstance, DagTask | None]]:
         """Claim up to ``limit`` task instances, each with its declared task (where its code
         is). A database error is reported and the claim tried again on the next round: the
         running tasks do not need the worker's database connection."""
-        if not connection.in_atomic_block:
-            close_old_connections()  # as between requests: drop a broken or too old connection
+        connection_refresh()
         claimed: list[TaskInstance] = []
         try:
             claimed = task_instances_claim(limit=limit)
@@ -382,16 +253,11 @@ class Worker:
             self._claimed_at = time.time()
         except DatabaseError as exc:
             self.report(f"claiming failed, trying again: {exc}")
-            self._close_connection()
+            connection_close()
             if claimed:
                 self._give_back(claimed, "the worker could not read where their code is")
             return []
         return [(ti, dag_tasks.get((ti.dag_id, ti.task_id))) for ti in claimed]
-
-    @staticmethod
-    def _close_connection() -> None:
-        if not connection.in_atomic_block:
-            connection.close()
 
     def _start_all(self, claimed: list[tuple[TaskInstance, DagTask | None]]) -> None:
         for index, (ti, dag_task) in enumerate(claimed):
@@ -484,7 +350,7 @@ class Worker:
                 task_instance_failure_reason_record(task_instance_id=ti.pk, reason=reason)
             except DatabaseError as exc:  # the failure is reported; only its reason is lost
                 self.report(f"could not keep the failure reason of {label}: {exc}")
-                self._close_connection()
+                connection_close()
         self._record(TaskOutcome(str(ti.pk), label, state, detail, None, 0.0))
 
     def _give_back(self, tis: list[TaskInstance], why: str) -> None:
@@ -492,7 +358,7 @@ class Worker:
             given = task_instances_unclaim(task_instance_ids=[ti.pk for ti in tis])
         except DatabaseError as exc:
             self.report(f"could not give back {len(tis)} task instance(s) ({why}): {exc}")
-            self._close_connection()
+            connection_close()
             return
         self.summary.given_back += given
         if given:
@@ -520,7 +386,7 @@ class Worker:
         try:
             state, detail = self._try_outcome(child.ti)
         except DatabaseError as exc:
-            self._close_connection()
+            connection_close()
             state, detail = None, f"exit code {code}; its state could not be read: {exc}"
         if state == TaskInstanceState.QUEUED:
             detail = f"its process exited ({code}) before starting the task"

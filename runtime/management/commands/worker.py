@@ -1,20 +1,16 @@
 """``manage.py worker``: run runnable task instances, like Airflow's LocalExecutor
-(``assets_app.worker``)."""
+(``runtime.worker``)."""
 
 from __future__ import annotations
 
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assets_app.worker import Worker
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+from runtime.daemon import stop_signals
+from runtime.worker import Worker
 
 
 class Command(BaseCommand):
@@ -90,15 +86,12 @@ class Command(BaseCommand):
             grace_period=options["grace_period"],
             report=self._report,
         )
-        previous = self._install_stop_handlers(worker)
-        self._report(
-            f"worker started (concurrency {options['concurrency']}, server {server}, "
-            f"logs in {log_dir})"
-        )
-        try:
+        with stop_signals(worker.request_stop):
+            self._report(
+                f"worker started (concurrency {options['concurrency']}, server {server}, "
+                f"logs in {log_dir})"
+            )
             summary = worker.run()
-        finally:
-            self._restore_stop_handlers(previous)
         self.stdout.write(
             self.style.SUCCESS(
                 f"worker stopped: {len(summary.outcomes)} task instance(s) run, "
@@ -111,18 +104,3 @@ class Command(BaseCommand):
     def _report(self, line: str) -> None:
         self.stdout.write(line)
         self.stdout.flush()
-
-    @staticmethod
-    def _install_stop_handlers(worker: Worker) -> dict[int, Any]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}  # signal handlers can only be set from the main thread
-
-        def handler(signum: int, frame: FrameType | None) -> None:
-            worker.request_stop()
-
-        return {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
-
-    @staticmethod
-    def _restore_stop_handlers(previous: dict[int, Any]) -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -1,0 +1,387 @@
+"""The scheduling rules of asset-triggered runs, in one place: **who gets queued** when an event
+is emitted (:func:`consumers_queue`), **when a DAG is ready** (its condition over its queued
+assets: :func:`condition_of`, :func:`condition_resolve` and
+:func:`assets_app.conditions.condition_is_met`), and **what a run consumes**
+(:func:`unconsumed_event_ids`, the set-based SQL form that creates runs, and
+:func:`next_run_events`, the same rule as an ORM filter, which finds the events still waiting
+for a consumer: :func:`events_awaiting_consumers`). The two forms of the consumption rule are
+held to the same cases by ``tests/assets_app/test_consumption.py``.
+
+:mod:`assets_app.services.scheduler` applies these rules under locks; registration and the
+manual event queue consumers through :func:`consumers_queue`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from django.db import connection
+from django.db.models import Exists, Max, OuterRef, Q
+
+from assets_app.conditions import (
+    Condition,
+    ConditionReferences,
+    Resolution,
+    condition_parse,
+    condition_references,
+)
+from assets_app.exceptions import InvalidAssetExpression
+from assets_app.models import (
+    Asset,
+    AssetActive,
+    AssetAlias,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    DagRunAssetEvent,
+    DagRunType,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetNameReference,
+    DagScheduleAssetReference,
+    DagScheduleAssetUriReference,
+)
+from assets_app.notify import QUEUE_CHANNEL, notify_sql
+from assets_app.services.sql import Dialect, columns, table
+from task_sdk.definitions import AssetUniqueKey
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: How far before the previous asset-triggered run the event scan starts. An event is missed
+#: only if its producer's transaction stayed open longer than this (requests time out long
+#: before).
+EVENT_LOOKBACK = timedelta(minutes=10)
+
+
+# --- who gets queued ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Emission:
+    """An emitted event as its consumers are found: its asset, the alias it came through (if
+    any) and its partition key."""
+
+    asset_id: int
+    alias_id: int | None
+    name: str
+    uri: str
+    partition_key: str | None = None
+
+
+def consumers_queue(*, emissions: Iterable[Emission], now: datetime) -> list[tuple[int, str]]:
+    """Queue every live consumer DAG of the events ``emissions`` describe, once per (asset,
+    DAG): one statement.
+
+    A DAG consumes an event when it is neither paused nor stale and schedules on the event's
+    asset, on one of its source aliases, or on a name/uri reference to the asset. An event
+    with a partition key does not queue non-partitioned consumers, and no DAG is partitioned
+    yet (the model has no such flag), so partitioned events queue nothing.
+
+    Each consumer's DAG row is checked by a subquery, which PostgreSQL cannot turn into a join:
+    it plans the JSON row set as 100 rows, and a join then read the whole ``dag`` table on every
+    event; the subquery is one index lookup per consumer.
+
+    The queue rows are upserted in (asset, DAG) order; an existing row keeps its
+    ``created_at`` (the oldest wait). Returns the queued ``(asset_id, dag_id)`` pairs, sorted,
+    whether inserted now or already waiting.
+
+    Call it inside the transaction that inserted the events. On PostgreSQL the upsert locks
+    each queue row until that transaction ends, and waits for a scheduler that has locked one
+    (``FOR UPDATE``); if the scheduler deleted it, a fresh row is inserted. See the module
+    docstring of :mod:`assets_app.services.scheduler`.
+    """
+    sql = Dialect.current()
+    emitted = sorted(
+        {(e.asset_id, e.alias_id, e.name, e.uri) for e in emissions if e.partition_key is None},
+        key=lambda row: (row[0], row[1] or 0),
+    )
+    if not emitted:
+        return []
+    rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
+    queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
+    upsert = f"""
+            INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
+            SELECT c.asset_id, c.dag_id, %s
+            FROM consumer c
+            WHERE (
+                SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
+                WHERE d.dag_id = c.dag_id
+            )
+            ORDER BY c.asset_id, c.dag_id
+            ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
+            DO UPDATE SET created_at = q.created_at
+            RETURNING asset_id, target_dag_id
+    """
+    if sql.postgresql:
+        # Wake the schedulers when this transaction commits (one notification however many
+        # rows: PostgreSQL folds a transaction's identical ones), in the same statement.
+        upsert = f"""
+            , queued AS ({upsert})
+            SELECT asset_id, target_dag_id, {notify_sql(QUEUE_CHANNEL)} FROM queued
+        """
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            WITH emitted AS (SELECT * FROM {rows}),
+            consumer AS (
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetReference)} s ON s.asset_id = e.asset_id
+                UNION
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetAliasReference)} s ON s.alias_id = e.alias_id
+                UNION
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetNameReference)} s ON s.name = e.name
+                UNION
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
+            ){upsert}
+            """,
+            [
+                sql.json(
+                    {"asset_id": asset_id, "alias_id": alias_id, "name": name, "uri": uri}
+                    for asset_id, alias_id, name, uri in emitted
+                ),
+                sql.datetime(now),
+            ],
+        )
+        return sorted((asset_id, dag_id) for asset_id, dag_id, *_ in cursor.fetchall())
+
+
+# --- when a DAG is ready -----------------------------------------------------------------
+
+
+#: dag_id → (its asset_expression as stored, parsed): parsing is most of evaluating.
+_parsed: dict[str, tuple[str, Condition]] = {}
+
+
+def condition_of(dag_id: str, expression: str) -> Condition:
+    """The condition of ``expression`` (JSON text, as stored), remembered per DAG while its
+    expression is the same."""
+    cached = _parsed.get(dag_id)
+    if cached is not None and cached[0] == expression:
+        return cached[1]
+    try:
+        document = json.loads(expression)
+    except ValueError as exc:
+        raise InvalidAssetExpression(f"not JSON: {exc}") from exc
+    condition = condition_parse(document)
+    _parsed[dag_id] = (expression, condition)
+    return condition
+
+
+def condition_resolve(references: ConditionReferences) -> Resolution:
+    """Look up the asset ids of a condition's assets, aliases and refs (≤ 3 queries)."""
+    asset_ids: dict[AssetUniqueKey, int] = {}
+    if references.asset_keys:
+        keys = {(key.name, key.uri): key for key in references.asset_keys}
+        for pk, name, uri in Asset.objects.filter(
+            name__in={key.name for key in references.asset_keys}
+        ).values_list("pk", "name", "uri"):
+            key = keys.get((name, uri))
+            if key is not None:
+                asset_ids[key] = pk
+    alias_asset_ids: dict[str, set[int]] = {}
+    if references.alias_names:
+        for name, asset_id in AssetAliasAsset.objects.filter(
+            alias__name__in=references.alias_names
+        ).values_list("alias__name", "asset_id"):
+            alias_asset_ids.setdefault(name, set()).add(asset_id)
+    name_ref_ids: dict[str, int] = {}
+    uri_ref_ids: dict[str, int] = {}
+    if references.name_refs or references.uri_refs:
+        names, uris = set(references.name_refs), set(references.uri_refs)
+        for asset_id, name, uri in AssetActive.objects.filter(
+            Q(name__in=names) | Q(uri__in=uris)
+        ).values_list("asset_id", "name", "uri"):
+            if name in names:
+                name_ref_ids[name] = asset_id
+            if uri in uris:
+                uri_ref_ids[uri] = asset_id
+    return Resolution(
+        asset_ids=asset_ids,
+        alias_asset_ids=alias_asset_ids,
+        name_ref_ids=name_ref_ids,
+        uri_ref_ids=uri_ref_ids,
+    )
+
+
+# --- what a run consumes -----------------------------------------------------------------
+
+
+def unconsumed_event_ids(
+    *, conditions: Mapping[str, Condition], resolution: Resolution
+) -> dict[str, list[int]]:
+    """Per DAG, the ids of the events its new run consumes, oldest first (≤ 2 queries).
+
+    The set-based SQL form of :func:`next_run_events` (``tests/assets_app/test_consumption.py``
+    holds the two to the same cases): events on the assets the condition names directly or by
+    ref, and events emitted through one of its aliases; not partitioned; not consumed by an
+    earlier run of the DAG; stamped later than ``EVENT_LOOKBACK`` before its
+    latest asset-triggered run was created, if it has one.
+    """
+    if not conditions:
+        return {}
+    previous = dict(
+        DagRun.objects.filter(dag_id__in=conditions, run_type=DagRunType.ASSET_TRIGGERED)
+        .values("dag_id")
+        .annotate(latest=Max("created_at"))
+        .values_list("dag_id", "latest")
+    )
+    wanted: list[dict[str, Any]] = []
+    for dag_id, condition in conditions.items():
+        references = condition_references(condition)
+        latest = previous.get(dag_id)
+        after = None if latest is None else Dialect.json_datetime(latest - EVENT_LOOKBACK)
+        direct = {resolution.asset_ids.get(key) for key in references.asset_keys}
+        direct |= {resolution.name_ref_ids.get(name) for name in references.name_refs}
+        direct |= {resolution.uri_ref_ids.get(uri) for uri in references.uri_refs}
+        direct.discard(None)
+        wanted += [{"dag_id": dag_id, "asset_id": asset_id, "after": after} for asset_id in direct]
+        wanted += [
+            {"dag_id": dag_id, "asset_id": asset_id, "alias": alias, "after": after}
+            for alias in sorted(references.alias_names)
+            for asset_id in resolution.alias_asset_ids.get(alias, ())
+        ]
+    if not wanted:
+        return {}
+    sql = Dialect.current()
+    rows = sql.rows(dag_id="text", asset_id="bigint", alias="text", after="timestamptz")
+    with connection.cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            SELECT r.dag_id, e.id FROM {rows}
+            JOIN {table(AssetEvent)} e ON e.asset_id = r.asset_id
+            WHERE e.partition_key IS NULL
+            AND (r.after IS NULL OR e.timestamp > r.after)
+            AND (r.alias IS NULL OR EXISTS (
+                SELECT 1 FROM {table(AssetAliasAssetEvent)} l
+                JOIN {table(AssetAlias)} a ON a.id = l.alias_id
+                WHERE l.event_id = e.id AND a.name = r.alias))
+            AND NOT EXISTS (
+                SELECT 1 FROM {table(DagRunAssetEvent)} c
+                JOIN {table(DagRun)} d ON d.id = c.dag_run_id
+                WHERE c.event_id = e.id AND d.dag_id = r.dag_id)
+            ORDER BY r.dag_id, e.timestamp, e.id
+            """,
+            [sql.json(wanted)],
+        )
+        found: dict[str, dict[int, None]] = {}
+        for dag_id, event_id in cursor.fetchall():
+            found.setdefault(dag_id, {})[event_id] = None  # the same event via two leaves: once
+    return {dag_id: list(ids) for dag_id, ids in found.items()}
+
+
+def next_run_events(
+    *,
+    dag_id: str,
+    alias_names: Collection[str],
+    resolution: Resolution,
+    previous_run_at: datetime | None,
+) -> Q:
+    """The events the next asset-triggered run of ``dag_id`` consumes, as a filter on events.
+
+    What a run consumes (step 3 of the scheduler's module docstring) as an ORM filter, used to
+    find the events still waiting for a consumer (:func:`events_awaiting_consumers`); runs are
+    created with its set-based SQL form, :func:`unconsumed_event_ids`, held to it by one test.
+    ``previous_run_at``: when the DAG's latest asset-triggered run was created, if any.
+    """
+    resolved_ids = resolution.all_asset_ids()
+    if not resolved_ids:
+        return Q(pk__in=[])
+    wanted = Q(asset_id__in=resolution.direct_asset_ids())
+    if any(resolution.alias_asset_ids.values()):
+        wanted |= Q(
+            Exists(
+                AssetAliasAssetEvent.objects.filter(
+                    event_id=OuterRef("pk"), alias__name__in=alias_names
+                )
+            )
+        )
+    events = (
+        wanted & Q(asset_id__in=resolved_ids, partition_key__isnull=True) & ~consumed_by(dag_id)
+    )
+    if previous_run_at is not None:
+        events &= Q(timestamp__gt=previous_run_at - EVENT_LOOKBACK)
+    return events
+
+
+def events_awaiting_consumers() -> Q:
+    """A filter on events: those the next run of some **queued** DAG would consume.
+
+    A DAG is queued when it has ``asset_dag_run_queue`` rows, paused and stale DAGs included
+    (their rows wait for them). The events its next asset-triggered run consumes are exactly
+    those of :func:`next_run_events`: on an asset its schedule names directly or by ref, or
+    emitted through one of its aliases; without a partition key; consumed by no run of that
+    DAG yet; and, once the DAG has had an asset-triggered run, stamped later than
+    ``EVENT_LOOKBACK`` before the latest one was created (older events are never consumed).
+    A DAG that is no longer asset-scheduled waits for nothing (the scheduler drops its rows);
+    one whose stored expression cannot be read keeps every event on its queued assets that no
+    run of it consumed. Evaluated now: 1 query without queued DAGs, else 3-6.
+    """
+    queued_assets: dict[str, set[int]] = {}
+    for dag_id, asset_id in AssetDagRunQueue.objects.order_by().values_list(
+        "target_dag_id", "asset_id"
+    ):
+        queued_assets.setdefault(dag_id, set()).add(asset_id)
+    if not queued_assets:
+        return Q(pk__in=[])
+    conditions: dict[str, Condition] = {}
+    unreadable: list[str] = []
+    for dag_id, expression in Dag.objects.filter(
+        dag_id__in=queued_assets, asset_expression__isnull=False
+    ).values_list("dag_id", "asset_expression"):
+        try:
+            conditions[dag_id] = condition_parse(expression)
+        except InvalidAssetExpression:
+            unreadable.append(dag_id)
+    resolution = condition_resolve(condition_references(*conditions.values()))
+    previous_runs = dict(
+        DagRun.objects.filter(dag_id__in=conditions, run_type=DagRunType.ASSET_TRIGGERED)
+        .values("dag_id")
+        .annotate(latest=Max("created_at"))
+        .values_list("dag_id", "latest")
+    )
+    awaited = Q(pk__in=[])
+    for dag_id, condition in sorted(conditions.items()):
+        references = condition_references(condition)
+        awaited |= next_run_events(
+            dag_id=dag_id,
+            alias_names=references.alias_names,
+            resolution=resolution_restrict(resolution, references),
+            previous_run_at=previous_runs.get(dag_id),
+        )
+    for dag_id in sorted(unreadable):
+        awaited |= Q(asset_id__in=queued_assets[dag_id]) & ~consumed_by(dag_id)
+    return awaited
+
+
+def consumed_by(dag_id: str) -> Q:
+    """Events some run of ``dag_id`` consumed."""
+    return Q(
+        Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_run__dag_id=dag_id))
+    )
+
+
+def resolution_restrict(resolution: Resolution, references: ConditionReferences) -> Resolution:
+    """The part of a resolution shared by many DAGs that one DAG's condition refers to."""
+    return Resolution(
+        asset_ids=_part(resolution.asset_ids, references.asset_keys),
+        alias_asset_ids=_part(resolution.alias_asset_ids, references.alias_names),
+        name_ref_ids=_part(resolution.name_ref_ids, references.name_refs),
+        uri_ref_ids=_part(resolution.uri_ref_ids, references.uri_refs),
+    )
+
+
+def _part(found: Mapping[K, V], wanted: Iterable[K]) -> dict[K, V]:
+    """The entries of ``found`` under the ``wanted`` keys that it has."""
+    return {key: found[key] for key in wanted if key in found}

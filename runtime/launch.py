@@ -1,0 +1,122 @@
+"""How to run one task instance: the child process the worker starts for it.
+
+- a task with a ``callable`` runs under the ``task_sdk`` supervisor (``python -m task_sdk
+  run``), started as a fork of the worker (:mod:`task_sdk.forking`);
+- a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
+  (``python -m airflow.sdk.execution_time.execute_workload``, the ``airflow`` extra) with the
+  DAG file's folder as the ``dags-folder`` bundle.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assets_app.models import DagTask, TaskInstance
+
+#: The bundle name Airflow gives ``[core] dags_folder``.
+AIRFLOW_BUNDLE = "dags-folder"
+#: ``dag_version_id`` is required by Airflow's worker but only passed through.
+AIRFLOW_DAG_VERSION_ID = "00000000-0000-0000-0000-000000000000"
+
+
+class TaskCodeError(Exception):
+    """The code of a task instance cannot be found; the message says why."""
+
+
+def airflow_workload(*, ti: TaskInstance, token: str, dag_rel_path: str) -> dict[str, Any]:
+    """The ``ExecuteTask`` workload Airflow's executors hand to its worker entry point
+    (``execute_workload --json-path``), for a DAG file in the ``dags-folder`` bundle."""
+    return {
+        "type": "ExecuteTask",
+        "token": token,
+        "log_path": None,
+        "bundle_info": {"name": AIRFLOW_BUNDLE},
+        "dag_rel_path": dag_rel_path,
+        "ti": {
+            "id": str(ti.pk),
+            "dag_id": ti.dag_id,
+            "task_id": ti.task_id,
+            "run_id": ti.run_id,
+            "try_number": ti.try_number,
+            "map_index": ti.map_index,
+            "dag_version_id": AIRFLOW_DAG_VERSION_ID,
+            "pool_slots": 1,
+            "priority_weight": 1,
+            "queue": "default",
+        },
+    }
+
+
+def _airflow_available() -> bool:
+    try:
+        return importlib.util.find_spec("airflow.sdk.execution_time.execute_workload") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@dataclass
+class TaskLaunch:
+    """The child process that runs one task instance, and a file to delete after it.
+
+    ``argv`` is the command to start; ``forked``: the arguments of ``python -m task_sdk``,
+    run in a fork of the worker instead."""
+
+    argv: list[str]
+    env: dict[str, str]
+    forked: bool = False
+    scratch: Path | None = None
+
+
+def task_launch(
+    *, ti: TaskInstance, dag_task: DagTask | None, server: str, token: str, airflow_home: Path
+) -> TaskLaunch:
+    """How to run ``ti``: its task's ``callable`` under ``task_sdk``, or its DAG's Airflow DAG
+    file under Airflow's worker. Raises ``TaskCodeError`` when neither can run."""
+    label = f"{ti.dag_id}.{ti.task_id}"
+    if dag_task is None or not (dag_task.callable or dag_task.airflow_dag_file):
+        raise TaskCodeError(
+            f"{label} has no code to run: the manifest names no 'callable' for the task and no "
+            "'airflow_dag_file' for its DAG"
+        )
+    env = dict(os.environ)
+    if dag_task.callable:
+        env.update(TASK_SDK_TOKEN=token, PYTHONUNBUFFERED="1")
+        sdk_args = [
+            *("run", "--server", server),
+            *("--ti-id", str(ti.pk), "--try-number", str(ti.try_number)),
+            dag_task.callable,
+        ]
+        return TaskLaunch(argv=sdk_args, env=env, forked=True)
+    dag_file = Path(dag_task.airflow_dag_file)
+    if not dag_file.is_file():
+        raise TaskCodeError(f"{label}: Airflow DAG file not found: {dag_file}")
+    if not _airflow_available():
+        raise TaskCodeError(
+            f"{label}: running an airflow_dag_file needs Apache Airflow's task SDK "
+            "(pip install -e '.[airflow]')"
+        )
+    env.pop("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", None)  # the dags-folder bundle
+    env.update(
+        AIRFLOW_HOME=env.get("AIRFLOW_HOME") or str(airflow_home),
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{server.rstrip('/')}/execution/",
+        AIRFLOW__CORE__DAGS_FOLDER=str(dag_file.parent),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        PYTHONUNBUFFERED="1",
+    )
+    workload = airflow_workload(ti=ti, token=token, dag_rel_path=dag_file.name)
+    # the token goes in a private file, not on the command line where `ps` shows it
+    fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json")
+    with os.fdopen(fd, "w") as file:
+        json.dump(workload, file)
+    argv = [
+        *(sys.executable, "-m", "airflow.sdk.execution_time.execute_workload"),
+        *("--json-path", name),
+    ]
+    return TaskLaunch(argv=argv, env=env, scratch=Path(name))

@@ -1,0 +1,132 @@
+"""What a run consumes, in its two forms held to the same cases: the set-based SQL that creates
+runs (``unconsumed_event_ids``) and the ORM filter that finds the events still waiting for a
+consumer (``next_run_events``, behind ``events_awaiting_consumers``). Each case is one DAG's
+condition over a fixed world of assets, aliases, events and earlier runs; both forms must pick
+exactly the expected events."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db.models import Max
+from django.utils import timezone
+
+from assets_app.conditions import condition_parse, condition_references
+from assets_app.models import (
+    AssetActive,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetEvent,
+    DagRun,
+    DagRunAssetEvent,
+    DagRunType,
+)
+from assets_app.services.consumption import (
+    EVENT_LOOKBACK,
+    condition_resolve,
+    next_run_events,
+    resolution_restrict,
+    unconsumed_event_ids,
+)
+from tests.factories import (
+    AssetAliasFactory,
+    AssetEventFactory,
+    AssetFactory,
+    DagFactory,
+    DagRunFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    """Assets ``a`` (active), ``b``, ``c`` (active); alias ``x`` → ``a``, ``b``. Events:
+    ``a1`` direct on a, ``a2`` on a through x, ``b1`` on b through x, ``b2`` direct on b,
+    ``c1`` on c, ``p1`` partitioned on a; ``old`` on a (long ago) and ``taken`` on a (consumed
+    by an earlier run of the DAG ``dag``, whose run makes the lookback apply)."""
+    now = timezone.now()
+    a, b, c = (AssetFactory(name=n, uri=f"s3://w/{n}") for n in "abc")
+    for asset in (a, c):
+        AssetActive.objects.create(asset=asset, name=asset.name, uri=asset.uri)
+    x = AssetAliasFactory(name="x")
+    AssetAliasAsset.objects.bulk_create(
+        [AssetAliasAsset(alias=x, asset=a), AssetAliasAsset(alias=x, asset=b)]
+    )
+    events = {
+        "old": AssetEventFactory(asset=a, timestamp=now - EVENT_LOOKBACK - timedelta(hours=2)),
+        "taken": AssetEventFactory(asset=a, timestamp=now - timedelta(minutes=1)),
+        "a1": AssetEventFactory(asset=a, timestamp=now),
+        "a2": AssetEventFactory(asset=a, timestamp=now + timedelta(seconds=1)),
+        "b1": AssetEventFactory(asset=b, timestamp=now + timedelta(seconds=2)),
+        "b2": AssetEventFactory(asset=b, timestamp=now + timedelta(seconds=3)),
+        "c1": AssetEventFactory(asset=c, timestamp=now + timedelta(seconds=4)),
+        "p1": AssetEventFactory(asset=a, partition_key="2026-12-01"),
+    }
+    AssetAliasAssetEvent.objects.bulk_create(
+        [
+            AssetAliasAssetEvent(alias=x, event=events["a2"]),
+            AssetAliasAssetEvent(alias=x, event=events["b1"]),
+        ]
+    )
+    dag = DagFactory(dag_id="dag")
+    earlier = DagRunFactory(
+        dag=dag, run_type=DagRunType.ASSET_TRIGGERED, created_at=now - timedelta(minutes=5)
+    )
+    DagRunAssetEvent.objects.create(dag_run=earlier, event=events["taken"])
+    DagFactory(dag_id="fresh")  # no earlier run: no lookback, consumes the history
+    return {"events": events}
+
+
+CASES = [
+    # (dag, condition, expected events)
+    ("dag", {"asset": {"name": "a", "uri": "s3://w/a"}}, ["a1", "a2"]),
+    ("fresh", {"asset": {"name": "a", "uri": "s3://w/a"}}, ["old", "taken", "a1", "a2"]),
+    ("dag", {"alias": {"name": "x"}}, ["a2", "b1"]),  # only what came through the alias
+    ("dag", {"asset_ref": {"name": "c"}}, ["c1"]),
+    ("dag", {"asset_ref": {"uri": "s3://w/a"}}, ["a1", "a2"]),
+    ("dag", {"asset_ref": {"name": "b"}}, []),  # b is not active: the ref resolves to nothing
+    ("dag", {"asset": {"name": "nope", "uri": "s3://w/nope"}}, []),
+    (
+        "dag",
+        {"any": [{"alias": {"name": "x"}}, {"asset": {"name": "c", "uri": "s3://w/c"}}]},
+        ["a2", "b1", "c1"],
+    ),
+    (
+        "dag",
+        {"all": [{"asset": {"name": "b", "uri": "s3://w/b"}}, {"alias": {"name": "x"}}]},
+        ["a2", "b1", "b2"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("dag_id", "expression", "expected"), CASES)
+def test_the_sql_and_orm_forms_consume_the_same_events(
+    world: dict[str, Any], dag_id: str, expression: dict[str, Any], expected: list[str]
+) -> None:
+    events = world["events"]
+    condition = condition_parse(expression)
+    references = condition_references(condition)
+    resolution = condition_resolve(references)
+    wanted = [events[name].pk for name in expected]
+
+    by_sql = unconsumed_event_ids(conditions={dag_id: condition}, resolution=resolution)
+    by_orm = list(
+        AssetEvent.objects.filter(
+            next_run_events(
+                dag_id=dag_id,
+                alias_names=references.alias_names,
+                resolution=resolution_restrict(resolution, references),
+                previous_run_at=DagRun.objects.filter(
+                    dag_id=dag_id, run_type=DagRunType.ASSET_TRIGGERED
+                ).aggregate(latest=Max("created_at"))["latest"],
+            )
+        )
+        .order_by("timestamp", "id")
+        .values_list("pk", flat=True)
+    )
+
+    assert by_sql.get(dag_id, []) == wanted  # oldest first
+    assert sorted(by_orm) == sorted(wanted)
