@@ -48,7 +48,7 @@ from assets_app.models import (
     DagScheduleAssetUriReference,
 )
 from assets_app.notify import QUEUE_CHANNEL, notify_sql
-from assets_app.services.sql import Dialect, columns, table
+from assets_app.services.sql import Dialect, columns, of, table
 from task_sdk.definitions import AssetUniqueKey
 
 K = TypeVar("K")
@@ -255,23 +255,25 @@ def unconsumed_event_ids(
         return {}
     sql = Dialect.current()
     rows = sql.rows(dag_id="text", asset_id="bigint", alias="text", after="timestamptz")
+    e, link, a = of("e", AssetEvent), of("l", AssetAliasAssetEvent), of("a", AssetAlias)
+    c, d = of("c", DagRunAssetEvent), of("d", DagRun)
     with connection.cursor() as cursor:
         sql.execute(
             cursor,
             f"""
-            SELECT r.dag_id, e.id FROM {rows}
-            JOIN {table(AssetEvent)} e ON e.asset_id = r.asset_id
-            WHERE e.partition_key IS NULL
-            AND (r.after IS NULL OR e.timestamp > r.after)
+            SELECT r.dag_id, {e("id")} FROM {rows}
+            JOIN {table(AssetEvent)} e ON {e("asset")} = r.asset_id
+            WHERE {e("partition_key")} IS NULL
+            AND (r.after IS NULL OR {e("timestamp")} > r.after)
             AND (r.alias IS NULL OR EXISTS (
                 SELECT 1 FROM {table(AssetAliasAssetEvent)} l
-                JOIN {table(AssetAlias)} a ON a.id = l.alias_id
-                WHERE l.event_id = e.id AND a.name = r.alias))
+                JOIN {table(AssetAlias)} a ON {a("id")} = {link("alias")}
+                WHERE {link("event")} = {e("id")} AND {a("name")} = r.alias))
             AND NOT EXISTS (
                 SELECT 1 FROM {table(DagRunAssetEvent)} c
-                JOIN {table(DagRun)} d ON d.id = c.dag_run_id
-                WHERE c.event_id = e.id AND d.dag_id = r.dag_id)
-            ORDER BY r.dag_id, e.timestamp, e.id
+                JOIN {table(DagRun)} d ON {d("id")} = {c("dag_run")}
+                WHERE {c("event")} = {e("id")} AND {d("dag")} = r.dag_id)
+            ORDER BY r.dag_id, {e("timestamp")}, {e("id")}
             """,
             [sql.json(wanted)],
         )

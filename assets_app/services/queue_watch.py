@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from assets_app.models import AssetDagRunQueue, Dag
-from assets_app.services.sql import Dialect, table
+from assets_app.services.sql import Dialect, of, table
 
 #: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
 #: still looked for, how often every waiting DAG is evaluated again, and how many per pass.
@@ -40,18 +40,20 @@ def queued_dags(dag_ids: Collection[str] | None = None) -> list[QueuedDag]:
     of thousands of queue rows is one cheap statement.
     """
     sql = Dialect.current()
-    queue, dag = table(AssetDagRunQueue), table(Dag)
-    only = f"AND q.target_dag_id IN (SELECT r.dag_id FROM {sql.rows(dag_id='text')})"
+    d, q = of("d", Dag), of("q", AssetDagRunQueue)
+    only = f"AND {q('target_dag')} IN (SELECT r.dag_id FROM {sql.rows(dag_id='text')})"
     with connection.cursor() as cursor:
         sql.execute(
             cursor,
             f"""
-            SELECT d.dag_id, d.asset_expression, {sql.joined_integers("q.asset_id")},
-                {sql.joined_integers("q.id")}
-            FROM {queue} q JOIN {dag} d ON d.dag_id = q.target_dag_id
-            WHERE NOT d.is_paused AND NOT d.is_stale {only if dag_ids is not None else ""}
-            GROUP BY d.dag_id
-            ORDER BY min(q.created_at), d.dag_id
+            SELECT {d("dag_id")}, {d("asset_expression")}, {sql.joined_integers(q("asset"))},
+                {sql.joined_integers(q("id"))}
+            FROM {table(AssetDagRunQueue)} q JOIN {table(Dag)} d
+                ON {d("dag_id")} = {q("target_dag")}
+            WHERE NOT {d("is_paused")} AND NOT {d("is_stale")}
+                {only if dag_ids is not None else ""}
+            GROUP BY {d("dag_id")}
+            ORDER BY min({q("created_at")}), {d("dag_id")}
             """,
             [] if dag_ids is None else [sql.json({"dag_id": dag_id} for dag_id in dag_ids)],
         )

@@ -111,7 +111,7 @@ from assets_app.services.consumption import (
     unconsumed_event_ids,
 )
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
-from assets_app.services.sql import Dialect, model_rows_insert, table
+from assets_app.services.sql import Dialect, model_rows_insert, of, table
 
 logger = logging.getLogger(__name__)
 
@@ -401,10 +401,10 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
     (``FOR NO KEY UPDATE SKIP LOCKED``); with a ``limit``, only the first ``limit`` of them
     that still have queue rows (1 statement)."""
     sql = Dialect.current()
-    queue, dag = table(AssetDagRunQueue), table(Dag)
+    d, q = of("d", Dag), of("q", AssetDagRunQueue)
     claim = (
-        f"WHERE EXISTS (SELECT 1 FROM {queue} q WHERE q.target_dag_id = d.dag_id) "
-        f"ORDER BY r.n LIMIT {int(limit)}"
+        f"WHERE EXISTS (SELECT 1 FROM {table(AssetDagRunQueue)} q "
+        f"WHERE {q('target_dag')} = {d('dag_id')}) ORDER BY r.n LIMIT {int(limit)}"
         if limit is not None
         else "ORDER BY r.n"
     )
@@ -413,8 +413,10 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
         sql.execute(
             cursor,
             f"""
-            SELECT d.dag_id, d.is_paused, d.is_stale, d.asset_expression, d.task_ids
-            FROM {sql.rows(dag_id="text", n="integer")} JOIN {dag} d ON d.dag_id = r.dag_id
+            SELECT {d("dag_id")}, {d("is_paused")}, {d("is_stale")}, {d("asset_expression")},
+                {d("task_ids")}
+            FROM {sql.rows(dag_id="text", n="integer")} JOIN {table(Dag)} d
+                ON {d("dag_id")} = r.dag_id
             {claim} {lock}
             """,
             [sql.json({"dag_id": dag_id, "n": n} for n, dag_id in enumerate(dag_ids))],

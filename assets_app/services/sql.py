@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -75,6 +75,12 @@ def column(model: type[models.Model], field_name: str) -> str:
 @functools.cache  # on every request's path: names are looked up once per process
 def _column(vendor: str, model: type[models.Model], field_name: str) -> str:
     return connection.ops.quote_name(column_name(model, field_name))
+
+
+def of(alias: str, model: type[models.Model]) -> Callable[[str], str]:
+    """``of("d", Dag)("dag_id")`` → ``d."dag_id"``: a column of ``model`` under a table alias,
+    named as the model names it."""
+    return lambda field_name: f"{alias}.{column(model, field_name)}"
 
 
 def columns(model: type[models.Model], *field_names: str) -> str:
