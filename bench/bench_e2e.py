@@ -201,7 +201,7 @@ def spawn_scheduler(
                 if match := CREATED_LINE.match(raw.decode(errors="replace")):
                     committed[(match[1], match[2])] = at
 
-    assert process.stdout is not None
+    assert process.stdout is not None  # noqa: S101 - PIPE above; narrows the type
     threading.Thread(target=copy, args=(process.stdout,), daemon=True).start()
     return process
 

@@ -57,7 +57,7 @@ def server_start(
     ``ServerStartError`` (and stops the child) if it exits first or ``timeout`` passes.
     """
     port = free_port()
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: S603 - an argv list we build, no shell
         [
             *(sys.executable, "-m", "gunicorn", "config.wsgi:application"),
             *("--bind", f"127.0.0.1:{port}", "--worker-class", "gthread"),

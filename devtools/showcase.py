@@ -41,7 +41,7 @@ ALIAS_CONSUMER = ("asset_alias_example_alias_consumer", "consume_asset_alias_eve
 MY_TASK = "s3://bucket/my-task"
 OTHER = "s3://bucket/other-output"
 USERNAME = "operator"
-PASSWORD = "correct-horse-battery-staple"
+PASSWORD = "correct-horse-battery-staple"  # noqa: S105 - the demo user's, printed by the demo
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def showcase_seed(*, now: datetime | None = None) -> Showcase:
                 run_type=DagRunType.ASSET_TRIGGERED,
             )
             DagRunAssetEvent.objects.create(dag_run=consumer, event=event)
-    assert newest is not None
+    assert newest is not None  # noqa: S101 - narrows the type for mypy
     # the newest event is not consumed yet: its consumer waits in the queue; one alias
     # producer is running right now
     AssetDagRunQueue.objects.create(

@@ -130,17 +130,7 @@ def _error_body(reason: str, message: str, **extra: Any) -> dict[str, Any]:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """The ``REST_FRAMEWORK["EXCEPTION_HANDLER"]`` of the execution API."""
     set_rollback()
-    headers: dict[str, str] = {}
-
-    if isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge()
-    elif isinstance(exc, DjangoValidationError):
-        exc = drf_exceptions.ValidationError(as_serializer_error(exc))
-    elif isinstance(exc, Http404):
-        exc = drf_exceptions.NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = drf_exceptions.PermissionDenied()
-
+    exc = _as_api_exception(exc)
     if isinstance(exc, AssetsError):
         return Response(
             _error_body(exc.code, exc.message, **exc.context), status=domain_error_status(exc)
@@ -158,17 +148,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             status=status.HTTP_422_UNPROCESSABLE_ENTITY,
         )
     if isinstance(exc, drf_exceptions.APIException):
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(exc.wait)  # type: ignore[attr-defined]
-        detail = exc.detail
-        if isinstance(detail, dict) and "reason" in detail:
-            body = {"detail": {key: str(value) for key, value in detail.items()}}
-        else:
-            reason = exc.get_codes()
-            body = _error_body(reason if isinstance(reason, str) else exc.default_code, str(detail))
-        return Response(body, status=exc.status_code, headers=headers)
+        return _api_exception_response(exc)
     if isinstance(exc, DatabaseError):
         logger.error("database error in the execution API; rolled back", exc_info=exc)
         return Response(
@@ -180,6 +160,35 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         _error_body("internal_error", "Internal server error"),
         status=status.HTTP_500_INTERNAL_SERVER_ERROR,
     )
+
+
+def _as_api_exception(exc: Exception) -> Exception:
+    """Django's own errors as the DRF errors they mean; any other error as it is."""
+    if isinstance(exc, RequestDataTooBig):
+        return PayloadTooLarge()
+    if isinstance(exc, DjangoValidationError):
+        return drf_exceptions.ValidationError(as_serializer_error(exc))
+    if isinstance(exc, Http404):
+        return drf_exceptions.NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return drf_exceptions.PermissionDenied()
+    return exc
+
+
+def _api_exception_response(exc: drf_exceptions.APIException) -> Response:
+    """Airflow's ``{"detail": {"reason", "message"}}`` body for a DRF error, with its headers."""
+    headers: dict[str, str] = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(exc.wait)  # type: ignore[attr-defined]
+    detail = exc.detail
+    if isinstance(detail, dict) and "reason" in detail:
+        body = {"detail": {key: str(value) for key, value in detail.items()}}
+    else:
+        reason = exc.get_codes()
+        body = _error_body(reason if isinstance(reason, str) else exc.default_code, str(detail))
+    return Response(body, status=exc.status_code, headers=headers)
 
 
 @csrf_exempt

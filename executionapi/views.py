@@ -54,7 +54,7 @@ from task_sdk.jsonvalues import MAX_JSON_DEPTH
 logger = logging.getLogger(__name__)
 
 API_VERSION_HEADER = "Airflow-API-Version"
-REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"
+REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"  # noqa: S105 - a name, not a secret
 
 
 class JSONBodyParser(BaseParser):

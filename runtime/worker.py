@@ -323,7 +323,7 @@ class Worker:
         with log_path.open("ab") as log_file:
             if launch.forked:
                 return start_cli(launch.argv, env=launch.env, output=log_file)
-            return subprocess.Popen(
+            return subprocess.Popen(  # noqa: S603 - an argv list we build, no shell
                 launch.argv,
                 env=launch.env,
                 stdin=subprocess.DEVNULL,

@@ -33,7 +33,7 @@ from task_sdk.timestamps import isoformat, now
 logger = logging.getLogger(__name__)
 
 API_VERSION = "2026-06-30"
-REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"
+REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"  # noqa: S105 - a name, not a secret
 
 
 class ServerResponseError(Exception):

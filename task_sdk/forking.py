@@ -104,7 +104,7 @@ def start_cli(
     fork could inherit a lock another thread holds) as a new interpreter. Raises ``OSError``
     when it cannot be started."""
     if threading.active_count() > 1:
-        return subprocess.Popen(
+        return subprocess.Popen(  # noqa: S603 - an argv list we build, no shell
             [sys.executable, "-m", "task_sdk", *args],
             env=dict(env),
             stdin=subprocess.DEVNULL,

@@ -150,7 +150,7 @@ class Supervisor:
     def _spawn(self, child_sock: socket.socket) -> subprocess.Popen[bytes]:
         env = _child_env()
         env[COMMS_FD_ENV] = str(child_sock.fileno())
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # noqa: S603 - an argv list we build, no shell
             [self.python, "-m", "task_sdk.runner"],
             pass_fds=[child_sock.fileno()],
             stdin=subprocess.DEVNULL,
@@ -161,7 +161,9 @@ class Supervisor:
             # can be signalled together, and a terminal's signals do not reach it directly
             start_new_session=True,
         )
-        assert process.stdout is not None and process.stderr is not None  # PIPE above
+        # PIPE above: the asserts narrow the types for mypy
+        assert process.stdout is not None  # noqa: S101 - narrows the type
+        assert process.stderr is not None  # noqa: S101 - narrows the type
         self._pumps = [
             threading.Thread(target=self._pump, args=(process.stdout, "stdout"), daemon=True),
             threading.Thread(target=self._pump, args=(process.stderr, "stderr"), daemon=True),

@@ -256,7 +256,7 @@ def _finish(
         else:
             dag_run_id = finished.dag_run_id
             if registers:
-                assert isinstance(payload, SuccessPayload)
+                assert isinstance(payload, SuccessPayload)  # noqa: S101 - narrows the type for mypy
                 _register_asset_changes(finished, payload)
     dag_run_settle(dag_run_id=dag_run_id)
     if finished is None:
@@ -313,7 +313,7 @@ def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: boo
         sets.append(f"{col('rendered_map_index')} = %s")
     sets.append(f"{col('updated_at')} = %s")
     return (
-        f"UPDATE {table(TaskInstance)} SET {', '.join(sets)} "
+        f"UPDATE {table(TaskInstance)} SET {', '.join(sets)} "  # noqa: S608 - names from the models, values bound as parameters
         f"WHERE {col('id')} = %s AND {col('state')} = %s "
         f"RETURNING {columns(TaskInstance, *_FINISH_RETURNING)}"
     )

@@ -385,7 +385,7 @@ class LeanListSerializer(serializers.ListSerializer[Any]):
         if not isinstance(data, list):
             self.fail("list_type")
         child = self.child
-        assert child is not None  # set by many_init
+        assert child is not None  # noqa: S101 - set by many_init; narrows the type
         values: list[Any] = []
         errors: dict[Any, Any] = {}  # by index (DRF takes any key)
         for index, item in enumerate(data):

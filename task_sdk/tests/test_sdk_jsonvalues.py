@@ -107,7 +107,7 @@ def nested_dicts(levels: int) -> dict:
     ],
 )
 def test_unstorable_values_are_named_by_path(value, message):
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError) as raised:  # noqa: PT011 - the whole message is asserted below
         check_json_value(value, where="x")
     assert str(raised.value) == message
 
@@ -148,7 +148,7 @@ def test_nesting_is_allowed_to_the_limit_and_refused_beyond(build):
 
 
 def test_a_long_path_is_shortened_in_the_message():
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError) as raised:  # noqa: PT011 - the whole message is asserted below
         check_json_value({"deep": nested_lists(64)}, where="x")
     assert str(raised.value) == "x['deep'][0][0][0][…][0]: nested deeper than 64 levels"
 
@@ -206,7 +206,7 @@ def test_dumps_never_writes_nan():
     ],
 )
 def test_definitions_refuse_unstorable_text_and_extra(build, message):
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError) as raised:  # noqa: PT011 - the whole message is asserted below
         build()
     assert str(raised.value) == message
 
@@ -224,7 +224,7 @@ def test_partition_keys_refuse_unstorable_text():
 def test_asset_extra_message_names_the_event_and_key():
     events = OutletEventAccessors()
     events[Asset("x")].extra["r"] = float("nan")
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError) as raised:  # noqa: PT011 - the whole message is asserted below
         serialize_outlet_events(events)
     assert (
         str(raised.value)
@@ -236,7 +236,7 @@ def test_alias_event_extras_are_checked():
     events = OutletEventAccessors()
     target = Asset("t", "s3://b/t", extra={"ok": 1})
     events[AssetAlias("al")].add(target, extra={"r": [math.inf]})
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError) as raised:  # noqa: PT011 - the whole message is asserted below
         serialize_outlet_events(events)
     assert str(raised.value) == (
         "outlet_events[AssetAlias(name='al')].add(Asset(name='t', uri='s3://b/t')).extra['r'][0]: "
@@ -253,7 +253,7 @@ def test_alias_event_extras_are_checked():
 def test_yielded_metadata_is_checked_as_the_event_it_becomes():
     events = OutletEventAccessors()
     events.record_metadata(Metadata(Asset("x"), {"r": -math.inf}, alias=AssetAlias("al")))
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError) as raised:  # noqa: PT011 - the whole message is asserted below
         serialize_outlet_events(events)
     assert str(raised.value) == (
         "outlet_events[Asset(name='x', uri='x')].extra['r']: -Infinity is not valid JSON"

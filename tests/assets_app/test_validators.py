@@ -27,7 +27,7 @@ def test_valid_ids_are_returned(value):
     ],
 )
 def test_invalid_ids_say_what_is_wrong(value, message):
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError) as error:  # noqa: PT011 - the whole message is asserted below
         validate_id(value)
     assert str(error.value) == message
 
