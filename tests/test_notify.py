@@ -75,7 +75,8 @@ def test_registration_wakes_the_schedulers_and_a_scheduler_the_workers(tmp_path)
     declare(tmp_path)
     (ti,) = producer_task_instances(1, tasks=("produce_a",))
     with Listener(QUEUE_CHANNEL) as schedulers, Listener(RUNS_CHANNEL) as workers:
-        assert schedulers.listen() and workers.listen()
+        assert schedulers.listen()
+        assert workers.listen()
 
         # when / then: the success commits → the schedulers' channel
         succeed(ti.pk)

@@ -211,7 +211,8 @@ def test_heartbeat_conflict_kills_the_task_and_reports_nothing(status):
     assert client.names() == ["start"]
     assert result.state is None
     assert "server stopped the task" in result.reason
-    assert result.exit_code is not None and result.exit_code < 0
+    assert result.exit_code is not None
+    assert result.exit_code < 0
 
 
 def test_heartbeat_server_error_is_tolerated():
@@ -411,7 +412,8 @@ def test_task_process_lingering_after_its_report_is_killed():
     assert time.monotonic() - started < 30
     assert result.succeeded
     assert client.names() == ["start", "succeed"]
-    assert result.exit_code is not None and result.exit_code < 0
+    assert result.exit_code is not None
+    assert result.exit_code < 0
 
 
 @pytest.mark.parametrize(

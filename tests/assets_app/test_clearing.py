@@ -82,7 +82,8 @@ def test_a_cleared_failed_run_runs_again_and_succeeds(dag):
     assert claimed.pk == second.pk
     _start_and_finish(second, "success")
     run.refresh_from_db()
-    assert run.state == "success" and run.end_date is not None
+    assert run.state == "success"
+    assert run.end_date is not None
     assert (_ti(run).state, _ti(run).try_number) == ("success", 2)
 
 
@@ -127,7 +128,8 @@ def test_a_run_requeued_by_a_clear_ends_only_once_the_cleared_task_instance_ran(
     [cleared] = task_instances_claim(limit=1)
     _start_and_finish(cleared, "success")
     run.refresh_from_db()
-    assert run.state == "failed" and run.end_date is not None
+    assert run.state == "failed"
+    assert run.end_date is not None
 
 
 def test_dry_run_says_what_it_would_do_and_does_nothing(dag):

@@ -375,7 +375,9 @@ def test_ensure_admin_creates_a_superuser_and_resets_its_password():
 
     # then
     user = get_user_model().objects.get(username="admin")
-    assert user.is_superuser and user.is_staff and user.is_active
+    assert user.is_superuser
+    assert user.is_staff
+    assert user.is_active
     first = _printed_password(out)
     assert user.check_password(first)
     assert "username=admin" in out

@@ -61,7 +61,8 @@ def test_a_task_instance_with_tries_left_is_retried_as_a_new_try():
 
     [reaped] = task_instances_reap(now=NOW)
 
-    assert reaped.state == "up_for_retry" and reaped.task_instance_id != ti.pk
+    assert reaped.state == "up_for_retry"
+    assert reaped.task_instance_id != ti.pk
     retry = TaskInstance.objects.get(pk=reaped.task_instance_id)
     assert (retry.state, retry.try_number) == ("up_for_retry", 1)
     assert "(last start " in retry.failure_reason

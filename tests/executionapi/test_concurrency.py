@@ -70,7 +70,8 @@ def _alias_success(alias: str = "fresh_alias") -> dict:
 def test_simultaneous_successes_create_one_asset_alias_and_link(server, make_ti):
     # given 32 running task instances whose alias events target a new asset and a new alias
     tis = [make_ti() for _ in range(N)]
-    assert not Asset.objects.exists() and not AssetAlias.objects.exists()
+    assert not Asset.objects.exists()
+    assert not AssetAlias.objects.exists()
 
     # when they all succeed at once
     codes = _patch_all(server, [(str(ti.pk), _alias_success()) for ti in tis])

@@ -72,7 +72,8 @@ def test_retries_1_first_try_fails_second_succeeds(first_try):
         1,
         "failed",
     )
-    assert history.end_date == END and history.failure_reason == "boom"
+    assert history.end_date == END
+    assert history.failure_reason == "boom"
     assert DagRun.objects.get(pk=run.pk).state == "running"
 
     # not before its delay has passed
@@ -96,7 +97,8 @@ def test_retries_1_first_try_fails_second_succeeds(first_try):
     second = _current(run)
     assert (second.state, second.try_number, second.failure_reason) == ("success", 2, "")
     run.refresh_from_db()
-    assert run.state == "success" and run.end_date is not None
+    assert run.state == "success"
+    assert run.end_date is not None
     assert TaskInstanceHistory.objects.count() == 1
 
 

@@ -136,7 +136,8 @@ def test_a_task_instance_created_running_starts_its_queued_run_which_then_settle
     # then its run started with it and ended with it
     run.refresh_from_db()
     assert status == 204
-    assert run.state == DagRunState.SUCCESS and run.start_date is not None
+    assert run.state == DagRunState.SUCCESS
+    assert run.start_date is not None
 
 
 def test_a_retried_report_settles_a_run_its_first_request_left_running(monkeypatch):

@@ -79,7 +79,8 @@ def test_openapi_schema_describes_the_three_outlet_event_shapes(schema):
     components = schema["components"]["schemas"]
     events = components["TISuccessStatePayload"]["properties"]["outlet_events"]
 
-    assert events["type"] == "array" and events["nullable"] is True
+    assert events["type"] == "array"
+    assert events["nullable"] is True
     assert events["items"] == {"$ref": "#/components/schemas/OutletEvent"}
     shapes = {item["$ref"].rsplit("/", 1)[1] for item in components["OutletEvent"]["oneOf"]}
     assert shapes == {"AssetOutletEvent", "AliasOutletEvent", "SeedOutletEventAccessor"}

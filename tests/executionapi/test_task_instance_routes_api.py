@@ -32,7 +32,8 @@ def test_run_from_queued_or_restarting_returns_the_run_context(make_ti, state):
     assert body["dag_run"]["run_after"].endswith("Z")
     assert body["dag_run"]["consumed_asset_events"] == []
     assert (body["max_tries"], body["task_reschedule_count"]) == (2, 0)
-    assert body["variables"] == [] and body["connections"] == []
+    assert body["variables"] == []
+    assert body["connections"] == []
     assert body["upstream_map_indexes"] is None
     assert body["should_retry"] is True
     ti.refresh_from_db()

@@ -769,7 +769,8 @@ def test_finishing_checks_locks_and_writes_in_one_update(make_ti, body):
     assert response.status_code == 204, response.content
     update = queries.captured_queries[0]["sql"].replace('"', "")
     assert update.startswith("UPDATE task_instance SET "), update
-    assert " WHERE id = " in update and " AND state = " in update, update
+    assert " WHERE id = " in update, update
+    assert " AND state = " in update, update
     assert not any(q["sql"].startswith("SELECT") for q in queries.captured_queries)
     ti.refresh_from_db()
     assert (ti.state, ti.duration) == (body["state"], 12.5)
@@ -788,9 +789,11 @@ def test_a_pending_task_instance_is_locked_by_one_cheap_statement(make_ti):
     # then: by primary key, no ORDER BY, no join, FOR UPDATE where the database has it
     assert response.status_code == 204, response.content
     lock = queries.captured_queries[1]["sql"]
-    assert lock.startswith("SELECT ") and ' FROM "task_instance" ' in lock, lock
+    assert lock.startswith("SELECT "), lock
+    assert ' FROM "task_instance" ' in lock, lock
     assert '"task_instance"."id" = ' in lock or ' WHERE "id" = ' in lock, lock
-    assert "ORDER BY" not in lock and "JOIN" not in lock, lock
+    assert "ORDER BY" not in lock, lock
+    assert "JOIN" not in lock, lock
     assert (" FOR UPDATE" in lock) == (connection.vendor == "postgresql"), lock
     ti.refresh_from_db()
     assert ti.state == body["state"]

@@ -89,7 +89,8 @@ def test_retries_1_first_try_fails_second_succeeds(server, tmp_path):
         "failed",
     )
     run = DagRun.objects.get(dag_id="flaky")
-    assert run.state == "success" and run.end_date is not None
+    assert run.state == "success"
+    assert run.end_date is not None
 
 
 def _wait_for(condition, timeout: float = 60.0) -> None:

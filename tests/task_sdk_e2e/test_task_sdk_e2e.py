@@ -132,7 +132,8 @@ def test_asset_outlet_with_extra(server, declared):
     assert run.process.returncode == 0, run.process.stderr
     assert run.ti.state == "success"
     assert run.ti.end_date is not None
-    assert run.ti.hostname and run.ti.pid  # set by /run
+    assert run.ti.hostname
+    assert run.ti.pid
     assert "[stdout] producing orders" in run.process.stderr  # the task's log, captured
     [event] = run.events
     assert (event.asset.name, event.asset.uri) == ("orders", "s3://e2e/orders")
