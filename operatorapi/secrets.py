@@ -16,7 +16,13 @@ from typing import Any, TypeVar
 
 import django_filters
 from django.http import Http404
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import exceptions, mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -122,11 +128,15 @@ def _text(**kwargs: Any) -> StrictCharField:
     )
 
 
-class JSONTextField(serializers.JSONField):
+@extend_schema_field(OpenApiTypes.ANY)
+class JSONTextField(serializers.Field[str, Any, Any, Any]):
     """A string kept as it is, or any other JSON value sent as its JSON text."""
 
     def to_internal_value(self, data: Any) -> str:
         return data if isinstance(data, str) else json.dumps(data)
+
+    def to_representation(self, value: str) -> Any:
+        return value
 
 
 class VariableCreateSerializer(StrictInputSerializer):
