@@ -66,6 +66,16 @@ def _storable_key(key: str) -> bool:
     return "\x00" not in key and len(key) <= SECRET_ID_LENGTH
 
 
+_TEXT_OR_NULL = {"type": "string", "nullable": True, "pattern": common.NO_NUL_PATTERN}
+#: ``VariablePostBody``: ``val`` (or, as Airflow also accepts and its client sends, ``value``)
+#: is required, ``description`` optional, nothing else.
+VARIABLE_POST_BODY = {
+    "type": "object",
+    "properties": {"val": _TEXT_OR_NULL, "value": _TEXT_OR_NULL, "description": _TEXT_OR_NULL},
+    "additionalProperties": False,
+    "anyOf": [{"required": ["val"]}, {"required": ["value"]}],
+}
+
 KEY_PARAMETER = OpenApiParameter(
     "variable_key", str, OpenApiParameter.PATH, description="May contain slashes"
 )
@@ -116,7 +126,7 @@ class VariableView(ExecutionAPIView):
     @extend_schema(
         operation_id="put_variable",
         summary="Set an Airflow Variable",
-        request=secret_s.VariablePostBodySerializer,
+        request={"application/json": VARIABLE_POST_BODY},
         responses={201: common.MessageSerializer, **BODY_ERRORS, **ERRORS},
     )
     def put(self, request: Request, variable_key: str) -> Response:
