@@ -56,10 +56,11 @@ class VariableForm(forms.ModelForm[Variable]):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        try:
-            variable_key_check(data.get("key") or "")
-        except InvalidInputError as error:
-            _report(self, error)
+        if "key" in self.fields:  # on a change page the key is read-only
+            try:
+                variable_key_check(data.get("key") or "")
+            except InvalidInputError as error:
+                _report(self, error)
         return data
 
 
