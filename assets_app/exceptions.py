@@ -163,6 +163,12 @@ class ConnectionNotFoundError(NotFoundError):
     default_message = "Connection not found"
 
 
+class VariableExistsError(ConflictError):
+    """A variable with this key is already stored (a create, not a set)."""
+
+    code = "variable_exists"
+
+
 class ConnectionExistsError(ConflictError):
     """A connection with this ``conn_id`` is already stored."""
 

@@ -45,6 +45,7 @@ from assets_app.services.connections import (
 )
 from assets_app.services.secrets_common import KEEP
 from assets_app.services.variables import (
+    variable_create,
     variable_delete,
     variable_set,
     variable_update_description,
@@ -260,18 +261,18 @@ class VariableViewSet(SecretViewSet):
         summary="Create a variable",
         description="409 `variable_exists` when the key is taken. Needs `assets_app.add_variable`.",
         request=VariableCreateSerializer,
-        responses={201: VariableSerializer, 400: OpenApiResponse(description="Bad input")},
+        responses={
+            201: VariableSerializer,
+            400: OpenApiResponse(description="Bad input"),
+            409: OpenApiResponse(description="key taken"),
+        },
     )
     def create(self, request: Request) -> Response:
         payload = VariableCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        if Variable.objects.filter(key=data["key"]).exists():
-            raise exceptions.ValidationError(
-                {"key": [f"A variable with key '{data['key']}' already exists."]}
-            )
         variable = _field_errors(
-            lambda: variable_set(
+            lambda: variable_create(
                 key=data["key"], value=data["value"], description=data.get("description")
             )
         )

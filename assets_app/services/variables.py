@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from assets_app import crypto
-from assets_app.exceptions import VariableNotFoundError
+from assets_app.exceptions import VariableExistsError, VariableNotFoundError
 from assets_app.models import SECRET_ID_LENGTH, Variable
 from assets_app.services.secrets_common import KEEP, Keep, checked_text
 
@@ -51,6 +51,34 @@ def variable_set(*, key: str, value: str | None, description: str | Keep | None 
         )
         variable = Variable.objects.get(key=key)
         transaction.on_commit(lambda: logger.info("variable %s set", key))
+    return variable
+
+
+def variable_create(*, key: str, value: str | None, description: str | None) -> Variable:
+    """Store a new variable; ``VariableExistsError`` when ``key`` is taken (race-safe: the
+    unique key decides)."""
+    variable_key_check(key)
+    checked_text(value, field="value")
+    checked_text(description, field="description")
+    encrypted = (
+        None if value is None else crypto.secret_encrypt(value, what=f"value of variable '{key}'")
+    )
+    variable = Variable(
+        key=key,
+        encrypted_val=encrypted,
+        is_encrypted=encrypted is not None,
+        description=description,
+    )
+    try:
+        with transaction.atomic():
+            variable.save(force_insert=True)
+            transaction.on_commit(lambda: logger.info("variable %s created", key))
+    except IntegrityError as exc:
+        if Variable.objects.filter(key=key).exists():
+            raise VariableExistsError(
+                f"A variable with key '{key}' already exists", key=key
+            ) from exc
+        raise
     return variable
 
 

@@ -145,7 +145,7 @@ def test_variable_crud_and_masking(admin_api):
     assert json.loads(created.json()["value"]) == {"a": 1, "password": "***"}
     assert sensitive.json()["value"] == "***"
     assert "hunter2-secret" not in admin_api.get("/api/v1/variables").content.decode()
-    assert duplicate.status_code == 400 and "key" in duplicate.json()
+    assert (duplicate.status_code, duplicate.json()["code"]) == (409, "variable_exists")
     assert patched.json()["description"] == "about"
     assert stored_value(variable_get(key="path/to")) == '{"a": 1, "password": "x"}'
     assert [v["key"] for v in listed.json()["results"]] == ["path/to"]
