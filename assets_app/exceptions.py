@@ -150,3 +150,51 @@ class AssetRegistrationError(RetryableError):
     """
 
     code = "asset_registration_conflict"
+
+
+# --- variables, connections and their encryption ----------------------------------------------
+
+
+class VariableNotFoundError(NotFoundError):
+    default_message = "Variable not found"
+
+
+class ConnectionNotFoundError(NotFoundError):
+    default_message = "Connection not found"
+
+
+class VariableExistsError(ConflictError):
+    """A variable with this key is already stored (a create, not a set)."""
+
+    code = "variable_exists"
+
+
+class ConnectionExistsError(ConflictError):
+    """A connection with this ``conn_id`` is already stored."""
+
+    code = "connection_exists"
+
+
+class SecretsError(AssetsError):
+    """A secret cannot be encrypted or decrypted with the configured ``FERNET_KEY``.
+
+    The message names the row and what to do; it never holds the secret itself.
+    """
+
+    code = "secrets_error"
+
+
+class FernetKeyMissingError(SecretsError):
+    """A secret was to be stored while no ``FERNET_KEY`` is configured (production)."""
+
+    code = "fernet_key_missing"
+    default_message = (
+        "No FERNET_KEY is configured, so secrets cannot be stored encrypted; set FERNET_KEY "
+        "(see the README, 'Variables and connections, and the Fernet key')"
+    )
+
+
+class SecretDecryptError(SecretsError):
+    """A stored secret was encrypted with a key that is no longer in ``FERNET_KEY``."""
+
+    code = "secret_undecryptable"

@@ -10,7 +10,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from executionapi import views
+from executionapi import views, views_secrets
 from executionapi.exceptions import not_found
 
 app_name = "executionapi"
@@ -26,6 +26,13 @@ urlpatterns = [
         "xcoms/<str:dag_id>/<str:run_id>/<str:task_id>/<str:key>",
         views.XComView.as_view(),
         name="xcom",
+    ),
+    path("variables/keys", views_secrets.VariableKeysView.as_view(), name="variable-keys"),
+    path("variables/<path:variable_key>", views_secrets.VariableView.as_view(), name="variable"),
+    path(
+        "connections/<str:connection_id>",
+        views_secrets.ConnectionView.as_view(),
+        name="connection",
     ),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="executionapi:openapi"), name="docs"),

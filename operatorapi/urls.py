@@ -8,7 +8,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from operatorapi import views
+from operatorapi import secrets, views
 from operatorapi.exceptions import not_found
 from operatorapi.schema import OPERATOR_SCHEMA_SETTINGS
 
@@ -27,6 +27,8 @@ router.register("asset-events", views.AssetEventViewSet, basename="asset-event")
 router.register("dags", views.DagViewSet, basename="dag")
 router.register("dag-runs", views.DagRunViewSet, basename="dag-run")
 router.register("queue", views.QueueViewSet, basename="queue")
+router.register("variables", secrets.VariableViewSet, basename="variable")
+router.register("connections", secrets.ConnectionViewSet, basename="connection")
 # Clearing task instances (issue 9) belongs here once runs can be cleared: a task-instances
 # viewset (list/retrieve) whose `clear` action calls the clearing service, permission
 # `assets_app.change_taskinstance`.

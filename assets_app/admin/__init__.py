@@ -5,6 +5,7 @@
 - ``dags``: DAGs (only the pause flag is editable, through ``assets_app.services.dags``) and
   the asset DAG-run queue;
 - ``runs``: DAG runs and task instances;
+- ``secrets``: variables and connections (secrets write-only, through their services);
 - ``common`` (links, pretty JSON, durations, mixins) and ``filters`` serve them all;
 - ``panels`` reads what the index (an overview), the asset page and the DAG page show beyond
   their forms, drawn by ``charts`` (pygal bar charts, grandalf-laid-out lineage, inline SVG).
@@ -19,7 +20,7 @@ shows "deleted asset #id".
 
 from django.contrib import admin
 
-from assets_app.admin import assets, dags, events, runs
+from assets_app.admin import assets, dags, events, runs, secrets
 
 # the index opens with the overview (assets_app.admin.panels.overview) above the model list
 admin.site.index_template = "admin/assets_app/index.html"
@@ -27,4 +28,4 @@ admin.site.index_template = "admin/assets_app/index.html"
 # link every page
 admin.site.enable_nav_sidebar = False
 
-__all__ = ["assets", "dags", "events", "runs"]
+__all__ = ["assets", "dags", "events", "runs", "secrets"]

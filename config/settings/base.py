@@ -164,6 +164,13 @@ WORKER_LOG_DIR = Path(env("WORKER_LOG_DIR", default=str(DATA_DIR / "task_logs"))
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 
+# Encryption at rest of variable values and connection passwords and extras (assets_app.crypto):
+# FERNET_KEY is one Fernet key or a comma-separated list, the first encrypting, all decrypting
+# (rotate with `manage.py rotate_fernet_key`). With none set, production refuses to store a
+# secret; local development and the tests derive a key from SECRET_KEY instead.
+FERNET_KEYS = env.list("FERNET_KEY", default=[])
+FERNET_KEY_DEVELOPMENT_FALLBACK = False
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

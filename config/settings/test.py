@@ -21,3 +21,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.path.join(tempfile.gettempdir(), f"asset_registry_test_{os.getpid()}.sqlite3")
     }
+
+# No FERNET_KEY set: secrets are encrypted with a key derived from SECRET_KEY (assets_app.crypto)
+FERNET_KEY_DEVELOPMENT_FALLBACK = True

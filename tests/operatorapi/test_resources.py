@@ -71,6 +71,8 @@ def test_root_lists_the_resources_schema_and_docs(api):
             ("dags", "dags"),
             ("dag-runs", "dag-runs"),
             ("queue", "queue"),
+            ("variables", "variables"),
+            ("connections", "connections"),
             ("openapi", "openapi.json"),
             ("docs", "docs"),
         ]

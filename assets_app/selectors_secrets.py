@@ -1,0 +1,121 @@
+"""Reads of variables and connections, and the only place their secrets are decrypted.
+
+A decrypted value leaves this module only for a caller that must hand it on unmasked: the
+execution API (a task's ``Variable.get`` / ``get_connection``), ``manage.py variables_get``,
+and the services that merge an edit into a stored value. Everything shown to operators
+(admin, operator API, listings) reads only the non-secret columns or masks
+(``assets_app.masking``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from assets_app import crypto
+from assets_app.exceptions import ConnectionNotFoundError, VariableNotFoundError
+from assets_app.masking import REPLACEMENT, redact
+from assets_app.models import Connection, Variable
+
+
+def variable_list() -> QuerySet[Variable]:
+    return Variable.objects.order_by("key")
+
+
+def variable_get(*, key: str) -> Variable:
+    """The variable stored under ``key``, else ``VariableNotFoundError``."""
+    variable = Variable.objects.filter(key=key).first()
+    if variable is None:
+        raise VariableNotFoundError(f"Variable with key '{key}' not found")
+    return variable
+
+
+def variable_value(variable: Variable) -> str | None:
+    """The variable's plain-text value."""
+    if variable.encrypted_val is None:
+        return None
+    return crypto.secret_decrypt(
+        variable.encrypted_val,
+        is_encrypted=variable.is_encrypted,
+        what=f"value of variable '{variable.key}'",
+    )
+
+
+def variable_keys(*, prefix: str | None, limit: int, offset: int) -> tuple[list[str], int]:
+    """A page of keys in key order (those starting with ``prefix``, taken literally), and how
+    many keys match in all: Airflow's ``GET /variables/keys``."""
+    keys = Variable.objects.order_by("key")
+    if prefix is not None:
+        keys = keys.filter(key__startswith=prefix)
+    total = keys.count()
+    page = list(keys.values_list("key", flat=True)[offset : offset + limit])
+    return page, total
+
+
+def connection_list() -> QuerySet[Connection]:
+    return Connection.objects.order_by("conn_id")
+
+
+def connection_get(*, conn_id: str) -> Connection:
+    """The connection ``conn_id``, else ``ConnectionNotFoundError``."""
+    connection = Connection.objects.filter(conn_id=conn_id).first()
+    if connection is None:
+        raise ConnectionNotFoundError(f"Connection with ID {conn_id} not found")
+    return connection
+
+
+@dataclass(frozen=True)
+class ConnectionSecrets:
+    """A connection's decrypted password and extra (JSON text). Its ``repr`` hides both, so
+    that a traceback or a debug log line never shows them."""
+
+    password: str | None
+    extra: str | None
+
+    def __repr__(self) -> str:
+        return "ConnectionSecrets(password=***, extra=***)"
+
+    def extra_dict(self) -> dict[str, Any]:
+        """The extra as a dict (``{}`` when there is none)."""
+        if not self.extra:
+            return {}
+        loaded = json.loads(self.extra)
+        return loaded if isinstance(loaded, dict) else {}
+
+
+def connection_secrets(connection: Connection) -> ConnectionSecrets:
+    """Decrypt the connection's password and extra."""
+    password = extra = None
+    if connection.encrypted_password is not None:
+        password = crypto.secret_decrypt(
+            connection.encrypted_password,
+            is_encrypted=connection.is_encrypted,
+            what=f"password of connection '{connection.conn_id}'",
+        )
+    if connection.encrypted_extra is not None:
+        extra = crypto.secret_decrypt(
+            connection.encrypted_extra,
+            is_encrypted=connection.is_extra_encrypted,
+            what=f"extra of connection '{connection.conn_id}'",
+        )
+    return ConnectionSecrets(password=password, extra=extra)
+
+
+def connection_masked_extra(connection: Connection) -> str | None:
+    """The extra as JSON text with every sensitive key's value ``***`` (Airflow's public API).
+
+    An extra that is not a JSON object is hidden whole, never shown unmasked.
+    """
+    extra = connection_secrets(connection).extra
+    if not extra:
+        return extra
+    try:
+        loaded = json.loads(extra)
+    except ValueError:
+        return REPLACEMENT
+    if not isinstance(loaded, dict):
+        return REPLACEMENT
+    return json.dumps(redact(loaded))
