@@ -1,5 +1,6 @@
 """Who may call the operator API: Django users, by DRF token or by admin session.
 
+A token or session cookie holding U+0000 is no credential (it is never looked up).
 A task runner's bearer JWT belongs to the execution API; here it is refused with a 401 that
 says so, instead of being silently ignored.
 """
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from drf_spectacular.authentication import SessionScheme
 from rest_framework import exceptions
 from rest_framework.authentication import (
     BaseAuthentication,
@@ -18,6 +21,8 @@ from rest_framework.authentication import (
 )
 from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
+
+from operatorapi.params import has_nul
 
 
 class UserTokenAuthentication(TokenAuthentication):
@@ -34,9 +39,32 @@ class UserTokenAuthentication(TokenAuthentication):
         result: Any = super().authenticate(request)
         return result  # type: ignore[no-any-return]
 
+    def authenticate_credentials(self, key: str) -> tuple[AbstractBaseUser, Token]:
+        if has_nul(key):  # no key holds one; PostgreSQL would refuse to compare it
+            raise exceptions.AuthenticationFailed("Invalid token.", code="authentication_failed")
+        result: Any = super().authenticate_credentials(key)
+        return result  # type: ignore[no-any-return]
+
+
+class UserSessionAuthentication(SessionAuthentication):
+    """The admin's session; a session cookie holding U+0000 (``"\\000"`` in a quoted cookie
+    value) names no session and is ignored, rather than looked up."""
+
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
+        if has_nul(request._request.COOKIES.get(settings.SESSION_COOKIE_NAME)):
+            return None
+        result: Any = super().authenticate(request)
+        return result  # type: ignore[no-any-return]
+
 
 #: In the order DRF tries them; the first one's keyword goes in ``WWW-Authenticate`` on a 401.
 AUTHENTICATION_CLASSES: list[type[BaseAuthentication]] = [
     UserTokenAuthentication,
-    SessionAuthentication,
+    UserSessionAuthentication,
 ]
+
+
+class UserSessionScheme(SessionScheme):  # type: ignore[no-untyped-call]  # drf-spectacular registry hook
+    """In the OpenAPI schema, the admin's session cookie (as DRF's session authentication)."""
+
+    target_class = "operatorapi.authentication.UserSessionAuthentication"

@@ -45,6 +45,7 @@ from operatorapi.filters import (
     StrictFilterBackend,
 )
 from operatorapi.pagination import KeysetPagination
+from operatorapi.params import refuse_nul
 from operatorapi.permissions import ClearPermission, ModelPermissions
 
 
@@ -76,6 +77,12 @@ class OperatorAPIMixin(APIView):
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """Once the caller is known and allowed: no NUL in any parameter (400 naming a query
+        parameter, 404 for a path id), before any filter, cursor or lookup reads them."""
+        super().initial(request, *args, **kwargs)
+        refuse_nul(request, kwargs)
 
 
 class OperatorViewSet(OperatorAPIMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
