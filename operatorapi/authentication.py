@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest
 from drf_spectacular.authentication import SessionScheme
 from rest_framework import exceptions
 from rest_framework.authentication import (
@@ -46,12 +47,28 @@ class UserTokenAuthentication(TokenAuthentication):
         return result  # type: ignore[no-any-return]
 
 
+def _session_key_storable(request: HttpRequest) -> bool:
+    """Whether the session cookie, if any, can be looked up (holds no U+0000)."""
+    return not has_nul(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
+
+
+def session_user_logged_in(request: Request | HttpRequest | None) -> bool:
+    """Whether the request comes with the admin session of a logged-in user."""
+    if request is None:
+        return False
+    django_request = getattr(request, "_request", request)
+    if not _session_key_storable(django_request):
+        return False
+    user = getattr(django_request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.is_active)
+
+
 class UserSessionAuthentication(SessionAuthentication):
     """The admin's session; a session cookie holding U+0000 (``"\\000"`` in a quoted cookie
     value) names no session and is ignored, rather than looked up."""
 
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
-        if has_nul(request._request.COOKIES.get(settings.SESSION_COOKIE_NAME)):
+        if not _session_key_storable(request._request):
             return None
         result: Any = super().authenticate(request)
         return result  # type: ignore[no-any-return]
