@@ -12,11 +12,23 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# Each install leaves a stamp in the venv and runs again only when pyproject.toml is newer
+# (the editable install picks up code changes by itself): a second `make run` starts at once
+# and does not make a running server reload. The test install covers the plain one.
+STAMP := $(VENV)/.installed
+STAMP_TEST := $(VENV)/.installed-test
 
-install-test: $(BIN)/python
+install: $(STAMP)
+
+install-test: $(STAMP_TEST)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,airflow]"
+	touch $@ $(STAMP)
 
 run: install
 	$(BIN)/python manage.py migrate --no-input

@@ -470,7 +470,8 @@ class XComView(ExecutionAPIView):
 
     @extend_schema(exclude=True)
     def head(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
-        count = xcom_services.xcom_count(dag_id=dag_id, run_id=run_id, task_id=task_id, key=key)
+        path = _valid(xcom_s.XComPathSerializer(data=self.kwargs), location="path")
+        count = xcom_services.xcom_count(**path.validated_data)
         return Response(
             status=status.HTTP_200_OK, headers={"Content-Range": f"map_indexes {count}"}
         )

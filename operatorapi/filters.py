@@ -4,11 +4,14 @@ Every value is checked before the query runs: a bad date, a boolean that is not 
 ``false``, an id that is not an integer, an unknown state, a parameter the list does not
 know, or a single-valued parameter given twice is a 400 naming the parameter. An empty value
 (``?name=``) means "no filter". Text filters match exactly (index-backed); datetime bounds
-are ISO 8601 and inclusive.
+are ISO 8601 and inclusive, read by :func:`operatorapi.params.parse_datetime_parameter`
+(a time outside years 1 to 9999 in UTC is refused too). A NUL character in any parameter is
+refused before the filters run (:func:`operatorapi.params.refuse_nul`).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import django_filters
@@ -33,6 +36,7 @@ from assets_app.models import (
     DagRunState,
     DagRunType,
 )
+from operatorapi.params import DatetimeParameterError, parse_datetime_parameter
 
 _BIGINT_MAX = 2**63 - 1
 
@@ -62,6 +66,22 @@ class IdFilter(django_filters.NumberFilter):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", _BIGINT_MAX)
         super().__init__(*args, **kwargs)
+
+
+class _DatetimeField(forms.Field):
+    def to_python(self, value: Any) -> datetime | None:
+        if value in (None, ""):
+            return None
+        try:
+            return parse_datetime_parameter(str(value))
+        except DatetimeParameterError as exc:
+            raise forms.ValidationError(str(exc), code="invalid") from None
+
+
+class DatetimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 datetime bound (:func:`~operatorapi.params.parse_datetime_parameter`)."""
+
+    field_class = _DatetimeField
 
 
 def _text(field_name: str, help_text: str, *, max_length: int = NAME_LENGTH) -> Any:
@@ -110,12 +130,12 @@ class AssetEventFilter(django_filters.FilterSet):
     consumed_by_run = IdFilter(
         method="filter_consumed_by_run", help_text="Events the DAG run with this id consumed."
     )
-    after = django_filters.IsoDateTimeFilter(
+    after = DatetimeFilter(
         field_name="timestamp",
         lookup_expr="gte",
         help_text="Events stamped at or after this time (ISO 8601, e.g. 2026-01-01T00:00:00Z).",
     )
-    before = django_filters.IsoDateTimeFilter(
+    before = DatetimeFilter(
         field_name="timestamp",
         lookup_expr="lte",
         help_text="Events stamped at or before this time (ISO 8601).",

@@ -11,7 +11,8 @@ would repeat or skip rows, and DRF's ``CursorPagination`` keys on one column onl
 
 ``previous`` links walk the other way from the first row of a page (from the first page there
 is none). The cursor is opaque (URL-safe base64 of JSON); one that does not decode, or whose
-key does not fit the columns, is a 400 naming ``cursor``; a ``page_size`` that is not an
+key does not fit the columns (a NUL character in a text, a time outside years 1 to 9999 in
+UTC, as :mod:`operatorapi.params` rules), is a 400 naming ``cursor``; a ``page_size`` that is not an
 integer from 1 to ``OPERATOR_API["MAX_PAGE_SIZE"]`` is a 400 naming ``page_size``.
 """
 
@@ -27,14 +28,15 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Field, Model, Q, QuerySet
-from django.utils import timezone
+from django.db.models import DateTimeField, Field, Model, Q, QuerySet
 from rest_framework import exceptions
 from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
+
+from operatorapi.params import has_nul, parse_datetime_parameter
 
 INVALID_CURSOR = "Invalid cursor: use the 'next' or 'previous' link of a page as it is."
 
@@ -166,12 +168,15 @@ class KeysetPagination(BasePagination):
             for name, value in zip(self.names, values, strict=True):
                 field = model._meta.get_field(name)
                 assert isinstance(field, Field), name
-                if not isinstance(value, str | int) or isinstance(value, bool):
+                if not isinstance(value, str | int) or isinstance(value, bool) or has_nul(value):
                     raise ValueError(f"bad {name}")
-                parsed = field.to_python(value)
+                if isinstance(field, DateTimeField):
+                    if not isinstance(value, str):
+                        raise ValueError(f"bad {name}")
+                    parsed: Any = parse_datetime_parameter(value, require_offset=True)
+                else:
+                    parsed = field.to_python(value)
                 field.run_validators(parsed)
-                if isinstance(parsed, datetime) and not timezone.is_aware(parsed):
-                    raise ValueError(f"naive {name}")
                 key.append(parsed)
         except (ValueError, TypeError, KeyError, binascii.Error, DjangoValidationError):
             raise exceptions.ValidationError({self.cursor_query_param: [INVALID_CURSOR]}) from None

@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import Direction
 from rest_framework import serializers
 
 from assets_app.conditions import condition_parse, condition_summary
@@ -312,3 +315,16 @@ class ClearResultSerializer(serializers.Serializer[Any]):
     runs_requeued = serializers.ListField(
         child=serializers.CharField(), help_text="Finished runs now back to queued (dag / run)."
     )
+
+
+class StrictInputSerializerSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]  # drf-spectacular registry hook
+    """In the OpenAPI schema a :class:`StrictInputSerializer` body takes no other properties
+    (``additionalProperties: false``), as the server refuses them with a 400."""
+
+    target_class = "operatorapi.serializers.StrictInputSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> Any:
+        schema = auto_schema._map_basic_serializer(self.target, direction)  # type: ignore[no-untyped-call]
+        schema["additionalProperties"] = False
+        return schema

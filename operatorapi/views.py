@@ -3,6 +3,7 @@
 
 Every route authenticates a Django user (``Authorization: Token <key>`` or the admin's session)
 and checks the user's model permissions, reads included (:mod:`operatorapi.permissions`).
+Answers are JSON; a browser of a user logged in to the admin gets DRF's browsable API.
 Lists are cursor-paginated (:mod:`operatorapi.pagination`) and filtered by strict query
 parameters (:mod:`operatorapi.filters`); errors follow :mod:`operatorapi.exceptions`.
 """
@@ -21,7 +22,7 @@ from rest_framework import exceptions, mixins, routers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -33,7 +34,7 @@ from assets_app.services.clearing import task_instances_clear, task_instances_se
 from assets_app.services.dags import dags_set_paused
 from operatorapi import selectors
 from operatorapi import serializers as s
-from operatorapi.authentication import AUTHENTICATION_CLASSES
+from operatorapi.authentication import AUTHENTICATION_CLASSES, session_user_logged_in
 from operatorapi.exceptions import PayloadTooLarge, exception_handler
 from operatorapi.filters import (
     AssetAliasFilter,
@@ -45,6 +46,7 @@ from operatorapi.filters import (
     StrictFilterBackend,
 )
 from operatorapi.pagination import KeysetPagination
+from operatorapi.params import refuse_nul
 from operatorapi.permissions import ClearPermission, ModelPermissions
 
 
@@ -76,6 +78,22 @@ class OperatorAPIMixin(APIView):
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+    def get_renderers(self) -> list[BaseRenderer]:
+        """JSON; and DRF's browsable API for a browser (``Accept: text/html``) of a user logged
+        in to the admin. JSON stays the default (``*/*``), and the schema knows only JSON."""
+        renderers: list[BaseRenderer] = [JSONRenderer()]
+        if not getattr(self, "swagger_fake_view", False) and session_user_logged_in(
+            getattr(self, "request", None)
+        ):
+            renderers.append(BrowsableAPIRenderer())
+        return renderers
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """Once the caller is known and allowed: no NUL in any parameter (400 naming a query
+        parameter, 404 for a path id), before any filter, cursor or lookup reads them."""
+        super().initial(request, *args, **kwargs)
+        refuse_nul(request, kwargs)
 
 
 class OperatorViewSet(OperatorAPIMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]

@@ -1,12 +1,15 @@
-"""What the management commands share: their asset and integer options, and how a domain
-error ends one."""
+"""What the management commands share: their asset and integer options, how a domain error
+ends one, and their progress bar."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, TextIO, cast
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from assets_app.exceptions import AssetsError
 
@@ -30,3 +33,25 @@ def domain_errors() -> Iterator[None]:
         yield
     except AssetsError as exc:
         raise CommandError(str(exc)) from exc
+
+
+@contextmanager
+def progress_bar(
+    command: BaseCommand, *, total: int | None, desc: str, unit: str = "it"
+) -> Iterator[tqdm[Any] | None]:
+    """A tqdm bar on the command's stderr when that is a terminal, else ``None`` (scripts and
+    pipes see no bar, and stdout — the command's results — never carries one).
+
+    While the bar shows, log lines (the root logger's console handlers, stderr) are printed
+    above it through ``tqdm.write``, never into it; the bar is closed on the way out, error
+    or not.
+    """
+    stream = cast(TextIO, command.stderr._out)  # the real stream under Django's wrapper
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        yield None
+        return
+    with (
+        logging_redirect_tqdm(),
+        tqdm(total=total, desc=desc, unit=unit, file=stream, dynamic_ncols=True) as bar,
+    ):
+        yield bar

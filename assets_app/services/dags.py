@@ -15,7 +15,7 @@ rejected.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +52,22 @@ from task_sdk.definitions import DEFAULT_GROUP, AssetNameRef, AssetUniqueKey, As
 
 logger = logging.getLogger(__name__)
 
+#: The steps of a load, in order; a ``progress`` callback is called with each as it starts.
+DECLARE_STEPS = (
+    "reading the manifest",
+    "assets",
+    "aliases",
+    "DAGs",
+    "tasks",
+    "references",
+    "active assets",
+)
+DeclareProgress = Callable[[str], None]
+
+
+def _no_progress(step: str) -> None:
+    pass
+
 
 @dataclass(frozen=True)
 class DeclareResult:
@@ -66,12 +82,17 @@ class DeclareResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def dags_declare_from_file(*, path: Path | str) -> DeclareResult:
-    """Read, validate and store a manifest; ``Dag.fileloc`` is the file's resolved path."""
+def dags_declare_from_file(
+    *, path: Path | str, progress: DeclareProgress | None = None
+) -> DeclareResult:
+    """Read, validate and store a manifest; ``Dag.fileloc`` is the file's resolved path.
+
+    ``progress`` is called with each of :data:`DECLARE_STEPS` as it starts."""
     resolved = Path(path).expanduser().resolve()
+    (progress or _no_progress)(DECLARE_STEPS[0])
     manifest = manifest_load(resolved)
     try:
-        return dags_declare(manifest=manifest, fileloc=str(resolved))
+        return dags_declare(manifest=manifest, fileloc=str(resolved), progress=progress)
     except IntegrityError as exc:
         # only a concurrent writer (another declare_dags) can get here; nothing was written
         raise ManifestError(
@@ -80,12 +101,15 @@ def dags_declare_from_file(*, path: Path | str) -> DeclareResult:
 
 
 @transaction.atomic
-def dags_declare(*, manifest: Manifest, fileloc: str) -> DeclareResult:
+def dags_declare(
+    *, manifest: Manifest, fileloc: str, progress: DeclareProgress | None = None
+) -> DeclareResult:
     """Store the manifest's DAGs and their asset references, in one transaction.
 
     Raises ``AssetConflictError`` (nothing written) when two active assets would share a name
-    or a uri.
+    or a uri. ``progress`` is called with each of :data:`DECLARE_STEPS` after the first.
     """
+    step = progress or _no_progress
     now = timezone.now()
     dag_ids = [dag.dag_id for dag in manifest.dags]
     existing = Dag.objects.in_bulk(dag_ids)
@@ -93,14 +117,20 @@ def dags_declare(*, manifest: Manifest, fileloc: str) -> DeclareResult:
     touched_ids = [*dag_ids, *stale_ids]
     referenced_before = _referenced_asset_ids(dag_ids=touched_ids)
 
+    step("assets")
     assets = _assets_upsert(manifest.assets, now=now)
+    step("aliases")
     aliases = _aliases_upsert(manifest.aliases)
+    step("DAGs")
     _dags_upsert(manifest.dags, existing=existing, fileloc=fileloc, now=now)
+    step("tasks")
     _dag_tasks_sync(manifest.dags)
     _dags_mark_stale(stale_ids, now=now)
+    step("references")
     _references_sync(
         manifest.dags, dag_ids=touched_ids, asset_ids=assets.ids, alias_ids=aliases.ids
     )
+    step("active assets")
     activated, deactivated = _active_assets_sync(
         asset_ids=assets.ids, referenced_before=referenced_before
     )

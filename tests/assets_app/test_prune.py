@@ -8,11 +8,6 @@ scheduler itself: what a prune keeps is what the next pass consumes.
 from __future__ import annotations
 
 import io
-import os
-import pty
-import select
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
@@ -41,7 +36,6 @@ from assets_app.services.asset_events import (
 )
 from assets_app.services.scheduler import scheduler_pass
 from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory, DagFactory
-from tests.live_server import REPO, server_env
 
 pytestmark = pytest.mark.django_db
 
@@ -366,28 +360,6 @@ def test_bad_batch_size_is_an_invalid_input():
         asset_events_prune(older_than=NOW, batch_size=0)
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_terminal_output_shows_a_progress_bar_then_the_summary():
-    # given
-    for _ in range(5):
-        AssetEventFactory(timestamp=days_ago(40))
-    out = _Terminal()
-
-    # when
-    call_command("prune_asset_events", "--older-than-days=30", "--batch-size=2", stdout=out)
-
-    # then: tqdm's bar (carriage-return updates) up to 5/5, and the summary line last
-    text = out.getvalue()
-    assert "\r" in text
-    assert "5/5" in text
-    assert "deleted=5" in text
-    assert text.rstrip().splitlines()[-1].startswith("Deleted 5 asset event(s)")
-
-
 def test_non_terminal_output_is_one_summary_line():
     for _ in range(3):
         AssetEventFactory(timestamp=days_ago(40))
@@ -397,44 +369,3 @@ def test_non_terminal_output_is_one_summary_line():
     assert "\r" not in out
     assert out.count("\n") == 1
     assert out.startswith("Deleted 3 asset event(s)")
-
-
-@pytest.mark.slow
-@pytest.mark.django_db(transaction=True)
-def test_real_terminal_gets_the_progress_bar():
-    # given: old events committed for a child process, whose stdout is a pseudo-terminal
-    for _ in range(4):
-        AssetEventFactory(timestamp=days_ago(40))
-    controller, terminal = pty.openpty()
-    command = [sys.executable, "manage.py", "prune_asset_events", "--older-than-days=30"]
-
-    # when
-    child = subprocess.Popen(
-        [*command, "--batch-size=3"],
-        cwd=REPO,
-        env=server_env(),
-        stdout=terminal,
-        stderr=subprocess.PIPE,
-    )
-    os.close(terminal)
-    output = b""
-    while True:
-        ready, _, _ = select.select([controller], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        output += chunk
-    os.close(controller)
-    assert child.wait(timeout=60) == 0, child.stderr.read().decode() if child.stderr else ""
-
-    # then
-    text = output.decode()
-    assert "4/4" in text
-    assert "\r" in text
-    assert "Deleted 4 asset event(s)" in text
-    assert not AssetEvent.objects.exists()

@@ -7,23 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
-from tqdm import tqdm
 
-from assets_app.management.base import domain_errors
+from assets_app.management.base import domain_errors, progress_bar
 from assets_app.services.asset_events import PruneProgress, asset_events_prune
-
-
-class _CommandOutput:
-    """The command's stdout as a plain stream for tqdm (Django's wrapper adds line endings)."""
-
-    def __init__(self, command: BaseCommand) -> None:
-        self._stdout = command.stdout
-
-    def write(self, text: str) -> None:
-        self._stdout.write(text, ending="")
-
-    def flush(self) -> None:
-        self._stdout.flush()
 
 
 class Command(BaseCommand):
@@ -35,9 +21,9 @@ class Command(BaseCommand):
         "asset its schedule names directly or by ref, or emitted through one of its aliases; "
         "without a partition key; consumed by no run of that DAG yet; and, if the DAG has had "
         "an asset-triggered run, stamped later than 10 minutes before the latest one was "
-        "created (the scheduler never consumes older ones). Shows a progress bar when stdout "
-        "is a terminal; prints a one-line summary (deleted, kept) in any case. --dry-run "
-        "counts the same way and deletes nothing."
+        "created (the scheduler never consumes older ones). Shows a progress bar when stderr "
+        "is a terminal; prints a one-line summary (deleted, kept) on stdout in any case, log "
+        "lines on stderr. --dry-run counts the same way and deletes nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -60,39 +46,30 @@ class Command(BaseCommand):
             raise CommandError(f"--batch-size must be positive, got {options['batch_size']}")
         cutoff = timezone.now() - timedelta(days=days)
         dry_run = options["dry_run"]
-        bar: tqdm[Any] | None = None
+        with (
+            domain_errors(),
+            progress_bar(self, total=None, desc="examined", unit="event") as bar,
+        ):
 
-        def show(progress: PruneProgress) -> None:
-            nonlocal bar
-            if bar is None:
-                bar = tqdm(
-                    total=progress.total,
-                    unit="event",
-                    desc="examined",
-                    file=_CommandOutput(self),
-                    dynamic_ncols=True,
+            def show(progress: PruneProgress) -> None:
+                if bar is None:
+                    return
+                if bar.total is None:
+                    bar.reset(total=progress.total)
+                # integers as such (a dict postfix would print 20000 as 2e+4)
+                done = "would delete" if dry_run else "deleted"
+                bar.set_postfix_str(
+                    f"{done}={progress.deleted}, kept={progress.kept_unconsumed}", refresh=False
                 )
-            bar.set_postfix(
-                {
-                    "would delete" if dry_run else "deleted": progress.deleted,
-                    "kept": progress.kept_unconsumed,
-                },
-                refresh=False,
+                bar.update(progress.examined - bar.n)
+
+            result = asset_events_prune(
+                older_than=cutoff,
+                dry_run=dry_run,
+                batch_size=options["batch_size"],
+                include_unconsumed=options["include_unconsumed"],
+                progress=show if bar is not None else None,
             )
-            bar.update(progress.examined - bar.n)
-
-        try:
-            with domain_errors():
-                result = asset_events_prune(
-                    older_than=cutoff,
-                    dry_run=dry_run,
-                    batch_size=options["batch_size"],
-                    include_unconsumed=options["include_unconsumed"],
-                    progress=show if self.stdout.isatty() else None,
-                )
-        finally:
-            if bar is not None:
-                bar.close()
         verb = "Would delete" if dry_run else "Deleted"
         kept = (
             ""
