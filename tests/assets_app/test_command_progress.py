@@ -59,7 +59,8 @@ def test_prune_on_a_terminal_draws_its_bar_on_stderr_and_its_result_on_stdout():
     out = run("prune_asset_events", "--older-than-days=30", "--batch-size=2", stderr=err)
 
     assert out.startswith("Deleted 5 asset event(s) older than")
-    assert out.count("\n") == 1 and "\r" not in out
+    assert out.count("\n") == 1
+    assert "\r" not in out
     bar = err.getvalue()
     assert "\r" in bar
     assert "5/5" in bar
@@ -107,7 +108,9 @@ def test_declare_on_a_terminal_draws_its_steps_on_stderr():
 
     out = run("declare_dags", str(MANIFEST), stderr=err)
 
-    assert out.startswith("Declared ") and out.count("\n") == 1 and "\r" not in out
+    assert out.startswith("Declared ")
+    assert out.count("\n") == 1
+    assert "\r" not in out
     assert "7/7" in err.getvalue()
     assert "declaring" in err.getvalue()
     assert Dag.objects.exists()
@@ -119,7 +122,8 @@ def test_declare_in_a_script_prints_no_bar(tmp_path):
 
     out = run("declare_dags", str(MANIFEST), stderr=err)
 
-    assert out.startswith("Declared ") and out.count("\n") == 1
+    assert out.startswith("Declared ")
+    assert out.count("\n") == 1
     assert "\r" not in err.getvalue()
     assert "declaring" not in err.getvalue()
 
@@ -196,8 +200,10 @@ def test_prune_on_a_real_terminal(tmp_path: Path):
         tmp_path, "prune_asset_events", "--older-than-days=30", "--batch-size=3"
     )
 
-    assert out.startswith("Deleted 4 asset event(s)") and out.count("\n") == 1
-    assert "\r" not in out and "4/4" not in out
+    assert out.startswith("Deleted 4 asset event(s)")
+    assert out.count("\n") == 1
+    assert "\r" not in out
+    assert "4/4" not in out
     assert "4/4" in shown
     assert "deleted=4, kept=0" in shown
     # the service's log line, on a line of its own above the bar (not glued to it)
@@ -210,6 +216,8 @@ def test_prune_on_a_real_terminal(tmp_path: Path):
 def test_declare_on_a_real_terminal(tmp_path: Path):
     out, shown = on_a_terminal(tmp_path, "declare_dags", str(MANIFEST))
 
-    assert out.startswith("Declared ") and out.count("\n") == 1 and "\r" not in out
+    assert out.startswith("Declared ")
+    assert out.count("\n") == 1
+    assert "\r" not in out
     assert "7/7" in shown
     assert any("declared" in line and "DAG(s) from" in line for line in log_lines(shown)), shown
