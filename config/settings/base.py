@@ -35,6 +35,9 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI / Redoc files served by the app, no CDN
 ]
 
+# database sessions that refuse keys Django could not have made (config/sessions.py)
+SESSION_ENGINE = "config.sessions"
+
 MIDDLEWARE = [
     "config.middleware.ChunkedBodyMiddleware",  # before anything reads a body
     "django.middleware.security.SecurityMiddleware",
