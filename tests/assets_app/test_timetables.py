@@ -4,14 +4,15 @@ days), timedeltas, @once, catch-up on and off, end dates and refused schedules."
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from assets_app.timetables import DagRunInfo, timedelta_parse, timetable_parse
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 NOW = utc(2026, 3, 10, 15, 7)
@@ -34,12 +35,12 @@ def test_daily_without_catchup_runs_only_the_latest_due_moment() -> None:
 
 def test_daily_with_catchup_walks_from_the_start_date() -> None:
     daily = timetable_parse(schedule="0 0 * * *")
-    kwargs = {"start_date": START, "end_date": None, "catchup": True, "now": NOW}
-    first = daily.next_run(last_run_after=None, **kwargs)  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {"start_date": START, "end_date": None, "catchup": True, "now": NOW}
+    first = daily.next_run(last_run_after=None, **kwargs)
     assert first is not None
     assert first.logical_date == START
     assert first.data_interval_start == first.data_interval_end == first.run_after == START
-    second = daily.next_run(last_run_after=START, **kwargs)  # type: ignore[arg-type]
+    second = daily.next_run(last_run_after=START, **kwargs)
     assert second == DagRunInfo.exact(utc(2026, 1, 2))
 
 
@@ -96,12 +97,12 @@ def test_daily_in_a_timezone_is_due_at_local_midnight() -> None:
 
 def test_timedelta_without_catchup_runs_now_after_a_long_pause() -> None:
     every_6h = timetable_parse(delta="6:00:00")
-    kwargs = {"start_date": START, "end_date": None, "now": NOW}
-    late = every_6h.next_run(last_run_after=NOW - timedelta(days=1), catchup=False, **kwargs)  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {"start_date": START, "end_date": None, "now": NOW}
+    late = every_6h.next_run(last_run_after=NOW - timedelta(days=1), catchup=False, **kwargs)
     assert late == DagRunInfo.exact(NOW)
-    caught_up = every_6h.next_run(last_run_after=NOW - timedelta(days=1), catchup=True, **kwargs)  # type: ignore[arg-type]
+    caught_up = every_6h.next_run(last_run_after=NOW - timedelta(days=1), catchup=True, **kwargs)
     assert caught_up == DagRunInfo.exact(NOW - timedelta(hours=18))
-    recent = every_6h.next_run(last_run_after=NOW, catchup=False, **kwargs)  # type: ignore[arg-type]
+    recent = every_6h.next_run(last_run_after=NOW, catchup=False, **kwargs)
     assert recent == DagRunInfo.exact(NOW + timedelta(hours=6))
 
 
@@ -122,11 +123,11 @@ def test_once_runs_at_the_start_date_then_never() -> None:
 def test_nothing_after_the_end_date() -> None:
     daily = timetable_parse(schedule="@daily")
     end = utc(2026, 1, 2, 12)
-    kwargs = {"start_date": START, "end_date": end, "catchup": True, "now": NOW}
-    assert daily.next_run(last_run_after=utc(2026, 1, 1), **kwargs) == DagRunInfo.exact(  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {"start_date": START, "end_date": end, "catchup": True, "now": NOW}
+    assert daily.next_run(last_run_after=utc(2026, 1, 1), **kwargs) == DagRunInfo.exact(
         utc(2026, 1, 2)
     )
-    assert daily.next_run(last_run_after=utc(2026, 1, 2), **kwargs) is None  # type: ignore[arg-type]
+    assert daily.next_run(last_run_after=utc(2026, 1, 2), **kwargs) is None
 
 
 @pytest.mark.parametrize(
@@ -142,9 +143,9 @@ def test_nothing_after_the_end_date() -> None:
         ({"schedule": "@daily", "delta": 60}, "exactly one of"),
     ],
 )
-def test_bad_schedules_are_refused(kwargs: dict[str, object], message: str) -> None:
+def test_bad_schedules_are_refused(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        timetable_parse(**kwargs)  # type: ignore[arg-type]
+        timetable_parse(**kwargs)
 
 
 def test_timedelta_forms() -> None:
