@@ -77,6 +77,10 @@ class DagRunNotFoundError(NotFoundError):
     default_message = "DAG run not found"
 
 
+class DagNotFoundError(NotFoundError):
+    default_message = "DAG not found"
+
+
 class AssetNotFoundError(NotFoundError):
     default_message = "Asset not found"
 
@@ -90,6 +94,18 @@ class XComNotFoundError(NotFoundError):
 
 class ConflictError(AssetsError):
     code = "conflict"
+
+
+class DagRunExistsError(ConflictError):
+    """A run with this run id exists already for the DAG."""
+
+    code = "dag_run_exists"
+
+
+class DagStaleError(ConflictError):
+    """The DAG is stale (gone from its file): no new run of it can be made."""
+
+    code = "dag_stale"
 
 
 class TaskInstanceInvalidStateError(ConflictError):

@@ -42,3 +42,10 @@ class ClearPermission(ModelPermissions):
 
     def get_required_permissions(self, method: str, model_cls: Any) -> list[str]:
         return ["assets_app.view_dagrun", "assets_app.change_taskinstance"]
+
+
+class TriggerPermission(ModelPermissions):
+    """Triggering a DAG run needs ``add_dagrun`` (and ``view_dag``), as the admin's *Trigger*."""
+
+    def get_required_permissions(self, method: str, model_cls: Any) -> list[str]:
+        return ["assets_app.view_dag", "assets_app.add_dagrun"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from assets_app.conditions import condition_parse, condition_summary
 from assets_app.exceptions import InvalidAssetExpression
 from assets_app.models import (
     DAG_RUN_SUMMARY_FIELDS,
+    ID_LENGTH,
     NAME_LENGTH,
     PARTITION_KEY_LENGTH,
     Asset,
@@ -29,6 +31,7 @@ from assets_app.models import (
     DagRun,
 )
 from assets_app.validators import json_value_problem
+from operatorapi.params import DatetimeParameterError, parse_datetime_parameter
 
 # --- output -------------------------------------------------------------------------------------
 
@@ -276,6 +279,33 @@ class AssetEventCreateSerializer(StrictInputSerializer):
 
 class DagPatchSerializer(StrictInputSerializer):
     is_paused = StrictBooleanField(help_text="Pause (true) or unpause (false) the DAG.")
+
+
+class StrictDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 date-time with a timezone, within years 1 to 9999 in UTC (the operator API's
+    one datetime rule, :func:`operatorapi.params.parse_datetime_parameter`)."""
+
+    def to_internal_value(self, value: Any) -> datetime:
+        if not isinstance(value, str):
+            raise serializers.ValidationError("Must be an ISO 8601 date-time.", code="invalid")
+        try:
+            return parse_datetime_parameter(value, require_offset=True)
+        except DatetimeParameterError as exc:
+            raise serializers.ValidationError(str(exc), code="invalid") from None
+
+
+class DagRunTriggerSerializer(StrictInputSerializer):
+    run_id = StrictCharField(
+        required=False,
+        min_length=1,
+        max_length=ID_LENGTH,
+        trim_whitespace=False,
+        help_text="The run's id (default `manual__<logical date>`).",
+    )
+    logical_date = StrictDateTimeField(
+        required=False, help_text="ISO 8601 with a timezone (default now)."
+    )
+    conf = JSONObjectField(required=False, help_text="The run's conf (a JSON object).")
 
 
 class DagRunClearSerializer(StrictInputSerializer):

@@ -31,6 +31,7 @@ from rest_framework.views import APIView
 
 from assets_app.services.asset_events import asset_event_create_manual
 from assets_app.services.clearing import task_instances_clear, task_instances_select
+from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_set_paused
 from operatorapi import selectors
 from operatorapi import serializers as s
@@ -47,7 +48,7 @@ from operatorapi.filters import (
 )
 from operatorapi.pagination import KeysetPagination
 from operatorapi.params import refuse_nul
-from operatorapi.permissions import ClearPermission, ModelPermissions
+from operatorapi.permissions import ClearPermission, ModelPermissions, TriggerPermission
 
 
 class JSONBodyParser(JSONParser):
@@ -204,6 +205,32 @@ class DagViewSet(ReadOnlyViewSet):
         dags_set_paused(dag_ids=[dag.dag_id], is_paused=payload.validated_data["is_paused"])
         dag.refresh_from_db()
         return Response(s.DagSerializer(dag).data)
+
+    def get_permissions(self) -> Sequence[Any]:
+        if self.action == "trigger":
+            return [TriggerPermission()]
+        return super().get_permissions()
+
+    @extend_schema(
+        summary="Trigger a DAG run",
+        description="A manual run of the DAG, as Airflow's *trigger*: `queued`, one scheduled "
+        "task instance per declared task for a worker to run (a paused DAG's run waits until "
+        "it is unpaused). 409 `dag_run_exists` for a taken run id, 409 `dag_stale` for a stale "
+        "DAG. Needs `assets_app.add_dagrun`.",
+        request=s.DagRunTriggerSerializer,
+        responses={
+            201: s.DagRunSerializer,
+            409: OpenApiResponse(description="The run id is taken, or the DAG is stale"),
+            **NOT_FOUND,
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="runs")
+    def trigger(self, request: Request, dag_id: str) -> Response:
+        dag = self.get_object()
+        payload = s.DagRunTriggerSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        dag_run = dag_run_trigger(dag_id=dag.dag_id, **payload.validated_data)
+        return Response(s.DagRunSerializer(dag_run).data, status=status.HTTP_201_CREATED)
 
 
 @documented(plural="DAG runs", one="DAG run", order="Newest first (by id).")

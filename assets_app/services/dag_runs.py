@@ -1,5 +1,7 @@
-"""DAG runs: creating them (with task instances) for operators and tests
-(``create_task_instance``), and their state as their task instances start and finish.
+"""DAG runs: triggering a DAG (``dag_run_trigger``: ``manage.py trigger_dag``, the operator
+API), creating one task instance for an outside runner (``create_task_instance``), the task
+instances a new run gets (``dags_task_ids``, also for the scheduler's asset-triggered runs),
+and a run's state as its task instances start and finish.
 
 A run is ``queued`` until its first task instance starts (``dag_run_start``: ``running``),
 then ``success`` or ``failed`` with an ``end_date`` once none of its task instances is
@@ -12,15 +14,22 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from assets_app.exceptions import TaskInstanceInputError, TaskInstanceNotFoundError
+from assets_app.exceptions import (
+    DagNotFoundError,
+    DagRunExistsError,
+    DagStaleError,
+    TaskInstanceInputError,
+    TaskInstanceNotFoundError,
+)
 from assets_app.models import (
     FAILED_TI_STATES,
     FINISHED_TI_STATES,
@@ -29,9 +38,12 @@ from assets_app.models import (
     DagRunState,
     DagRunType,
     DagTask,
+    TaskInletAssetReference,
     TaskInstance,
     TaskInstanceState,
+    TaskOutletAssetReference,
 )
+from assets_app.notify import RUNS_CHANNEL, notify
 from assets_app.services.sql import column, table
 from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import validate_id
@@ -168,6 +180,109 @@ def task_instance_create(
         "created" if run_created else "existing",
     )
     return CreatedTaskInstance(task_instance=task_instance, created=created)
+
+
+def manual_run_id(*, logical_date: datetime) -> str:
+    """``manual__<logical date ISO>``, as Airflow 3 names a triggered run."""
+    return f"{DagRunType.MANUAL}__{logical_date.isoformat()}"
+
+
+@transaction.atomic
+def dag_run_trigger(
+    *,
+    dag_id: str,
+    run_id: str | None = None,
+    conf: Mapping[str, Any] | None = None,
+    logical_date: datetime | None = None,
+) -> DagRun:
+    """Trigger a run of a declared DAG, as Airflow's ``airflow dags trigger`` and
+    ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run, ``queued``, with ``logical_date`` and
+    data interval = ``logical_date`` (default now), ``run_after`` now, run id
+    ``manual__<logical date>`` unless given, and one ``scheduled`` task instance per declared
+    task (``max_tries`` = its ``retries``) for a worker to claim; the workers are woken at
+    commit. A paused DAG's run waits, as in Airflow: workers claim nothing of a paused DAG
+    until it is unpaused.
+
+    Raises ``DagNotFoundError`` (no such DAG), ``DagStaleError`` (gone from its file),
+    ``DagRunExistsError`` (the run id is taken) and ``TaskInstanceInputError`` (a bad run id,
+    a naive logical date, a conf that is not an object).
+    """
+    now = timezone.now()
+    if logical_date is None:
+        logical_date = now
+    elif timezone.is_naive(logical_date):
+        raise TaskInstanceInputError("logical date must have a timezone (e.g. +00:00)")
+    if conf is not None and not isinstance(conf, Mapping):
+        raise TaskInstanceInputError(f"conf must be a JSON object, got {type(conf).__name__}")
+    run_id = manual_run_id(logical_date=logical_date) if run_id is None else run_id
+    _check_id("run id", run_id, pattern=False)
+    dag = Dag.objects.select_for_update().filter(dag_id=dag_id).first()
+    if dag is None:
+        raise DagNotFoundError(f"DAG {dag_id!r} not found", dag_id=dag_id)
+    if dag.is_stale:
+        raise DagStaleError(
+            f"DAG {dag_id!r} is stale (missing from {dag.fileloc or 'its manifest'}): "
+            "declare it again to trigger it",
+            dag_id=dag_id,
+        )
+    if DagRun.objects.filter(dag=dag, run_id=run_id).exists():
+        raise DagRunExistsError(
+            f"DAG {dag_id!r} has a run {run_id!r} already", dag_id=dag_id, run_id=run_id
+        )
+    dag_run = DagRun.objects.create(
+        dag=dag,
+        run_id=run_id,
+        run_type=DagRunType.MANUAL,
+        state=DagRunState.QUEUED,
+        logical_date=logical_date,
+        data_interval_start=logical_date,
+        data_interval_end=logical_date,
+        run_after=now,
+        conf=dict(conf or {}),
+        created_at=now,
+    )
+    task_ids = dags_task_ids({dag_id: dag.task_ids})[dag_id]
+    retries = dict(DagTask.objects.filter(dag_id=dag_id).values_list("task_id", "retries"))
+    TaskInstance.objects.bulk_create(
+        [
+            TaskInstance(
+                dag_run=dag_run,
+                dag_id=dag_id,
+                run_id=run_id,
+                task_id=task_id,
+                max_tries=retries.get(task_id, 0),
+                state=TaskInstanceState.SCHEDULED,
+            )
+            for task_id in task_ids
+        ]
+    )
+    notify(RUNS_CHANNEL)  # workers wake up when this commits
+    count = len(task_ids)
+    transaction.on_commit(
+        lambda: logger.info("triggered %s run %s (%d task instance(s))", dag_id, run_id, count)
+    )
+    return dag_run
+
+
+def dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+    """The task instances a new run of each DAG gets: its declared tasks (``declared``: its
+    ``Dag.task_ids``), or, without a declared list, the tasks its asset references name (0
+    queries if every DAG declares its tasks, else 2)."""
+    task_ids = {
+        dag_id: list(dict.fromkeys(str(task_id) for task_id in tasks))
+        for dag_id, tasks in declared.items()
+        if tasks
+    }
+    undeclared = [dag_id for dag_id, tasks in declared.items() if not tasks]
+    if undeclared:
+        found: dict[str, set[str]] = {dag_id: set() for dag_id in undeclared}
+        for model in (TaskOutletAssetReference, TaskInletAssetReference):
+            for dag_id, task_id in model.objects.filter(dag_id__in=undeclared).values_list(
+                "dag_id", "task_id"
+            ):
+                found[dag_id].add(task_id)
+        task_ids.update((dag_id, sorted(tasks)) for dag_id, tasks in found.items())
+    return task_ids
 
 
 def _declared_retries(dag_id: str, task_id: str) -> int:

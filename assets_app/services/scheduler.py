@@ -99,10 +99,8 @@ from assets_app.models import (
     DagRunState,
     DagRunType,
     DagTask,
-    TaskInletAssetReference,
     TaskInstance,
     TaskInstanceState,
-    TaskOutletAssetReference,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
 from assets_app.services.consumption import (
@@ -110,6 +108,7 @@ from assets_app.services.consumption import (
     condition_resolve,
     unconsumed_event_ids,
 )
+from assets_app.services.dag_runs import dags_task_ids
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
 from assets_app.services.sql import Dialect, model_rows_insert, of, table
 
@@ -470,7 +469,7 @@ def _runs_insert(
             for event_id in consumed[dag_id]
         ]
     )
-    task_ids = _dags_task_ids({dag_id: declared_tasks[dag_id] for dag_id, _ in runs})
+    task_ids = dags_task_ids({dag_id: declared_tasks[dag_id] for dag_id, _ in runs})
     retries = {
         (dag_id, task_id): retries
         for dag_id, task_id, retries in DagTask.objects.filter(
@@ -510,23 +509,3 @@ def _runs_insert(
     notify(RUNS_CHANNEL)  # workers wake up when this commits
     count = len(runs)
     transaction.on_commit(lambda: logger.info("created %d asset-triggered run(s)", count))
-
-
-def _dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:
-    """Each DAG's declared tasks (``declared``: its ``Dag.task_ids``); without a declared list,
-    the tasks its asset references name (0 queries if every DAG declares its tasks, else 2)."""
-    task_ids = {
-        dag_id: list(dict.fromkeys(str(task_id) for task_id in tasks))
-        for dag_id, tasks in declared.items()
-        if tasks
-    }
-    undeclared = [dag_id for dag_id, tasks in declared.items() if not tasks]
-    if undeclared:
-        found: dict[str, set[str]] = {dag_id: set() for dag_id in undeclared}
-        for model in (TaskOutletAssetReference, TaskInletAssetReference):
-            for dag_id, task_id in model.objects.filter(dag_id__in=undeclared).values_list(
-                "dag_id", "task_id"
-            ):
-                found[dag_id].add(task_id)
-        task_ids.update((dag_id, sorted(tasks)) for dag_id, tasks in found.items())
-    return task_ids

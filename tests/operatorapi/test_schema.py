@@ -25,7 +25,7 @@ METHODS = {
 }
 
 #: The extra actions (``@action``) and their method.
-EXTRA_ACTIONS = {"clear": "post"}
+EXTRA_ACTIONS = {"clear": "post", "trigger": "post"}
 
 
 def routed_operations() -> set[tuple[str, str]]:
@@ -77,6 +77,7 @@ def test_schema_has_every_operation_and_nothing_else(schema):
     assert documented == routed_operations()
     assert ("/api/v1/asset-events", "post") in documented
     assert ("/api/v1/dags/{}", "patch") in documented
+    assert ("/api/v1/dags/{}/runs", "post") in documented
     assert "/api/v1/dags/{dag_id}" in document["paths"]
     assert "/api/v1/asset-events/{id}" in document["paths"]
 
