@@ -90,10 +90,12 @@ SERVED: dict[str, dict[str, list[str]]] = {
         ],
     },
     "/api/v2/dags/{dag_id}": {"get": [], "patch": ["update_mask"]},
-    "/api/v2/dags/{dag_id}/dagRuns": {"get": [*_PAGE, *_DATES]},
+    "/api/v2/dags/{dag_id}/dagRuns": {
+        "get": [*_PAGE, *_DATES, "run_type", "state", "order_by", "run_id_pattern"]
+    },
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}": {"get": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/clear": {"post": []},
-    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances": {"get": []},
+    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances": {"get": _PAGE},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}": {"get": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries/{xcom_key}": {
         "get": ["map_index", "deserialize", "stringify"]

@@ -400,7 +400,7 @@ RUN_ORDER = {
     "run_after": "run_after",
     "start_date": "start_date",
     "end_date": "end_date",
-    "conf": "id",
+    "dag_run_id": "run_id",
 }
 RUN_DATES = ("run_after", "logical_date", "start_date", "end_date")
 
