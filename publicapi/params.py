@@ -5,12 +5,13 @@ bad value gets Airflow's 422 body: ``{"detail": [{"type", "loc": ["query", name]
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 from django.http import QueryDict
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from publicapi.exceptions import BadRequest, Unprocessable
 
@@ -37,8 +38,16 @@ def _utc(value: datetime) -> datetime:
         raise ValueError("Datetime is out of range once converted to UTC") from exc
 
 
+def _iso_text(value: Any) -> Any:
+    """A date-time in a query is ISO 8601 text, not a number of seconds (``0.5``)."""
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        raise ValueError("Input should be an ISO 8601 date-time")
+    return value
+
+
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 Text = Annotated[str, AfterValidator(_no_nul)]
-UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_utc)]
 Limit = Annotated[int, Field(ge=0)]
 Offset = Annotated[int, Field(ge=0)]
 
@@ -59,7 +68,9 @@ class Page(Query):
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A JSON body: types exact (``0`` is no boolean), unknown fields refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _errors(exc: ValidationError, where: str) -> list[dict[str, Any]]:
@@ -87,8 +98,8 @@ def query_parse(model: type[ModelT], params: QueryDict, *, lists: Iterable[str] 
     last value given. Raises ``Unprocessable`` with Airflow's body."""
     data: dict[str, Any] = {}
     for name in model.model_fields:
-        if name not in params:
-            continue
+        if name not in params or params.getlist(name)[-1:] == [""]:
+            continue  # absent, or empty (``limit=``): the default
         data[name] = params.getlist(name) if name in lists else params.getlist(name)[-1]
     try:
         return model.model_validate(data)

@@ -188,6 +188,8 @@ class CreateEventBody(Body):
     uri: Text | None = None
     partition_key: Text | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    #: Airflow's multi-team consumers; the registry has no teams, every consumer is global
+    access_control: dict[str, Any] | None = None
 
 
 class AssetEventListView(PublicView):
