@@ -98,8 +98,8 @@ def query_parse(model: type[ModelT], params: QueryDict, *, lists: Iterable[str] 
     last value given. Raises ``Unprocessable`` with Airflow's body."""
     data: dict[str, Any] = {}
     for name in model.model_fields:
-        if name not in params or params.getlist(name)[-1:] == [""]:
-            continue  # absent, or empty (``limit=``): the default
+        if name not in params:
+            continue
         data[name] = params.getlist(name) if name in lists else params.getlist(name)[-1]
     try:
         return model.model_validate(data)

@@ -105,9 +105,17 @@ SERVED: dict[str, dict[str, list[str]]] = {
 #: Responses the registry gives beyond Airflow's document: (path, method) → status → why.
 EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     # a route that answers 404 when nothing is queued (Airflow's does too, undeclared)
-    ("/api/v2/assets/{asset_id}/queuedEvents", "get"): {"404": "Not Found"},
-    ("/api/v2/dags/{dag_id}/assets/queuedEvents", "get"): {"404": "Not Found"},
-    ("/api/v2/dags/{dag_id}/assets/{asset_id}/queuedEvents", "get"): {"404": "Not Found"},
+    # and 400 for a ``before`` that is no date-time (Airflow's, undeclared)
+    ("/api/v2/assets/{asset_id}/queuedEvents", "get"): {"404": "Not Found", "400": "Bad Request"},
+    ("/api/v2/assets/{asset_id}/queuedEvents", "delete"): {"400": "Bad Request"},
+    ("/api/v2/dags/{dag_id}/assets/queuedEvents", "get"): {
+        "404": "Not Found",
+        "400": "Bad Request",
+    },
+    ("/api/v2/dags/{dag_id}/assets/{asset_id}/queuedEvents", "get"): {
+        "404": "Not Found",
+        "400": "Bad Request",
+    },
     # an asset given by name/uri that matches several inactive assets; an empty body
     ("/api/v2/assets/events", "post"): {"400": "Bad Request"},
     # clearing refuses running task instances instead of restarting them; bad order_by/limit

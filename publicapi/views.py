@@ -4,12 +4,13 @@ one selector or service, and renders Airflow's datamodel (``publicapi.render``).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import Annotated, Any, ClassVar
 
 from django.db import DatabaseError, connection
 from django.db.models import Q, QuerySet
 from django.http import Http404
-from pydantic import Field
+from pydantic import Field, TypeAdapter, ValidationError
 from rest_framework import status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -234,7 +235,22 @@ class AssetEventListView(PublicView):
 
 
 class BeforeQuery(Query):
-    before: UtcDatetime | None = None
+    before: Text | None = None
+
+
+_DATETIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
+
+
+def _before(value: str | None) -> datetime | None:
+    """Airflow's ``before``: any text in the schema, parsed here; unparsable → its 400."""
+    if value is None:
+        return None
+    try:
+        return _DATETIME.validate_python(value)
+    except ValidationError as exc:
+        raise BadRequest(
+            f"Invalid datetime: {value!r}. Please check the date parameter have this value."
+        ) from exc
 
 
 class QueuedEventsView(PublicView):
@@ -247,7 +263,7 @@ class QueuedEventsView(PublicView):
 
     def _scope(self, request: Request, kwargs: dict[str, str]) -> dict[str, Any]:
         q = parse(BeforeQuery, request.query_params)
-        scope: dict[str, Any] = {"before": q.before}
+        scope: dict[str, Any] = {"before": _before(q.before)}
         if "dag_id" in kwargs:
             scope["dag_id"] = _key(kwargs["dag_id"])
         if "asset_id" in kwargs:
@@ -262,6 +278,8 @@ class QueuedEventsView(PublicView):
                 f"{k}: `{kwargs[k]}`" for k in ("dag_id", "asset_id") if k in kwargs
             )
             raise NotFound(f"Queue event with {what} was not found")
+        if "dag_id" in kwargs and "asset_id" in kwargs:
+            return Response(render.queued_event(rows[0]))  # the one row of the pair
         return Response(
             {"queued_events": [render.queued_event(r) for r in rows], "total_entries": len(rows)}
         )
@@ -453,7 +471,7 @@ class DagRunClearBody(Body):
     only_failed: bool = False
     only_new: bool = False
     run_on_latest_version: bool | None = None
-    note: Text | None = None
+    note: Annotated[Text, Field(max_length=1000)] | None = None
 
 
 class DagRunClearView(PublicView):

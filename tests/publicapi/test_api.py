@@ -285,7 +285,11 @@ def test_queued_events_per_asset_dag_and_both(admin_api):
     by_asset = admin_api.get(f"assets/{a1.pk}/queuedEvents").json()
     assert {e["dag_id"] for e in by_asset["queued_events"]} == {"d1", "d2"}
     both = admin_api.get(f"dags/d2/assets/{a2.pk}/queuedEvents").json()
-    assert both["queued_events"][0]["dag_display_name"] == "d2"
+    assert both["dag_display_name"] == "d2"
+    assert both["asset_id"] == a2.pk
+    bad = admin_api.get("dags/d1/assets/queuedEvents", {"before": "soon"})
+    assert bad.status_code == 400
+    assert "Invalid datetime: 'soon'" in bad.json()["detail"]
     past = admin_api.get("dags/d1/assets/queuedEvents", {"before": "2000-01-01T00:00:00Z"})
     assert past.status_code == 404
     assert admin_api.delete(f"dags/d2/assets/{a2.pk}/queuedEvents").status_code == 204
