@@ -153,6 +153,16 @@ def _refs(node: Any) -> set[str]:
     return set()
 
 
+def _clear_collection(schema: dict[str, Any]) -> dict[str, Any]:
+    """Airflow's dry-run clear items are ``oneOf`` a task instance or ``NewTaskResponse`` (two
+    required fields, no others forbidden): every task instance matches both, so no response
+    could be valid. ``anyOf`` says what Airflow means."""
+    fixed = copy.deepcopy(schema)
+    items = fixed["properties"]["task_instances"]["items"]
+    items["anyOf"] = items.pop("oneOf")
+    return fixed
+
+
 def openapi_build(airflow: dict[str, Any]) -> dict[str, Any]:
     """Airflow's document restricted to ``SERVED``, with every schema the kept operations
     reference (transitively), and the registry's additions."""
@@ -196,6 +206,9 @@ def openapi_build(airflow: dict[str, Any]) -> dict[str, Any]:
         pending |= _refs(schemas[name]) - wanted
     kept = {name: schemas[name] for name in sorted(wanted)}
     kept["CreateAssetEventsByKeyBody"] = BY_KEY_BODY
+    kept["ClearTaskInstanceCollectionResponse"] = _clear_collection(
+        kept["ClearTaskInstanceCollectionResponse"]
+    )
     return {
         "openapi": airflow["openapi"],
         "info": {
