@@ -5,15 +5,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet, Value
+from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Upper
 from django.db.models.lookups import Exact
 from django.utils.text import smart_split, unescape_string_literal
 
 from assets_app.models import (
     Asset,
+    AssetAlias,
+    AssetDagRunQueue,
     AssetEvent,
     DagRun,
+    DagScheduleAssetReference,
+    TaskInletAssetReference,
+    TaskInstance,
+    TaskOutletAssetReference,
 )
 
 
@@ -98,3 +104,53 @@ def _asset_ids_containing(text: str) -> list[int] | QuerySet[Asset, Any]:
     if len(ids) > SEARCH_MAX_ASSET_IDS:
         return assets.values("pk")
     return ids
+
+
+# --- the public API's reads (shared with the operator API's querysets) ------------------------
+
+
+def asset_list_detailed() -> QuerySet[Asset]:
+    """Assets with what Airflow's asset shows: the DAGs scheduled on them, the tasks producing
+    and consuming them, their aliases (prefetched) and their latest event (annotated
+    ``last_event_id``/``last_event_timestamp``: the newest event, the highest id among ties)."""
+    latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp", "-id")
+    return Asset.objects.annotate(
+        last_event_id=Subquery(latest.values("id")[:1]),
+        last_event_timestamp=Subquery(latest.values("timestamp")[:1]),
+    ).prefetch_related(
+        Prefetch("scheduled_dags", queryset=DagScheduleAssetReference.objects.order_by("dag_id")),
+        Prefetch(
+            "producing_tasks",
+            queryset=TaskOutletAssetReference.objects.order_by("dag_id", "task_id"),
+        ),
+        Prefetch(
+            "consuming_tasks",
+            queryset=TaskInletAssetReference.objects.order_by("dag_id", "task_id"),
+        ),
+        Prefetch("aliases", queryset=AssetAlias.objects.order_by("name")),
+    )
+
+
+def asset_events_detailed() -> QuerySet[AssetEvent]:
+    """Events with their asset (joined) and the runs that consumed them (prefetched)."""
+    return AssetEvent.objects.select_related("asset").prefetch_related(
+        Prefetch("created_dagruns", queryset=DagRun.objects.order_by("id"))
+    )
+
+
+def queued_events_query(
+    *, dag_id: str | None = None, asset_id: int | None = None, before: datetime | None = None
+) -> QuerySet[AssetDagRunQueue]:
+    """``asset_dag_run_queue`` rows of a DAG, an asset or both, created before ``before``."""
+    rows = AssetDagRunQueue.objects.all()
+    if dag_id is not None:
+        rows = rows.filter(target_dag_id=dag_id)
+    if asset_id is not None:
+        rows = rows.filter(asset_id=asset_id)
+    if before is not None:
+        rows = rows.filter(created_at__lt=before)
+    return rows.order_by("created_at", "id")
+
+
+def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
+    return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)

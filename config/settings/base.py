@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "assets_app",
     "executionapi",
     "operatorapi",
+    "publicapi",
     "runtime",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc files served by the app, no CDN
 ]

@@ -1,0 +1,152 @@
+"""Query parameters and bodies parsed as Airflow's FastAPI app parses them (pydantic), so that a
+bad value gets Airflow's 422 body: ``{"detail": [{"type", "loc": ["query", name], "msg",
+"input", ...}]}``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+from django.http import QueryDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from publicapi.exceptions import BadRequest, Unprocessable
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+#: Airflow's ``[api] fallback_page_limit`` and ``maximum_page_limit`` defaults.
+DEFAULT_LIMIT = 50
+MAXIMUM_LIMIT = 100
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("String should not contain the NUL character")
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    """Aware and representable in UTC (naive values are UTC, as Airflow's)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("Datetime is out of range once converted to UTC") from exc
+
+
+def _iso_text(value: Any) -> Any:
+    """A date-time in a query is ISO 8601 text, not a number of seconds (``0.5``)."""
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        raise ValueError("Input should be an ISO 8601 date-time")
+    return value
+
+
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+Text = Annotated[str, AfterValidator(_no_nul)]
+UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_utc)]
+Limit = Annotated[int, Field(ge=0)]
+Offset = Annotated[int, Field(ge=0)]
+
+
+class Query(BaseModel):
+    """Base of a route's query parameters; unknown ones are ignored, as FastAPI does."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class Page(Query):
+    limit: Limit = DEFAULT_LIMIT
+    offset: Offset = 0
+
+    @property
+    def bounds(self) -> slice:
+        return slice(self.offset, self.offset + min(self.limit, MAXIMUM_LIMIT))
+
+
+class Body(BaseModel):
+    """A JSON body: types exact (``0`` is no boolean), unknown fields refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _errors(exc: ValidationError, where: str) -> list[dict[str, Any]]:
+    errors = []
+    for error in exc.errors(include_url=False):
+        item: dict[str, Any] = {
+            "type": error["type"],
+            "loc": [where, *error["loc"]],
+            "msg": error["msg"],
+            "input": error.get("input"),
+        }
+        if "ctx" in error:
+            item["ctx"] = {k: _plain(v) for k, v in error["ctx"].items()}
+        errors.append(item)
+    plain: list[dict[str, Any]] = json.loads(json.dumps(errors, default=str))
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+
+def query_parse(model: type[ModelT], params: QueryDict, *, lists: Iterable[str] = ()) -> ModelT:
+    """``params`` as ``model``: list parameters (repeated, ``lists``) as lists, others as the
+    last value given. Raises ``Unprocessable`` with Airflow's body."""
+    data: dict[str, Any] = {}
+    for name in model.model_fields:
+        if name not in params:
+            continue
+        data[name] = params.getlist(name) if name in lists else params.getlist(name)[-1]
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise Unprocessable(_errors(exc, "query")) from exc
+
+
+def body_parse(model: type[ModelT], raw: bytes) -> ModelT:
+    """The JSON body as ``model`` (FastAPI's 422 ``json_invalid`` for broken JSON)."""
+    try:
+        data = json.loads(raw or b"null", parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise Unprocessable(
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ["body", 0],
+                    "msg": "JSON decode error",
+                    "input": {},
+                    "ctx": {"error": str(exc)},
+                }
+            ]
+        ) from exc
+    if data is None:
+        raise Unprocessable(
+            [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise Unprocessable(_errors(exc, "body")) from exc
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def order_by_parse(values: list[str] | None, *, allowed: dict[str, str], default: str) -> list[str]:
+    """Airflow's ``order_by`` (``name``, ``-name``; several allowed) as Django ordering; a
+    field not in ``allowed`` (API name → model field) is Airflow's 400."""
+    ordering = []
+    for value in values or [default]:
+        descending = value.startswith("-")
+        name = value.lstrip("-")
+        if name not in allowed:
+            raise BadRequest(
+                f"Ordering with '{name}' is disallowed or the attribute does not exist on the model"
+            )
+        ordering.append(("-" if descending else "") + allowed[name])
+    return ordering

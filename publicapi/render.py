@@ -1,0 +1,239 @@
+"""Rows as Airflow 3.3's public API datamodels (``airflow/api_fastapi/core_api/datamodels``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from assets_app.models import (
+    Asset,
+    AssetAlias,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    DagRunType,
+    TaskInstance,
+    XCom,
+)
+
+#: the version these routes follow
+AIRFLOW_VERSION = "3.3.2"
+
+
+def when(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def alias(row: AssetAlias) -> dict[str, Any]:
+    return {"id": row.pk, "name": row.name, "group": row.group}
+
+
+def asset(row: Asset) -> dict[str, Any]:
+    """Needs ``assets_app.selectors.public_asset_list``'s prefetches and annotations."""
+    return {
+        "id": row.pk,
+        "name": row.name,
+        "uri": row.uri,
+        "group": row.group,
+        "extra": row.extra,
+        "created_at": when(row.created_at),
+        "updated_at": when(row.updated_at),
+        "scheduled_dags": [
+            {"dag_id": r.dag_id, "created_at": when(r.created_at), "updated_at": when(r.updated_at)}
+            for r in row.scheduled_dags.all()
+        ],
+        "producing_tasks": [_task_ref(r) for r in row.producing_tasks.all()],
+        "consuming_tasks": [_task_ref(r) for r in row.consuming_tasks.all()],
+        "aliases": [alias(a) for a in row.aliases.all()],
+        "watchers": [],
+        "last_asset_event": {
+            "id": getattr(row, "last_event_id", None),
+            "timestamp": when(getattr(row, "last_event_timestamp", None)),
+        },
+    }
+
+
+def _task_ref(row: Any) -> dict[str, Any]:
+    # task references keep one date: created and last updated are the same
+    return {
+        "dag_id": row.dag_id,
+        "task_id": row.task_id,
+        "created_at": when(row.created_at),
+        "updated_at": when(row.created_at),
+    }
+
+
+def asset_event(row: AssetEvent) -> dict[str, Any]:
+    target = row.asset
+    return {
+        "id": row.pk,
+        "asset_id": row.asset_id,
+        "uri": target.uri if target else None,
+        "name": target.name if target else None,
+        "group": target.group if target else None,
+        "extra": row.extra,
+        "source_task_id": row.source_task_id,
+        "source_dag_id": row.source_dag_id,
+        "source_run_id": row.source_run_id,
+        "source_map_index": row.source_map_index,
+        "created_dagruns": [
+            {
+                "run_id": run.run_id,
+                "dag_id": run.dag_id,
+                "logical_date": when(run.logical_date),
+                "start_date": when(run.start_date or run.run_after),
+                "end_date": when(run.end_date),
+                "state": run.state,
+                "data_interval_start": when(run.data_interval_start),
+                "data_interval_end": when(run.data_interval_end),
+                "partition_key": run.partition_key,
+                "triggering": True,
+            }
+            for run in row.created_dagruns.all()
+        ],
+        "timestamp": when(row.timestamp),
+        "partition_key": row.partition_key,
+    }
+
+
+def queued_event(row: AssetDagRunQueue) -> dict[str, Any]:
+    return {
+        "dag_id": row.target_dag_id,
+        "asset_id": row.asset_id,
+        "created_at": when(row.created_at),
+        "dag_display_name": row.target_dag_id,
+    }
+
+
+def dag(row: Dag) -> dict[str, Any]:
+    return {
+        "dag_id": row.dag_id,
+        "dag_display_name": row.dag_id,
+        "is_paused": row.is_paused,
+        "is_stale": row.is_stale,
+        "last_parsed_time": when(row.last_parsed_time),
+        "last_parse_duration": None,
+        "last_expired": None,
+        "bundle_name": None,
+        "bundle_version": None,
+        "relative_fileloc": None,
+        "fileloc": row.fileloc,
+        "description": None,
+        "timetable_summary": "Asset" if row.asset_expression else None,
+        "timetable_description": (
+            "Triggered by assets" if row.asset_expression else "Never, external triggers only"
+        ),
+        "timetable_partitioned": False,
+        "timetable_periodic": False,
+        "tags": [],
+        "max_active_tasks": 16,
+        "max_active_runs": 16,
+        "max_consecutive_failed_dag_runs": 0,
+        "has_task_concurrency_limits": False,
+        "has_import_errors": False,
+        "next_dagrun_logical_date": None,
+        "next_dagrun_data_interval_start": None,
+        "next_dagrun_data_interval_end": None,
+        "next_dagrun_run_after": None,
+        "allowed_run_types": None,
+        "owners": [],
+        "is_backfillable": False,
+        "file_token": "",
+    }
+
+
+def dag_run(row: DagRun) -> dict[str, Any]:
+    duration = (
+        (row.end_date - row.start_date).total_seconds()
+        if row.end_date is not None and row.start_date is not None
+        else None
+    )
+    triggered_by = "asset" if row.run_type == DagRunType.ASSET_TRIGGERED else None
+    return {
+        "dag_run_id": row.run_id,
+        "dag_id": row.dag_id,
+        "logical_date": when(row.logical_date),
+        "queued_at": when(row.created_at),
+        "start_date": when(row.start_date),
+        "end_date": when(row.end_date),
+        "duration": duration,
+        "data_interval_start": when(row.data_interval_start),
+        "data_interval_end": when(row.data_interval_end),
+        "run_after": when(row.run_after),
+        "last_scheduling_decision": None,
+        "run_type": row.run_type,
+        "state": row.state,
+        "triggered_by": triggered_by,
+        "triggering_user_name": None,
+        "conf": row.conf,
+        "note": None,
+        "dag_versions": [],
+        "bundle_version": None,
+        "dag_display_name": row.dag_id,
+        "partition_key": row.partition_key,
+        "partition_date": None,
+    }
+
+
+def task_instance(row: TaskInstance) -> dict[str, Any]:
+    """Needs the run joined (``dag_run``)."""
+    run = row.dag_run
+    return {
+        "id": str(row.pk),
+        "task_id": row.task_id,
+        "dag_id": row.dag_id,
+        "dag_run_id": row.run_id,
+        "map_index": row.map_index,
+        "logical_date": when(run.logical_date),
+        "run_after": when(run.run_after),
+        "start_date": when(row.start_date),
+        "end_date": when(row.end_date),
+        "duration": row.duration,
+        "state": row.state,
+        "try_number": row.try_number,
+        "max_tries": row.max_tries,
+        "task_display_name": row.task_id,
+        "dag_display_name": row.dag_id,
+        "hostname": row.hostname or None,
+        "unixname": row.unixname or None,
+        "pool": "default_pool",
+        "pool_slots": 1,
+        "queue": "default",
+        "priority_weight": 1,
+        "operator": None,
+        "operator_name": None,
+        "queued_when": None,
+        "scheduled_when": None,
+        "pid": row.pid,
+        "executor": None,
+        "executor_config": "{}",
+        "note": None,
+        "rendered_map_index": row.rendered_map_index,
+        "rendered_fields": row.rendered_fields,
+        "trigger": None,
+        "triggerer_job": None,
+        "dag_version": None,
+    }
+
+
+def xcom(row: XCom, *, stringify: bool) -> dict[str, Any]:
+    """``XComResponseString`` (the value as text, Airflow's default) or ``…Native``."""
+    run = row.dag_run
+    value: Any = row.value
+    if stringify:
+        value = value if isinstance(value, str) or value is None else json.dumps(value)
+    return {
+        "key": row.key,
+        "timestamp": when(row.timestamp),
+        "logical_date": when(run.logical_date),
+        "map_index": row.map_index,
+        "task_id": row.task_id,
+        "dag_id": row.dag_id,
+        "run_id": row.run_id,
+        "dag_display_name": row.dag_id,
+        "task_display_name": row.task_id,
+        "run_after": when(run.run_after),
+        "value": value,
+    }

@@ -1,0 +1,44 @@
+"""Airflow 3.3's public API, mounted at ``/api/v2/``; ``/auth/token`` is in ``config.urls``.
+
+``openapi.json`` is Airflow's own document for the routes served here (``publicapi.schema``).
+Anything else under ``/api/v2/`` is FastAPI's JSON 404.
+"""
+
+from django.urls import path, re_path
+
+from publicapi import schema, views
+from publicapi.exceptions import not_found
+
+app_name = "publicapi"
+
+KEY = r"[^/]+"
+RUN = rf"^dags/(?P<dag_id>{KEY})/dagRuns/(?P<dag_run_id>{KEY})"
+
+urlpatterns = [
+    path("openapi.json", schema.openapi_view, name="openapi"),
+    path("version", views.VersionView.as_view(), name="version"),
+    path("monitor/health", views.HealthView.as_view(), name="health"),
+    path("assets", views.AssetListView.as_view(), name="assets"),
+    path("assets/aliases", views.AliasListView.as_view(), name="aliases"),
+    re_path(rf"^assets/aliases/(?P<asset_alias_id>{KEY})$", views.AliasDetailView.as_view()),
+    path("assets/events", views.AssetEventListView.as_view(), name="asset-events"),
+    re_path(rf"^assets/(?P<asset_id>{KEY})/queuedEvents$", views.QueuedEventsView.as_view()),
+    re_path(rf"^assets/(?P<asset_id>{KEY})$", views.AssetDetailView.as_view()),
+    re_path(rf"^dags/(?P<dag_id>{KEY})/assets/queuedEvents$", views.QueuedEventsView.as_view()),
+    re_path(
+        rf"^dags/(?P<dag_id>{KEY})/assets/(?P<asset_id>{KEY})/queuedEvents$",
+        views.QueuedEventsView.as_view(),
+    ),
+    path("dags", views.DagListView.as_view(), name="dags"),
+    re_path(rf"^dags/(?P<dag_id>{KEY})$", views.DagDetailView.as_view()),
+    re_path(rf"^dags/(?P<dag_id>{KEY})/dagRuns$", views.DagRunListView.as_view()),
+    re_path(rf"{RUN}$", views.DagRunDetailView.as_view()),
+    re_path(rf"{RUN}/clear$", views.DagRunClearView.as_view()),
+    re_path(rf"{RUN}/taskInstances$", views.TaskInstanceListView.as_view()),
+    re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})$", views.TaskInstanceDetailView.as_view()),
+    re_path(
+        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries/(?P<xcom_key>{KEY})$",
+        views.XComDetailView.as_view(),
+    ),
+    re_path(r"^.*$", not_found, name="not-found"),
+]

@@ -1,0 +1,71 @@
+"""``/api/v2/openapi.json`` is Airflow 3.3.2's document for the routes served."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import airflow.api_fastapi.core_api as core_api
+import pytest
+import yaml
+from django.urls import resolve
+
+from publicapi.schema import BY_KEY_BODY, EXTRA_RESPONSES, SCHEMA_FILE, SERVED, openapi_build
+
+AIRFLOW = yaml.safe_load(
+    (Path(core_api.__file__).parent / "openapi" / "v2-rest-api-generated.yaml").read_text()
+)
+
+
+@pytest.fixture
+def served(client) -> dict:
+    response = client.get("/api/v2/openapi.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_the_kept_document_is_cut_from_the_installed_airflows():
+    assert json.loads(SCHEMA_FILE.read_text()) == openapi_build(AIRFLOW)
+
+
+def test_every_schema_is_airflows(served):
+    ours = served["components"]["schemas"]
+    assert ours.pop("CreateAssetEventsByKeyBody") == BY_KEY_BODY
+    clear = ours.pop("ClearTaskInstanceCollectionResponse")
+    theirs = AIRFLOW["components"]["schemas"]["ClearTaskInstanceCollectionResponse"]
+    items = clear["properties"]["task_instances"]["items"]
+    assert items["anyOf"] == theirs["properties"]["task_instances"]["items"]["oneOf"]
+    for name, schema in ours.items():
+        assert schema == AIRFLOW["components"]["schemas"][name], name
+
+
+def test_operations_keep_airflows_parameters_and_responses(served):
+    for route, methods in served["paths"].items():
+        for method, operation in methods.items():
+            theirs = AIRFLOW["paths"][route][method]
+            assert operation["operationId"] == theirs["operationId"]
+            their_params = {(p["name"], p["in"]): p for p in theirs.get("parameters", [])}
+            for param in operation.get("parameters", []):
+                assert param == their_params[(param["name"], param["in"])]
+            path_params = {k for k in their_params if k[1] == "path"}
+            assert path_params <= {(p["name"], p["in"]) for p in operation.get("parameters", [])}
+            extra = EXTRA_RESPONSES.get((route, method), {})
+            for code, response in operation["responses"].items():
+                if code in extra and code not in theirs["responses"]:
+                    continue
+                if (route, method) == ("/api/v2/assets/events", "post") and code == "200":
+                    continue
+                assert response == theirs["responses"][code], (route, method, code)
+            assert set(theirs["responses"]) <= set(operation["responses"])
+    body = served["paths"]["/api/v2/assets/events"]["post"]["requestBody"]
+    refs = body["content"]["application/json"]["schema"]["anyOf"]
+    assert {"$ref": "#/components/schemas/CreateAssetEventsBody"} in refs
+
+
+def test_every_documented_route_is_routed():
+    for route in SERVED:
+        path = route.replace("{dag_id}", "d").replace("{dag_run_id}", "r")
+        for name in ("asset_id", "asset_alias_id", "task_id", "xcom_key"):
+            path = path.replace("{" + name + "}", "1")
+        match = resolve(path)
+        assert match.url_name != "not-found", route
