@@ -107,7 +107,7 @@ def test_openapi_schema_describes_every_answer(schema):
         for path, item in schema["paths"].items()
         for method, operation in item.items()
     ]
-    assert len(operations) == 12
+    assert len(operations) == 15
     for path, method, operation in operations:
         responses = operation["responses"]
         assert {"401", "403", "422"} <= set(responses), (path, method)
