@@ -23,6 +23,7 @@ from assets_app.models import (
     DagRunState,
     TaskInletAssetReference,
     TaskInstance,
+    TaskInstanceState,
     TaskOutletAssetReference,
     TaskReschedule,
 )
@@ -144,3 +145,26 @@ def previous_successful_dag_run(*, task_instance_id: uuid.UUID) -> DagRun | None
         .order_by("-logical_date")
         .first()
     )
+
+
+def xcom_write_refusal(
+    *, task_instance_id: str, dag_id: str, run_id: str, task_id: str, map_index: int
+) -> str | None:
+    """Why the runner of ``task_instance_id`` may not write (or delete) this XCom, or
+    ``None`` when it may: a task writes only its own XComs, and only while it runs."""
+    try:
+        key = uuid.UUID(task_instance_id)
+    except ValueError:
+        return "The token names no task instance"
+    own = (
+        TaskInstance.objects.filter(pk=key)
+        .values_list("dag_id", "run_id", "task_id", "map_index", "state")
+        .first()
+    )
+    if own is None:
+        return "The token's task instance no longer exists"
+    if own[:4] != (dag_id, run_id, task_id, map_index):
+        return "A task instance may write only its own XComs"
+    if own[4] != TaskInstanceState.RUNNING:
+        return f"The token's task instance is not running (state {own[4]})"
+    return None
