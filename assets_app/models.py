@@ -587,6 +587,31 @@ class XCom(TaskKey):
         return f"{self.dag_id}.{self.task_id} {self.key}"
 
 
+class TaskReschedule(models.Model):
+    """One poke of a reschedule-mode sensor that asked to run again later (Airflow's
+    ``task_reschedule``): recorded when its runner reports ``up_for_reschedule``.
+
+    ``ti_id`` is the id of the try that poked (no foreign key: a task instance's id changes
+    with each try, and an earlier try's reschedules stay with the id it had); the rows go
+    with their DAG run.
+    """
+
+    ti_id = models.UUIDField(db_index=True)
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="reschedules")
+    try_number = models.IntegerField()
+    start_date = models.DateTimeField()
+    end_date = models.DateTimeField()
+    duration = models.FloatField()
+    reschedule_date = models.DateTimeField()
+
+    class Meta:
+        db_table = "task_reschedule"
+        ordering = ["ti_id", "id"]
+
+    def __str__(self) -> str:
+        return f"reschedule of {self.ti_id} at {self.reschedule_date:%Y-%m-%d %H:%M:%S}"
+
+
 # --- variables and connections (Airflow's ``variable`` and ``connection`` tables) -------------
 
 #: Airflow's ``ID_LEN``: the longest variable key and connection id.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Generator
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
@@ -19,9 +20,12 @@ from assets_app.models import (
     AssetAlias,
     AssetEvent,
     DagRun,
+    DagRunState,
     TaskInletAssetReference,
     TaskInstance,
+    TaskInstanceState,
     TaskOutletAssetReference,
+    TaskReschedule,
 )
 from assets_app.selectors import asset_events_query
 
@@ -105,3 +109,62 @@ def asset_events_pages(
             yield page
             page = []
     yield page
+
+
+def assets_by_alias(*, alias_name: str) -> QuerySet[Asset]:
+    """The assets an alias has resolved to (Airflow's ``expand_alias_to_assets``); none for
+    an unknown alias."""
+    return Asset.objects.filter(aliases__name=alias_name).order_by("name", "uri").distinct()
+
+
+def task_reschedule_first_start_date(*, task_instance_id: uuid.UUID) -> datetime | None:
+    """When the try's first rescheduled poke started, or ``None`` before any reschedule."""
+    return (
+        TaskReschedule.objects.filter(ti_id=task_instance_id)
+        .order_by("id")
+        .values_list("start_date", flat=True)
+        .first()
+    )
+
+
+def previous_successful_dag_run(*, task_instance_id: uuid.UUID) -> DagRun | None:
+    """The latest successful run of the task instance's DAG with an earlier logical date;
+    ``None`` when there is none, the TI is unknown or its run has no logical date."""
+    current = (
+        TaskInstance.objects.filter(pk=task_instance_id)
+        .values_list("dag_id", "dag_run__logical_date")
+        .first()
+    )
+    if current is None or current[1] is None:
+        return None
+    dag_id, logical_date = current
+    return (
+        DagRun.objects.filter(
+            dag_id=dag_id, logical_date__lt=logical_date, state=DagRunState.SUCCESS
+        )
+        .order_by("-logical_date")
+        .first()
+    )
+
+
+def xcom_write_refusal(
+    *, task_instance_id: str, dag_id: str, run_id: str, task_id: str, map_index: int
+) -> str | None:
+    """Why the runner of ``task_instance_id`` may not write (or delete) this XCom, or
+    ``None`` when it may: a task writes only its own XComs, and only while it runs."""
+    try:
+        key = uuid.UUID(task_instance_id)
+    except ValueError:
+        return "The token names no task instance"
+    own = (
+        TaskInstance.objects.filter(pk=key)
+        .values_list("dag_id", "run_id", "task_id", "map_index", "state")
+        .first()
+    )
+    if own is None:
+        return "The token's task instance no longer exists"
+    if own[:4] != (dag_id, run_id, task_id, map_index):
+        return "A task instance may write only its own XComs"
+    if own[4] != TaskInstanceState.RUNNING:
+        return f"The token's task instance is not running (state {own[4]})"
+    return None

@@ -10,7 +10,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from executionapi import views, views_secrets
+from executionapi import views, views_routes, views_secrets
 from executionapi.exceptions import not_found
 
 app_name = "executionapi"
@@ -21,6 +21,18 @@ router.register("assets", views.AssetViewSet, basename="asset")
 router.register("asset-events", views.AssetEventViewSet, basename="asset-events")
 
 urlpatterns = [
+    # before the routers' patterns: ``assets/by-alias`` is not an asset's detail route
+    path("assets/by-alias", views_routes.AssetsByAliasView.as_view(), name="assets-by-alias"),
+    path(
+        "task-instances/<uuid:task_instance_id>/previous-successful-dagrun",
+        views_routes.PreviousSuccessfulDagRunView.as_view(),
+        name="ti-previous-successful-dagrun",
+    ),
+    path(
+        "task-reschedules/<uuid:task_instance_id>/start_date",
+        views_routes.TaskRescheduleStartDateView.as_view(),
+        name="task-reschedule-start-date",
+    ),
     *router.urls,
     path(
         "xcoms/<str:dag_id>/<str:run_id>/<str:task_id>/<str:key>",

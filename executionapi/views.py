@@ -21,7 +21,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, PermissionDenied
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -419,6 +419,21 @@ class XComView(ExecutionAPIView):
     """``/xcoms/{dag_id}/{run_id}/{task_id}/{key}``: a plain view, its ``run_id`` arriving
     unencoded (``manual__2026-01-01T00:00:00+00:00``)."""
 
+    def _writable_xcom(self, query_serializer: type[xcom_s.XComQuerySerializer]) -> XComAddress:
+        """The XCom the request names, once the token's task instance is the one that
+        pushes it and is running; else a 403 ``access_denied``."""
+        xcom = self._xcom(query_serializer)
+        refusal = selectors.xcom_write_refusal(
+            task_instance_id=cast(Any, self.request.user).task_instance_id,
+            dag_id=xcom["dag_id"],
+            run_id=xcom["run_id"],
+            task_id=xcom["task_id"],
+            map_index=xcom["map_index"],
+        )
+        if refusal is not None:
+            raise PermissionDenied({"reason": "access_denied", "message": refusal})
+        return xcom
+
     def _xcom(self, query_serializer: type[xcom_s.XComQuerySerializer]) -> XComAddress:
         """The XCom value the request names, once the path parameters are known to fit their
         columns and the query parameters (``query_serializer``) are valid."""
@@ -450,7 +465,7 @@ class XComView(ExecutionAPIView):
         responses={201: common.MessageSerializer, **BODY_ERRORS, **NOT_FOUND, **ERRORS},
     )
     def post(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
-        xcom = self._xcom(xcom_s.XComSetQuerySerializer)
+        xcom = self._writable_xcom(xcom_s.XComSetQuerySerializer)
         value = common.StorableJSONField().run_validation(_body(request))
         xcom_services.xcom_set(**xcom, value=value)
         message = {"message": "XCom successfully set"}
@@ -465,7 +480,7 @@ class XComView(ExecutionAPIView):
     def delete(
         self, request: Request, dag_id: str, run_id: str, task_id: str, key: str
     ) -> Response:
-        xcom_services.xcom_delete(**self._xcom(xcom_s.XComQuerySerializer))
+        xcom_services.xcom_delete(**self._writable_xcom(xcom_s.XComQuerySerializer))
         return Response(common.MessageSerializer({"message": "XCom successfully deleted"}).data)
 
     @extend_schema(exclude=True)

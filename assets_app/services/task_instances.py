@@ -39,6 +39,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceHistory,
     TaskInstanceState,
+    TaskReschedule,
 )
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 from assets_app.services.dag_runs import dag_run_settle, dag_run_start
@@ -431,6 +432,19 @@ def task_instance_next_try(
 
 
 def _apply_reschedule(task_instance: TaskInstance, payload: ReschedulePayload) -> list[str]:
+    """Record the poke (Airflow's ``task_reschedule`` row: what the sensor's next poke reads
+    as its first start date) and wait for ``reschedule_date``, when ``upkeep`` schedules the
+    task instance again."""
+    start_date = task_instance.start_date or payload.end_date
+    TaskReschedule.objects.create(
+        ti_id=task_instance.pk,
+        dag_run_id=task_instance.dag_run_id,
+        try_number=task_instance.try_number,
+        start_date=start_date,
+        end_date=payload.end_date,
+        duration=(payload.end_date - start_date).total_seconds(),
+        reschedule_date=payload.reschedule_date,
+    )
     task_instance.state = TaskInstanceState.UP_FOR_RESCHEDULE
     task_instance.reschedule_date = payload.reschedule_date
     task_instance.end_date = payload.end_date

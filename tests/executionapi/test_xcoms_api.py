@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
-from assets_app.models import XCom
+from assets_app.models import TaskInstance, XCom
 from tests.executionapi.conftest import client_for, wire_sample
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +33,7 @@ def test_xcom_set_and_get_with_unencoded_run_id(make_ti):
 
 
 def test_xcom_map_index_and_missing(make_ti):
-    ti = make_ti()
+    ti = make_ti(map_index=3)
     client = client_for(ti)
     url = f"/execution/xcoms/{ti.dag_id}/{ti.run_id}/{ti.task_id}/k"
 
@@ -45,10 +47,51 @@ def test_xcom_map_index_and_missing(make_ti):
     assert not XCom.objects.exists()
 
 
-def test_xcom_for_unknown_run_is_404(make_ti):
+def test_xcom_of_another_run_is_refused(make_ti):
     response = client_for(make_ti()).post("/execution/xcoms/nodag/norun/t/k", 1, format="json")
 
-    assert response.status_code == 404
+    assert response.status_code == 403
+    assert response.json()["detail"] == {
+        "reason": "access_denied",
+        "message": "A task instance may write only its own XComs",
+    }
+
+
+def test_a_task_cannot_overwrite_or_delete_another_tasks_xcom(make_ti):
+    owner = make_ti()
+    other = make_ti(task_id="other", dag_run=owner.dag_run)
+    url = f"/execution/xcoms/{owner.dag_id}/{owner.run_id}/{owner.task_id}/return_value"
+    assert client_for(owner).post(url, {"mine": 1}, format="json").status_code == 201
+
+    overwrite = client_for(other).post(url, {"theirs": 2}, format="json")
+    delete = client_for(other).delete(url)
+
+    assert (overwrite.status_code, delete.status_code) == (403, 403)
+    assert XCom.objects.get().value == {"mine": 1}
+    assert client_for(other).get(url).json()["value"] == {"mine": 1}  # reads stay open
+
+
+@pytest.mark.parametrize(
+    ("token_for", "message"),
+    [
+        ("gone", "The token's task instance no longer exists"),
+        ("finished", "The token's task instance is not running (state success)"),
+    ],
+)
+def test_a_gone_or_finished_task_instance_writes_nothing(make_ti, token_for, message):
+    ti = make_ti()
+    url = f"/execution/xcoms/{ti.dag_id}/{ti.run_id}/{ti.task_id}/k"
+    if token_for == "gone":
+        client = client_for(uuid.uuid4())
+    else:
+        TaskInstance.objects.filter(pk=ti.pk).update(state="success")
+        client = client_for(ti)
+
+    response = client.post(url, 1, format="json")
+
+    assert response.status_code == 403
+    assert response.json()["detail"] == {"reason": "access_denied", "message": message}
+    assert not XCom.objects.exists()
 
 
 @pytest.mark.parametrize(
