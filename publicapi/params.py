@@ -20,6 +20,8 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 #: Airflow's ``[api] fallback_page_limit`` and ``maximum_page_limit`` defaults.
 DEFAULT_LIMIT = 50
 MAXIMUM_LIMIT = 100
+#: The largest offset sent to the database (a 64-bit integer column's range, halved).
+OFFSET_MAX = 2**62
 
 
 def _no_nul(value: str) -> str:
@@ -48,6 +50,17 @@ def _iso_text(value: Any) -> Any:
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 Text = Annotated[str, AfterValidator(_no_nul)]
 UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_utc)]
+
+
+def _datetime_text(value: Any) -> Any:
+    """In a JSON body a date-time is ISO 8601 text (or null), never a number."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError("Input should be an ISO 8601 date-time string")
+    return value
+
+
+#: A date-time in a strict JSON body: text parsed as ISO 8601 (strict mode parses no text)
+BodyDatetime = Annotated[UtcDatetime | None, Field(strict=False), BeforeValidator(_datetime_text)]
 Limit = Annotated[int, Field(ge=0)]
 Offset = Annotated[int, Field(ge=0)]
 
@@ -64,6 +77,8 @@ class Page(Query):
 
     @property
     def bounds(self) -> slice:
+        if self.offset > OFFSET_MAX:  # past any table's end, and past the database's integers
+            return slice(0, 0)
         return slice(self.offset, self.offset + min(self.limit, MAXIMUM_LIMIT))
 
 

@@ -91,7 +91,8 @@ SERVED: dict[str, dict[str, list[str]]] = {
     },
     "/api/v2/dags/{dag_id}": {"get": [], "patch": ["update_mask"]},
     "/api/v2/dags/{dag_id}/dagRuns": {
-        "get": [*_PAGE, *_DATES, "run_type", "state", "order_by", "run_id_pattern"]
+        "get": [*_PAGE, *_DATES, "run_type", "state", "order_by", "run_id_pattern"],
+        "post": [],
     },
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}": {"get": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/clear": {"post": []},

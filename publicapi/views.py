@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar
 from django.db import DatabaseError, connection
 from django.db.models import Q, QuerySet
 from django.http import Http404
+from django.utils import timezone
 from pydantic import Field, TypeAdapter, ValidationError
 from rest_framework import status
 from rest_framework.renderers import JSONRenderer
@@ -18,16 +19,26 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assets_app import selectors
-from assets_app.models import Asset, AssetAlias, Dag, DagRun, XCom
+from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetAlias, Dag, DagRun, XCom
 from assets_app.services.asset_events import asset_event_create_manual
 from assets_app.services.clearing import task_instances_clear, task_instances_select
+from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_set_paused
 from assets_app.services.queued_events import queued_events_delete
 from operatorapi import selectors as operator_selectors
 from publicapi import render
 from publicapi.auth import BearerAuthentication
 from publicapi.exceptions import BadRequest, NotFound, exception_handler
-from publicapi.params import Body, Page, Query, Text, UtcDatetime, body_parse, order_by_parse
+from publicapi.params import (
+    Body,
+    BodyDatetime,
+    Page,
+    Query,
+    Text,
+    UtcDatetime,
+    body_parse,
+    order_by_parse,
+)
 from publicapi.params import query_parse as parse
 from publicapi.permissions import RoutePermissions
 
@@ -432,8 +443,47 @@ def _run(dag_id: str, run_id: str) -> DagRun:
     return found
 
 
+class TriggerBody(Body):
+    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the registry's
+    runs have no notes)."""
+
+    dag_run_id: Text | None = None
+    logical_date: BodyDatetime
+    data_interval_start: BodyDatetime = None
+    data_interval_end: BodyDatetime = None
+    run_after: BodyDatetime = None
+    conf: dict[str, Any] | None = None
+    note: Text | None = None
+    partition_key: Annotated[Text, Field(max_length=PARTITION_KEY_LENGTH)] | None = None
+
+
 class DagRunListView(PublicView):
-    required_permissions: ClassVar = {"GET": [V + "dagrun"]}
+    required_permissions: ClassVar = {
+        "GET": [V + "dagrun"],
+        "POST": [V + "dag", "assets_app.add_dagrun"],
+    }
+
+    def post(self, request: Request, dag_id: str) -> Response:
+        """Airflow's trigger (``dag_run_trigger``): a queued manual run; a null
+        ``logical_date`` is now (the registry's runs always have one)."""
+        if dag_id == "~" or not Dag.objects.filter(dag_id=_key(dag_id)).exists():
+            raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
+        body = body_parse(TriggerBody, request.body)
+        interval = None
+        if body.data_interval_start is not None or body.data_interval_end is not None:
+            # an end not given is the logical date's, as the interval's default
+            at = body.logical_date or timezone.now()
+            interval = (body.data_interval_start or at, body.data_interval_end or at)
+        dag_run = dag_run_trigger(
+            dag_id=dag_id,
+            run_id=body.dag_run_id,
+            conf=body.conf,
+            logical_date=body.logical_date,
+            data_interval=interval,
+            run_after=body.run_after,
+            partition_key=body.partition_key,
+        )
+        return Response(render.dag_run(dag_run))
 
     def get(self, request: Request, dag_id: str) -> Response:
         q = parse(DagRunQuery, request.query_params, lists=("run_type", "state", "order_by"))

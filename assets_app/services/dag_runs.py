@@ -194,11 +194,15 @@ def dag_run_trigger(
     run_id: str | None = None,
     conf: Mapping[str, Any] | None = None,
     logical_date: datetime | None = None,
+    data_interval: tuple[datetime, datetime] | None = None,
+    run_after: datetime | None = None,
+    partition_key: str | None = None,
 ) -> DagRun:
     """Trigger a run of a declared DAG, as Airflow's ``airflow dags trigger`` and
     ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run, ``queued``, with ``logical_date`` and
     data interval = ``logical_date`` (default now), ``run_after`` now, run id
-    ``manual__<logical date>`` unless given, and one ``scheduled`` task instance per declared
+    ``manual__<logical date>`` unless given (``data_interval``, ``run_after`` and
+    ``partition_key`` as given, if given), and one ``scheduled`` task instance per declared
     task (``max_tries`` = its ``retries``) for a worker to claim; the workers are woken at
     commit. A paused DAG's run waits, as in Airflow: workers claim nothing of a paused DAG
     until it is unpaused.
@@ -212,6 +216,8 @@ def dag_run_trigger(
         logical_date = now
     elif timezone.is_naive(logical_date):
         raise TaskInstanceInputError("logical date must have a timezone (e.g. +00:00)")
+    if any(timezone.is_naive(value) for value in (*(data_interval or ()), run_after) if value):
+        raise TaskInstanceInputError("data interval and run after must have a timezone")
     if conf is not None and not isinstance(conf, Mapping):
         raise TaskInstanceInputError(f"conf must be a JSON object, got {type(conf).__name__}")
     run_id = manual_run_id(logical_date=logical_date) if run_id is None else run_id
@@ -235,10 +241,11 @@ def dag_run_trigger(
         run_type=DagRunType.MANUAL,
         state=DagRunState.QUEUED,
         logical_date=logical_date,
-        data_interval_start=logical_date,
-        data_interval_end=logical_date,
-        run_after=now,
+        data_interval_start=data_interval[0] if data_interval else logical_date,
+        data_interval_end=data_interval[1] if data_interval else logical_date,
+        run_after=run_after or now,
         conf=dict(conf or {}),
+        partition_key=partition_key,
         created_at=now,
     )
     task_ids = dags_task_ids({dag_id: dag.task_ids})[dag_id]

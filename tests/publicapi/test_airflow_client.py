@@ -132,3 +132,40 @@ def test_airflowctl_logs_in_and_lists_assets_and_dag_runs(server, tmp_path):
     assert runs.returncode == 0, runs.stdout + runs.stderr
     (page,) = json.loads(runs.stdout)  # airflowctl prints the collection as one item
     assert [(r["dag_id"], r["dag_run_id"]) for r in page["dag_runs"]] == [("producer", "manual__1")]
+
+
+def test_airflows_client_triggers_a_run_that_the_worker_finishes(server, tmp_path):
+    from io import StringIO
+
+    from airflow_client.client.models.trigger_dag_run_post_body import TriggerDAGRunPostBody
+    from django.core.management import call_command
+
+    from tests.live_server import REPO, server_env
+
+    call_command("declare_dags", str(REPO / "examples" / "dags.yaml"), stdout=StringIO())
+    User.objects.create_superuser("ops", "ops@example.com", "s3cret")
+    runs = DagRunApi(api_client(server.url, login(server.url, "ops", "s3cret")))
+
+    triggered = runs.trigger_dag_run(
+        "asset_s3_bucket_producer",
+        TriggerDAGRunPostBody(dag_run_id="from_the_client", logical_date=None, conf={"n": 1}),
+    )
+    assert triggered.dag_run_id == "from_the_client"
+    assert triggered.state == "queued"
+
+    worker = subprocess.run(
+        [
+            *(sys.executable, "manage.py", "worker", "--once", "--server", server.url),
+            *("--log-dir", str(tmp_path / "logs")),
+        ],
+        cwd=REPO,
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    finished = runs.get_dag_run("asset_s3_bucket_producer", "from_the_client")
+    assert finished.state == "success", worker.stdout
+    assert finished.conf == {"n": 1}
