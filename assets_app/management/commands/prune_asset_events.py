@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from tqdm import tqdm
 
+from assets_app.formats import timestamp_human
 from assets_app.management.base import domain_errors
 from assets_app.services.asset_events import PruneProgress, asset_events_prune
 
@@ -101,6 +102,6 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             self.style.SUCCESS(
-                f"{verb} {result.deleted} asset event(s) older than {cutoff.isoformat()}{kept}"
+                f"{verb} {result.deleted} asset event(s) older than {timestamp_human(cutoff)}{kept}"
             )
         )
