@@ -42,7 +42,8 @@ def test_emit_creates_the_event_queues_consumers_and_logs_the_user(admin_client,
     event = AssetEvent.objects.filter(asset=asset).order_by("-id").first()
     assert event.extra == {"rows": 42, "by": "hand"}
     assert event.partition_key is None
-    assert event.source_dag_id is None and event.source_task_id is None
+    assert event.source_dag_id is None
+    assert event.source_task_id is None
     assert set(AssetDagRunQueue.objects.values_list("target_dag_id", flat=True)) == {
         "asset_s3_bucket_consumer"
     }

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from assets_app.admin.common import WaitingDag
 from assets_app.admin.panels import asset_lineage, dag_lineage, overview
 from assets_app.models import (
     AssetAliasAssetEvent,
@@ -130,7 +131,7 @@ def test_overview_marks_consumers_waiting_on_the_newest_event(world):
     newest = next(row for row in rows if row.event == world["assetevent"])
 
     # then
-    assert newest.waiting_dags == ["asset_s3_bucket_consumer"]
+    assert newest.waiting_dags == [WaitingDag("asset_s3_bucket_consumer", is_paused=False)]
     assert newest.consumer_runs == [world["dagrun"]]
 
 
@@ -178,8 +179,10 @@ def test_asset_lineage_producers_aliases_consumers_and_who_waits(world):
     assert (alias.key, "asset") in lineage.edges
     assert ("asset", waiting.key) in lineage.edges
     assert ("asset", via_alias.key) in lineage.edges
-    assert waiting.waiting and waiting.note == "waiting on this asset"
-    assert not via_alias.waiting and via_alias.note == "through alias example-alias"
+    assert waiting.waiting
+    assert waiting.note == "waiting on this asset"
+    assert not via_alias.waiting
+    assert via_alias.note == "through alias example-alias"
     assert producer.url == (
         f"{changelist('taskinstance')}?dag_id=asset_s3_bucket_producer&task_id=produce_asset_events"
     )
@@ -211,7 +214,8 @@ def test_dag_lineage_inputs_dag_tasks_outputs(world):
     consumer = dag_lineage(world["dag"])
     assert consumer.nodes["dag"].focus
     queued = consumer.nodes[f"in:{world['asset'].pk}"]
-    assert queued.waiting and queued.note == "event queued"
+    assert queued.waiting
+    assert queued.note == "event queued"
     assert (queued.key, "dag") in consumer.edges
 
     producer = dag_lineage(Dag.objects.get(pk="asset_s3_bucket_producer"))
@@ -234,7 +238,7 @@ def test_dag_page_shows_lineage_and_recent_runs_with_state_and_duration(admin_cl
     runs = html[html.index('id="ar-dag-runs"') :]
     assert change("dagrun", run.pk) in _hrefs(runs)
     assert "success" in runs
-    assert "3m 04s" in runs
+    assert "3 m 4 s" in runs
 
 
 def test_task_instances_unchanged_by_rendering(admin_client, world):
