@@ -249,7 +249,7 @@ def dag_run_trigger(
         created_at=now,
     )
     task_ids = dags_task_ids({dag_id: dag.task_ids})[dag_id]
-    retries = dict(DagTask.objects.filter(dag_id=dag_id).values_list("task_id", "retries"))
+    retries = dags_task_retries([dag_id])
     TaskInstance.objects.bulk_create(
         [
             TaskInstance(
@@ -257,7 +257,7 @@ def dag_run_trigger(
                 dag_id=dag_id,
                 run_id=run_id,
                 task_id=task_id,
-                max_tries=retries.get(task_id, 0),
+                max_tries=retries.get((dag_id, task_id), 0),
                 state=TaskInstanceState.SCHEDULED,
             )
             for task_id in task_ids
@@ -269,6 +269,17 @@ def dag_run_trigger(
         lambda: logger.info("triggered %s run %s (%d task instance(s))", dag_id, run_id, count)
     )
     return dag_run
+
+
+def dags_task_retries(dag_ids: Collection[str]) -> dict[tuple[str, str], int]:
+    """``(dag_id, task_id)`` → the declared task's ``retries`` (a new task instance's
+    ``max_tries``; 0 for a task no manifest declares): 1 query."""
+    return {
+        (dag_id, task_id): retries
+        for dag_id, task_id, retries in DagTask.objects.filter(dag_id__in=dag_ids).values_list(
+            "dag_id", "task_id", "retries"
+        )
+    }
 
 
 def dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:

@@ -98,7 +98,6 @@ from assets_app.models import (
     DagRunAssetEvent,
     DagRunState,
     DagRunType,
-    DagTask,
     TaskInstance,
     TaskInstanceState,
 )
@@ -108,7 +107,7 @@ from assets_app.services.consumption import (
     condition_resolve,
     unconsumed_event_ids,
 )
-from assets_app.services.dag_runs import dags_task_ids
+from assets_app.services.dag_runs import dags_task_ids, dags_task_retries
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
 from assets_app.services.sql import Dialect, model_rows_insert, of, table
 
@@ -470,12 +469,7 @@ def _runs_insert(
         ]
     )
     task_ids = dags_task_ids({dag_id: declared_tasks[dag_id] for dag_id, _ in runs})
-    retries = {
-        (dag_id, task_id): retries
-        for dag_id, task_id, retries in DagTask.objects.filter(
-            dag_id__in=[dag_id for dag_id, _ in runs]
-        ).values_list("dag_id", "task_id", "retries")
-    }
+    retries = dags_task_retries([dag_id for dag_id, _ in runs])
     ti_pk = TaskInstance._meta.pk
     assert ti_pk is not None  # noqa: S101 - narrows the type for mypy
     instances = [
