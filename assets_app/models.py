@@ -161,18 +161,40 @@ class AssetAliasAssetEvent(models.Model):
         return f"{self.alias_id} → event {self.event_id}"
 
 
+#: Airflow's ``[core] max_active_runs_per_dag`` and ``max_active_tasks_per_dag`` defaults.
+DEFAULT_MAX_ACTIVE_RUNS = 16
+DEFAULT_MAX_ACTIVE_TASKS = 16
+
+
 class Dag(models.Model):
-    """A declared DAG. ``asset_expression`` is its asset schedule condition, if any.
+    """A declared DAG. ``asset_expression`` is its asset schedule condition, if any;
+    ``timetable`` its time schedule, if any (both: Airflow's ``AssetOrTimeSchedule``).
 
     The expression is JSON: ``{"asset": {"name", "uri"}}``, ``{"alias": {"name"}}``,
     ``{"asset_ref": {"name"}}`` / ``{"asset_ref": {"uri"}}``, ``{"all": [...]}`` and
-    ``{"any": [...]}``.
+    ``{"any": [...]}``. The timetable is ``assets_app.timetables.Timetable.as_json()``:
+    ``{"cron": "0 0 * * *", "timezone": "UTC"}``, ``{"delta": 3600.0, ...}`` or
+    ``{"once": true, ...}``; ``timetable_summary`` is the schedule as declared (``@daily``).
     """
 
     dag_id = models.CharField(max_length=ID_LENGTH, primary_key=True)
     is_paused = models.BooleanField(default=False)
     is_stale = models.BooleanField(default=False)
     asset_expression = models.JSONField(null=True, blank=True)
+    timetable = models.JSONField(null=True, blank=True)
+    timetable_summary = models.CharField(max_length=1000, default="", blank=True)
+    start_date = models.DateTimeField(null=True, blank=True)
+    end_date = models.DateTimeField(null=True, blank=True)
+    catchup = models.BooleanField(default=False)
+    max_active_runs = models.PositiveIntegerField(default=DEFAULT_MAX_ACTIVE_RUNS)
+    max_active_tasks = models.PositiveIntegerField(default=DEFAULT_MAX_ACTIVE_TASKS)
+    #: one asset-triggered run per event instead of one run for all the events queued
+    one_run_per_event = models.BooleanField(default=False)
+    tags = models.JSONField(default=list, blank=True)
+    #: the next time-scheduled run (Airflow's ``next_dagrun`` / ``next_dagrun_create_after``):
+    #: its logical date, and when it is due; ``None`` when there is none to create
+    next_dagrun = models.DateTimeField(null=True, blank=True)
+    next_dagrun_create_after = models.DateTimeField(null=True, blank=True)
     task_ids = models.JSONField(default=list, blank=True)  # the DAG's tasks, in declared order
     fileloc = models.CharField(max_length=2000, default="", blank=True)
     last_parsed_time = models.DateTimeField(null=True, blank=True)
@@ -181,6 +203,10 @@ class Dag(models.Model):
         db_table = "dag"
         ordering = ["dag_id"]
         verbose_name = "DAG"
+        indexes = [
+            # the scheduler looks for due time-scheduled DAGs on every pass
+            models.Index(fields=["next_dagrun_create_after"], name="idx_dag_next_dagrun_due"),
+        ]
 
     def __str__(self) -> str:
         return self.dag_id
@@ -193,6 +219,10 @@ class DagTask(models.Model):
     ``task_sdk``); ``airflow_dag_file`` is the absolute path of a real Airflow DAG file (run by
     Airflow's own worker entry point). At most one of the two is set; neither → the worker
     fails the task instance with a message saying so.
+
+    ``upstream`` lists the task ids it depends on directly (its edges) and ``trigger_rule``
+    when it may run given their states (``assets_app.trigger_rules``); ``is_leaf`` says that
+    no task of the DAG depends on it (the leaves decide a run's state, as in Airflow).
     """
 
     dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="tasks")
@@ -201,6 +231,9 @@ class DagTask(models.Model):
     retry_delay = models.FloatField(default=300.0)  # seconds, as Airflow's default timedelta(300)
     callable = models.CharField(max_length=2000, default="", blank=True)
     airflow_dag_file = models.CharField(max_length=2000, default="", blank=True)
+    upstream = models.JSONField(default=list, blank=True)
+    trigger_rule = models.CharField(max_length=50, default="all_success")
+    is_leaf = models.BooleanField(default=True)
 
     class Meta:
         db_table = "dag_task"
@@ -610,6 +643,23 @@ class TaskReschedule(models.Model):
 
     def __str__(self) -> str:
         return f"reschedule of {self.ti_id} at {self.reschedule_date:%Y-%m-%d %H:%M:%S}"
+
+
+class DagImportError(models.Model):
+    """A DAG file that failed to load (Airflow's ``import_error``): its DAGs keep their last
+    good version until it loads again, when the row goes."""
+
+    filename = models.CharField(max_length=2000, unique=True)
+    timestamp = models.DateTimeField(default=timezone.now)
+    stacktrace = models.TextField()
+
+    class Meta:
+        db_table = "import_error"
+        ordering = ["filename"]
+        verbose_name = "DAG import error"
+
+    def __str__(self) -> str:
+        return self.filename
 
 
 # --- variables and connections (Airflow's ``variable`` and ``connection`` tables) -------------

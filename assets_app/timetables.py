@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadCronError, croniter
@@ -60,6 +61,14 @@ class Timetable:
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    def as_json(self) -> dict[str, Any]:
+        """The stored form (``Dag.timetable``); :func:`timetable_from_json` reads it back."""
+        if self.once:
+            return {"once": True, "timezone": self.timezone}
+        if self.delta is not None:
+            return {"delta": self.delta.total_seconds(), "timezone": self.timezone}
+        return {"cron": self.cron, "timezone": self.timezone}
 
     def _cron_step(self, current: datetime, *, forward: bool) -> datetime:
         """The first cron moment strictly after (or before) ``current``, DST-safe like Airflow."""
@@ -191,3 +200,16 @@ def timetable_parse(
     except (CroniterBadCronError, ValueError, KeyError) as exc:
         raise ValueError(f"{schedule!r} is not a valid cron expression: {exc}") from None
     return Timetable(cron=expression, timezone=timezone)
+
+
+def timetable_from_json(stored: Mapping[str, Any]) -> Timetable:
+    """A timetable from its stored form (:meth:`Timetable.as_json`); ``ValueError`` if it is
+    not one."""
+    timezone = str(stored.get("timezone", "UTC"))
+    if stored.get("once"):
+        return Timetable(once=True, timezone=timezone)
+    if "delta" in stored:
+        return timetable_parse(delta=float(stored["delta"]), timezone=timezone)
+    if "cron" in stored:
+        return timetable_parse(schedule=str(stored["cron"]), timezone=timezone)
+    raise ValueError(f"not a stored timetable: {dict(stored)!r}")

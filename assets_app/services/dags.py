@@ -198,6 +198,15 @@ def _dags_upsert(
                 asset_expression=(
                     condition_expression(decl.schedule) if decl.schedule is not None else None
                 ),
+                timetable=decl.timetable.as_json() if decl.timetable is not None else None,
+                timetable_summary=decl.timetable_summary,
+                start_date=decl.start_date,
+                end_date=decl.end_date,
+                catchup=decl.catchup,
+                max_active_runs=decl.max_active_runs,
+                max_active_tasks=decl.max_active_tasks,
+                one_run_per_event=decl.one_run_per_event,
+                tags=list(decl.tags),
                 task_ids=decl.task_ids,
                 fileloc=fileloc,
                 last_parsed_time=now,
@@ -210,11 +219,26 @@ def _dags_upsert(
             "is_paused",
             "is_stale",
             "asset_expression",
+            *DECLARED_SCHEDULE_FIELDS,
             "task_ids",
             "fileloc",
             "last_parsed_time",
         ],
     )
+
+
+#: What a declaration sets on a DAG's row besides its asset condition and tasks.
+DECLARED_SCHEDULE_FIELDS = (
+    "timetable",
+    "timetable_summary",
+    "start_date",
+    "end_date",
+    "catchup",
+    "max_active_runs",
+    "max_active_tasks",
+    "one_run_per_event",
+    "tags",
+)
 
 
 def _dag_tasks_sync(dags: Iterable[DagDecl]) -> None:
@@ -230,8 +254,12 @@ def _dag_tasks_sync(dags: Iterable[DagDecl]) -> None:
                 retry_delay=task.retry_delay,
                 callable=task.callable,
                 airflow_dag_file=task.airflow_dag_file,
+                upstream=list(task.upstream),
+                trigger_rule=task.trigger_rule,
+                is_leaf=task.task_id in leaves,
             )
             for decl in dags
+            for leaves in [decl.leaf_task_ids]
             for task in decl.tasks
         ]
     )

@@ -14,8 +14,25 @@ when the file name ends in ``.json``)::
             retries: 2                       # optional; default 0 (Airflow's default)
             retry_delay: 60                  # optional; seconds, default 300
             callable: tasks/orders.py:export # optional: task_sdk code (or package.module:func)
+          - task_id: report
+            upstream: [produce_asset_events]   # optional: the tasks it waits for
+            trigger_rule: all_done             # optional; one of Airflow's 13, default all_success
       - dag_id: asset_s3_bucket_consumer
         schedule: {asset: {uri: "s3://bucket/my-task"}}
+        max_active_runs: 1                   # optional; default 16 (Airflow's default)
+        max_active_tasks: 4                  # optional; default 16
+        one_run_per_event: false             # optional: one run per event instead of one for all
+      - dag_id: nightly
+        schedule: "@daily"                   # a cron string or preset, or {timedelta: 3600}
+        timezone: Europe/Berlin              # optional; the cron's timezone, default UTC
+        start_date: 2026-01-01T00:00:00Z     # optional; end_date too
+        catchup: false                       # optional; default false, as in Airflow 3
+        tags: [reports]                      # optional
+
+A time schedule is a cron string, one of the presets (``@once``, ``@hourly``, ``@daily``,
+``@weekly``, ``@monthly``, ``@quarterly``, ``@yearly``), ``{timedelta: SECONDS}`` (or
+``{timedelta: "1 day, 2:00:00"}``), or ``{asset_or_time: {assets: CONDITION, time: CRON}}``
+(Airflow's ``AssetOrTimeSchedule``: runs when the condition is met and when the time is due).
 
 Inlet/outlet entries and schedule leaves:
 
@@ -44,6 +61,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,6 +69,9 @@ import yaml
 
 from assets_app.conditions import AllOf, AnyOf, Condition, Leaf
 from assets_app.exceptions import ManifestError
+from assets_app.models import DEFAULT_MAX_ACTIVE_RUNS, DEFAULT_MAX_ACTIVE_TASKS
+from assets_app.timetables import Timetable, timetable_parse
+from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE, TRIGGER_RULE_VALUES
 from assets_app.validators import validate_id
 from task_sdk.definitions import Asset as SdkAsset
 from task_sdk.definitions import AssetAlias as SdkAssetAlias
@@ -99,6 +120,8 @@ class TaskDecl:
     retry_delay: float = DEFAULT_RETRY_DELAY
     callable: str = ""  # absolute "path/file.py:function" or "package.module:function"
     airflow_dag_file: str = ""  # absolute path of a real Airflow DAG file
+    upstream: tuple[str, ...] = ()  # the task ids it depends on directly
+    trigger_rule: str = DEFAULT_TRIGGER_RULE.value
 
 
 @dataclass(frozen=True)
@@ -106,11 +129,26 @@ class DagDecl:
     dag_id: str
     is_paused: bool | None = None  # None: keep the stored value (False for a new DAG)
     tasks: tuple[TaskDecl, ...] = ()
-    schedule: Condition | None = None
+    schedule: Condition | None = None  # the asset condition, if asset-scheduled
+    timetable: Timetable | None = None  # the time schedule, if time-scheduled
+    timetable_summary: str = ""  # the time schedule as declared ("@daily")
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    catchup: bool = False
+    max_active_runs: int = DEFAULT_MAX_ACTIVE_RUNS
+    max_active_tasks: int = DEFAULT_MAX_ACTIVE_TASKS
+    one_run_per_event: bool = False
+    tags: tuple[str, ...] = ()
 
     @property
     def task_ids(self) -> list[str]:
         return [task.task_id for task in self.tasks]
+
+    @property
+    def leaf_task_ids(self) -> set[str]:
+        """The tasks no other task of the DAG depends on."""
+        upstream = {up for task in self.tasks for up in task.upstream}
+        return {task.task_id for task in self.tasks if task.task_id not in upstream}
 
 
 @dataclass(frozen=True)
@@ -306,7 +344,8 @@ def _parse_condition(node: Any, where: str, declared: list[Declaration]) -> Cond
         return _parse_leaf(node, where, declared)
     raise ManifestError(
         f"{where}: expected an asset condition ({{asset}}, {{asset_ref}}, {{alias}}, "
-        "{all: [...]}, {any: [...]} or a list); only asset schedules are supported"
+        "{all: [...]}, {any: [...]} or a list), a cron string or preset, {timedelta: ...} or "
+        "{asset_or_time: {assets: ..., time: ...}}"
     )
 
 
@@ -323,8 +362,31 @@ def _parse_leaves(value: Any, where: str, declared: list[Declaration]) -> tuple[
 # --- tasks and DAGs --------------------------------------------------------------------------
 
 
-_TASK_KEYS = {"task_id", "outlets", "inlets", "retries", "retry_delay", "callable"}
-_DAG_KEYS = {"dag_id", "is_paused", "tasks", "schedule", "airflow_dag_file"}
+_TASK_KEYS = {
+    "task_id",
+    "outlets",
+    "inlets",
+    "retries",
+    "retry_delay",
+    "callable",
+    "upstream",
+    "trigger_rule",
+}
+_DAG_KEYS = {
+    "dag_id",
+    "is_paused",
+    "tasks",
+    "schedule",
+    "airflow_dag_file",
+    "timezone",
+    "start_date",
+    "end_date",
+    "catchup",
+    "max_active_runs",
+    "max_active_tasks",
+    "one_run_per_event",
+    "tags",
+}
 
 
 def _parse_task(
@@ -344,6 +406,15 @@ def _parse_task(
     code = (
         _parse_callable(spec["callable"], f"{where}.callable", base) if "callable" in spec else ""
     )
+    upstream = spec.get("upstream") or []
+    if not isinstance(upstream, list):
+        raise ManifestError(f"{where}.upstream: expected a list of task ids")
+    trigger_rule = spec.get("trigger_rule", DEFAULT_TRIGGER_RULE.value)
+    if trigger_rule not in TRIGGER_RULE_VALUES:
+        raise ManifestError(
+            f"{where}.trigger_rule: unknown trigger rule {trigger_rule!r}; one of "
+            f"{', '.join(TRIGGER_RULE_VALUES)}"
+        )
     return TaskDecl(
         task_id=_check_id(spec["task_id"], f"{where}.task_id"),
         outlets=_parse_leaves(spec.get("outlets"), f"{where}.outlets", declared),
@@ -352,7 +423,55 @@ def _parse_task(
         retry_delay=float(retry_delay),
         callable=code,
         airflow_dag_file="" if code else airflow_dag_file,
+        upstream=tuple(
+            dict.fromkeys(
+                _check_id(up, f"{where}.upstream[{index}]") for index, up in enumerate(upstream)
+            )
+        ),
+        trigger_rule=str(trigger_rule),
     )
+
+
+def _check_edges(tasks: tuple[TaskDecl, ...], where: str) -> None:
+    """Every upstream id names a task of the DAG, and the edges have no cycle."""
+    index = {task.task_id: i for i, task in enumerate(tasks)}
+    for i, task in enumerate(tasks):
+        for up in task.upstream:
+            if up not in index:
+                raise ManifestError(
+                    f"{where}.tasks[{i}].upstream: task {task.task_id!r} depends on {up!r}, "
+                    f"which the DAG does not declare (its tasks: {', '.join(index)})"
+                )
+            if up == task.task_id:
+                raise ManifestError(
+                    f"{where}.tasks[{i}].upstream: task {task.task_id!r} depends on itself"
+                )
+    upstream = {task.task_id: task.upstream for task in tasks}
+    done: set[str] = set()
+    for task in tasks:  # depth-first, iteratively: a cycle is a task met again on the path
+        path: list[str] = []
+        stack: list[tuple[str, int]] = [(task.task_id, 0)]
+        while stack:
+            task_id, next_child = stack.pop()
+            if next_child == 0:
+                if task_id in done:
+                    continue
+                path.append(task_id)
+            children = upstream[task_id]
+            if next_child < len(children):
+                stack.append((task_id, next_child + 1))
+                child = children[next_child]
+                if child in path:
+                    cycle = " -> ".join([*path[path.index(child) :], child])
+                    raise ManifestError(
+                        f"{where}.tasks[{index[child]}].upstream: task {child!r} is in a "
+                        f"cycle: {cycle}"
+                    )
+                if child not in done:
+                    stack.append((child, 0))
+            else:
+                path.pop()
+                done.add(task_id)
 
 
 def _parse_callable(value: Any, where: str, base: Path) -> str:
@@ -394,11 +513,113 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
         for i, task in enumerate(tasks_raw)
     )
     _check_unique([task.task_id for task in tasks], f"{where}: duplicate task_id(s)")
-    schedule = None
-    if spec.get("schedule") is not None:
-        schedule = _parse_condition(spec["schedule"], f"{where}.schedule", declared)
+    _check_edges(tasks, where)
+    timezone = spec.get("timezone", "UTC")
+    if not isinstance(timezone, str):
+        raise ManifestError(f"{where}.timezone: expected a timezone name such as Europe/Berlin")
+    schedule, timetable, summary = _parse_schedule(
+        spec.get("schedule"), f"{where}.schedule", declared, timezone=timezone
+    )
     declared.extend(task_declared)  # a DAG's schedule first, then its tasks
-    return DagDecl(dag_id=dag_id, is_paused=is_paused, tasks=tasks, schedule=schedule)
+    start_date = _parse_datetime(spec.get("start_date"), f"{where}.start_date")
+    end_date = _parse_datetime(spec.get("end_date"), f"{where}.end_date")
+    if start_date is not None and end_date is not None and end_date < start_date:
+        raise ManifestError(f"{where}.end_date: {end_date} is before start_date {start_date}")
+    tags = spec.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(tag, str) and tag for tag in tags):
+        raise ManifestError(f"{where}.tags: expected a list of non-empty strings")
+    return DagDecl(
+        dag_id=dag_id,
+        is_paused=is_paused,
+        tasks=tasks,
+        schedule=schedule,
+        timetable=timetable,
+        timetable_summary=summary,
+        start_date=start_date,
+        end_date=end_date,
+        catchup=_parse_bool(spec.get("catchup", False), f"{where}.catchup"),
+        max_active_runs=_parse_cap(
+            spec.get("max_active_runs", DEFAULT_MAX_ACTIVE_RUNS), f"{where}.max_active_runs"
+        ),
+        max_active_tasks=_parse_cap(
+            spec.get("max_active_tasks", DEFAULT_MAX_ACTIVE_TASKS), f"{where}.max_active_tasks"
+        ),
+        one_run_per_event=_parse_bool(
+            spec.get("one_run_per_event", False), f"{where}.one_run_per_event"
+        ),
+        tags=tuple(dict.fromkeys(tags)),
+    )
+
+
+def _parse_bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ManifestError(f"{where}: expected true or false")
+    return value
+
+
+def _parse_cap(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
+        raise ManifestError(f"{where}: expected a whole number from 1 to 100000")
+    return value
+
+
+def _parse_datetime(value: Any, where: str) -> datetime | None:
+    """An ISO 8601 date-time (or date); naive means UTC, as Airflow reads a DAG's dates."""
+    if value is None:
+        return None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day)  # noqa: DTZ001 - made UTC below
+    elif isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ManifestError(
+                f"{where}: {value!r} is not an ISO 8601 date-time (e.g. 2026-01-01T00:00:00Z)"
+            ) from None
+    if not isinstance(value, datetime):
+        raise ManifestError(f"{where}: expected an ISO 8601 date-time")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _parse_time(node: Any, where: str, *, timezone: str) -> tuple[Timetable, str]:
+    """A cron string or preset, or ``{timedelta: X}``: the timetable and its summary."""
+    try:
+        if isinstance(node, str):
+            return timetable_parse(schedule=node, timezone=timezone), node.strip()
+        if _single_key(node) == "timedelta":
+            timetable = timetable_parse(delta=node["timedelta"], timezone=timezone)
+            assert timetable.delta is not None  # noqa: S101 - a delta timetable has one
+            return timetable, str(timetable.delta)
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
+    raise ManifestError(
+        f"{where}: expected a cron string, a preset (@daily …) or {{timedelta: SECONDS}}"
+    )
+
+
+def _parse_schedule(
+    node: Any, where: str, declared: list[Declaration], *, timezone: str
+) -> tuple[Condition | None, Timetable | None, str]:
+    """A DAG's ``schedule``: (asset condition, timetable, summary); ``None`` for each it
+    lacks."""
+    if node is None:
+        return None, None, ""
+    if isinstance(node, str) or _single_key(node) == "timedelta":
+        timetable, summary = _parse_time(node, where, timezone=timezone)
+        return None, timetable, summary
+    if _single_key(node) == "asset_or_time":
+        spec = _check_keys(
+            node["asset_or_time"],
+            f"{where}.asset_or_time",
+            allowed={"assets", "time"},
+            required={"assets", "time"},
+        )
+        timetable, summary = _parse_time(
+            spec["time"], f"{where}.asset_or_time.time", timezone=timezone
+        )
+        condition = _parse_condition(spec["assets"], f"{where}.asset_or_time.assets", declared)
+        return condition, timetable, summary
+    return _parse_condition(node, where, declared), None, ""
 
 
 # --- merging ---------------------------------------------------------------------------------

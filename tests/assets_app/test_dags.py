@@ -474,3 +474,38 @@ def test_dags_set_paused_changes_only_what_differs():
         "asset_s3_bucket_producer",
     }
     assert dags_set_paused(dag_ids=["asset_s3_bucket_consumer"], is_paused=False) == 1
+
+
+def test_edges_trigger_rules_and_time_schedules_are_stored(tmp_path):
+    # given
+    path = write(
+        tmp_path,
+        {
+            "dags": [
+                {
+                    "dag_id": "nightly",
+                    "schedule": "0 2 * * *",
+                    "timezone": "Europe/Berlin",
+                    "max_active_runs": 1,
+                    "tags": ["reports"],
+                    "tasks": [
+                        {"task_id": "extract"},
+                        {"task_id": "load", "upstream": ["extract"], "trigger_rule": "all_done"},
+                    ],
+                }
+            ]
+        },
+    )
+
+    # when
+    declare(path)
+
+    # then
+    dag = Dag.objects.get(dag_id="nightly")
+    assert dag.timetable == {"cron": "0 2 * * *", "timezone": "Europe/Berlin"}
+    assert (dag.timetable_summary, dag.max_active_runs, dag.tags) == ("0 2 * * *", 1, ["reports"])
+    assert dag.asset_expression is None
+    assert list(DagTask.objects.values_list("task_id", "upstream", "trigger_rule", "is_leaf")) == [
+        ("extract", [], "all_success", False),
+        ("load", ["extract"], "all_done", True),
+    ]

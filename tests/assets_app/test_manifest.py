@@ -6,6 +6,7 @@ No test here may touch the database (no ``django_db`` mark: a query would fail i
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -255,7 +256,67 @@ def test_json_manifest_is_read_as_json(tmp_path):
         ),
         pytest.param("dags:\n  - {dag_id: d, schedule: []}", "non-empty list", id="empty-schedule"),
         pytest.param(
-            "dags:\n  - {dag_id: d, schedule: '@daily'}", "only asset schedules", id="cron"
+            "dags:\n  - {dag_id: d, schedule: '61 * * * *'}",
+            "dags[0].schedule: '61 * * * *' is not a valid cron expression",
+            id="bad-cron",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: '@fortnightly'}",
+            "dags[0].schedule: unknown preset '@fortnightly'",
+            id="unknown-preset",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {timedelta: -5}}",
+            "dags[0].schedule: -5: a schedule's timedelta must be positive",
+            id="negative-timedelta",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: '@daily', timezone: Mars/Olympus}",
+            "dags[0].schedule: unknown timezone 'Mars/Olympus'",
+            id="unknown-timezone",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {asset_or_time: {assets: {asset: {name: a}}}}}",
+            "dags[0].schedule.asset_or_time: missing required key(s) time",
+            id="asset-or-time-without-time",
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks: [{task_id: a, upstream: [b]}]",
+            "dags[0].tasks[0].upstream: task 'a' depends on 'b', which the DAG does not declare",
+            id="unknown-upstream",
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks: [{task_id: a, upstream: [a]}]",
+            "dags[0].tasks[0].upstream: task 'a' depends on itself",
+            id="self-upstream",
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks:\n"
+            "      - {task_id: a, upstream: [c]}\n"
+            "      - {task_id: b, upstream: [a]}\n"
+            "      - {task_id: c, upstream: [b]}",
+            "is in a cycle: ",
+            id="cycle",
+        ),
+        pytest.param(
+            "dags:\n  - dag_id: d\n    tasks: [{task_id: a, trigger_rule: sometimes}]",
+            "dags[0].tasks[0].trigger_rule: unknown trigger rule 'sometimes'; one of all_success",
+            id="unknown-trigger-rule",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, max_active_runs: 0}",
+            "dags[0].max_active_runs: expected a whole number from 1 to 100000",
+            id="max-active-runs-zero",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, start_date: yesterday}",
+            "dags[0].start_date: 'yesterday' is not an ISO 8601 date-time",
+            id="bad-start-date",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, start_date: 2026-02-01, end_date: 2026-01-01}",
+            "dags[0].end_date: 2026-01-01 00:00:00+00:00 is before start_date",
+            id="end-before-start",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: {asset_ref: {name: n, uri: u}}}",
@@ -369,3 +430,53 @@ def test_error_places_start_with_the_file_name(tmp_path):
 def test_missing_file_is_a_manifest_error(tmp_path):
     with pytest.raises(ManifestError, match="no such file"):
         manifest_load(tmp_path / "nope.yaml")
+
+
+def test_dependencies_and_time_schedules_are_read(tmp_path):
+    # given
+    path = tmp_path / "dags.yaml"
+    path.write_text(
+        """
+dags:
+  - dag_id: nightly
+    schedule: "@daily"
+    timezone: Europe/Berlin
+    start_date: 2026-01-01
+    catchup: true
+    max_active_runs: 1
+    max_active_tasks: 2
+    tags: [reports, reports, nightly]
+    tasks:
+      - {task_id: extract}
+      - {task_id: transform, upstream: [extract]}
+      - {task_id: load, upstream: [transform, extract], trigger_rule: all_done}
+  - dag_id: either
+    schedule: {asset_or_time: {assets: {asset: {name: a}}, time: {timedelta: 3600}}}
+    one_run_per_event: true
+"""
+    )
+
+    # when
+    nightly, either = manifest_load(path).dags
+
+    # then
+    assert nightly.timetable is not None
+    assert nightly.timetable.cron == "0 0 * * *"
+    assert nightly.timetable.timezone == "Europe/Berlin"
+    assert nightly.timetable_summary == "@daily"
+    assert nightly.start_date == datetime(2026, 1, 1, tzinfo=UTC)
+    assert (nightly.catchup, nightly.max_active_runs, nightly.max_active_tasks) == (True, 1, 2)
+    assert nightly.tags == ("reports", "nightly")
+    assert [task.upstream for task in nightly.tasks] == [(), ("extract",), ("transform", "extract")]
+    assert [task.trigger_rule for task in nightly.tasks] == [
+        "all_success",
+        "all_success",
+        "all_done",
+    ]
+    assert nightly.leaf_task_ids == {"load"}
+    assert nightly.schedule is None
+    assert either.schedule is not None
+    assert either.timetable is not None
+    assert either.timetable.delta == timedelta(hours=1)
+    assert either.timetable_summary == "1:00:00"
+    assert either.one_run_per_event is True
