@@ -8,7 +8,7 @@ import uuid
 from typing import Any, cast
 
 from django.http import JsonResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -70,7 +70,13 @@ class TaskRescheduleStartDateView(ExecutionAPIView):
 
     @extend_schema(
         operation_id="get_start_date",
-        responses={200: serializers.DateTimeField(allow_null=True), **ERRORS},
+        responses={
+            200: OpenApiResponse(
+                {"type": "string", "format": "date-time", "nullable": True},
+                description="the first rescheduled poke's start, or null before any",
+            ),
+            **ERRORS,
+        },
     )
     def get(self, request: Request, task_instance_id: uuid.UUID) -> JsonResponse:
         start = selectors.task_reschedule_first_start_date(task_instance_id=task_instance_id)
