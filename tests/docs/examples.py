@@ -82,9 +82,7 @@ def doc_example(name: str) -> str:
 def doc_block(language: str, first_line: str) -> str:
     """The body of the ``language`` block whose first line is ``first_line``."""
     found = [
-        b
-        for b in doc_blocks()
-        if b.language == language and b.body.split("\n", 1)[0] == first_line
+        b for b in doc_blocks() if b.language == language and b.body.split("\n", 1)[0] == first_line
     ]
     return _one(found, f"{language} block starting with {first_line!r}").body
 
