@@ -150,7 +150,7 @@ CONFLICT = {409: OpenApiResponse(common.ErrorResponseSerializer, description="Co
 
 
 class ExecutionAPIView(APIView):
-    """Base: bearer-JWT auth, JSON only, SPEC error shapes, token refresh, version logging."""
+    """Base: bearer-JWT auth, JSON only, Airflow's error shapes, token refresh, version logging."""
 
     authentication_classes = [TaskRunnerTokenAuthentication]
     permission_classes = [TokenMatchesTaskInstance]

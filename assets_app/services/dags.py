@@ -1,4 +1,5 @@
-"""Declaring DAGs from a manifest, like Airflow's DAG processor (SPEC §6), and pausing them.
+"""Declaring DAGs from a manifest, like Airflow's DAG processor, and pausing them
+(docs/manifest.md).
 
 ``assets_app.services.manifest`` reads and validates a manifest (its format is documented
 there); this module stores it. The schedule is stored in ``Dag.asset_expression`` in the form
