@@ -19,6 +19,7 @@ at a live server so ``manage.py worker`` reaches it.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -90,7 +91,7 @@ def doc_block(language: str, first_line: str) -> str:
 def sandbox(tmp_path: Path) -> Path:
     """A directory laid out as the repository, whose writes (``var/``, files) stay in it."""
     root = tmp_path / "checkout"
-    root.mkdir()
+    root.mkdir(parents=True)
     for entry in REPO.iterdir():
         if entry.name not in SKIP_IN_SANDBOX:
             (root / entry.name).symlink_to(entry)
@@ -102,11 +103,15 @@ def run_shell_example(
     name: str,
     tmp_path: Path,
     *,
-    server_url: str,
+    server_url: str | None = None,
     replace: dict[str, str] | None = None,
     timeout: float = 240,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the example; ``replace`` swaps a URL the page hard-codes for the live server's."""
+    """Run the example; ``replace`` swaps a URL the page hard-codes for the live server's.
+
+    The environment's ``bin`` comes first on ``PATH``, as in a shell with the virtualenv
+    activated, so an example's plain ``python`` is the project's.
+    """
     script = doc_example(name)
     for old, new in (replace or {}).items():
         assert old in script, f"example {name!r} has no {old!r}"
@@ -116,9 +121,10 @@ def run_shell_example(
         ["bash", "-euo", "pipefail", "-c", script],
         cwd=root,
         env=server_env(
-            EXECUTION_API_URL=server_url,
+            PATH=f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
             WORKER_LOG_DIR=str(tmp_path / "task_logs"),
             ASSET_REGISTRY_DATA_DIR=str(tmp_path / "var"),
+            **({"EXECUTION_API_URL": server_url} if server_url else {}),
         ),
         capture_output=True,
         text=True,
@@ -154,3 +160,55 @@ def assert_shows(example: str, output: str) -> None:
                 break
         else:
             raise AssertionError(f"the docs show {shown!r}; the output was:\n{output}")
+
+
+#: Shell blocks no test runs as written, by their first line, and why. Every other shell block
+#: must be a named example (``test_every_shell_block_is_run_or_says_why``).
+NOT_RUN_AS_WRITTEN = {
+    "make run     # venv + install + migrate + load examples/dags.yaml + admin login, serves "
+    "127.0.0.1:8000": "the set-up itself: CI runs `make test`; tests/test_makefile.py the targets",
+    "make test                                    # the whole suite on SQLite": "what CI runs",
+    "createdb -h 127.0.0.1 -U postgres asset_registry": "what CI runs (.ci/run)",
+    "python3 -m venv .venv-sdk && .venv-sdk/bin/pip install ./task_sdk pytest": (
+        "what CI runs (.ci/run, task_sdk without Django)"
+    ),
+    "python3 -m venv /opt/task-sdk": "installs on a worker host; .ci/run installs ./task_sdk",
+    '.venv/bin/pip install -e ".[docs]"': "the set-up test_docs_site.py runs under",
+    ".venv/bin/python bench/bench_http.py": "benchmarks are not tests",
+    "make demo      # = manage.py migrate && manage.py demo": (
+        "tests/task_sdk_e2e runs `manage.py demo`"
+    ),
+    "make screenshots        # = .venv/bin/python manage.py screenshots --out docs/screenshots": (
+        "tests/browser/test_screenshots.py runs `manage.py screenshots`"
+    ),
+    "$ .venv/bin/python manage.py clear_task_instances --dag-id orders --run-id manual__1 "
+    "--dry-run": "tests/assets_app/test_clearing.py runs it and compares its output",
+    "# on the server": "tests/docs/test_task_sdk_examples.py runs these steps with its own ids",
+    "# on the worker": "tests/docs/test_task_sdk_examples.py runs these steps with its own ids",
+    ".venv/bin/python manage.py scheduler --once": (
+        "tests/docs/test_task_sdk_examples.py runs these steps with its own ids"
+    ),
+    ".venv/bin/python manage.py scheduler              # runs until SIGTERM / Ctrl-C": (
+        "runs until stopped; tests/assets_app/test_scheduler.py runs passes, --once"
+    ),
+    ".venv/bin/python manage.py worker                   # until SIGTERM / Ctrl-C, 4 tasks at a "
+    "time": "runs until stopped; tests/worker/ runs worker processes",
+    'M=".venv/bin/python manage.py"\n'
+    "DAG=registry_worker_producer TASK=produce RUN=manual__$(date +%s)": (
+        "needs a registry host; tests/executionapi/test_real_worker.py runs the same workload"
+    ),
+    "TOKEN=$(curl -s -X POST localhost:8000/auth/token -H 'Content-Type: application/json' \\": (
+        "a user's password left out; tests/publicapi runs Airflow's client and airflowctl"
+    ),
+    "export DATABASE_URL=postgres://registry:secret@db.internal:5432/asset_registry": (
+        "production hosts and secrets"
+    ),
+}
+
+
+def not_run_reason(block: Block) -> str | None:
+    lines = block.body.splitlines()
+    for first_lines, reason in NOT_RUN_AS_WRITTEN.items():
+        if lines[: first_lines.count("\n") + 1] == first_lines.splitlines():
+            return reason
+    return None

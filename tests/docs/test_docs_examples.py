@@ -14,7 +14,16 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from assets_app.models import AssetEvent, DagRun, TaskInstance
+from assets_app.models import (
+    Asset,
+    AssetEvent,
+    Connection,
+    Dag,
+    DagRun,
+    DagTask,
+    TaskInstance,
+    Variable,
+)
 from tests.docs.examples import assert_shows, doc_example, run_shell_example
 from tests.live_server import REPO
 
@@ -43,12 +52,14 @@ def test_the_five_minute_tour(server, tmp_path):
     assert AssetEvent.objects.get().extra == {"rows": 42}
 
 
-def test_the_commands_examples(server, tmp_path):
-    # given
-    _make_run_done()
+def test_the_commands_examples(tmp_path):
+    # given the examples declared as the manifest page does it
+    declared = run_shell_example("declare-examples", tmp_path / "declare")
+    assert declared.returncode == 0, declared.stdout + declared.stderr
+    assert "Declared 4 DAG(s)" in declared.stdout
 
     # when
-    result = run_shell_example("commands", tmp_path, server_url=server.url)
+    result = run_shell_example("commands", tmp_path / "commands")
 
     # then
     assert result.returncode == 0, result.stdout + result.stderr
@@ -81,3 +92,38 @@ def test_the_operator_api_examples(server, tmp_path):
     assert '{"detail":"no asset with name \'nope\'","code":"not_found"}' in out
     assert '"code":"permission_denied"' in out
     assert "Generated token" in out or "for user admin" in out
+
+
+def test_the_manifest_example_declares_what_the_page_says(tmp_path):
+    # given the page's manifest as a file
+    manifest = tmp_path / "dags.yaml"
+    manifest.write_text(doc_example("manifest"))
+    out = io.StringIO()
+
+    # when
+    call_command("declare_dags", str(manifest), stdout=out, stderr=io.StringIO())
+
+    # then
+    assert "Declared 2 DAG(s)" in out.getvalue()
+    consumer = DagTask.objects.get(dag_id="asset_s3_bucket_consumer")
+    assert (consumer.retries, consumer.retry_delay) == (2, 60)
+    assert consumer.callable == f"{tmp_path / 'tasks' / 'consumer.py'}:consume"  # the folder's
+    assert Dag.objects.get(dag_id="asset_s3_bucket_producer").is_paused is False
+    assert Asset.objects.get().uri == "s3://bucket/my-task"
+
+
+def test_the_variables_and_connections_examples(tmp_path):
+    # when
+    result = run_shell_example("secrets", tmp_path)
+
+    # then every command succeeded, printed what the page shows, and no secret was printed
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert '{\n  "rows": 3\n}' in out
+    assert "\nconfig\ngreeting\n" in out  # the keys only, in order
+    assert '"password": "***"' in out
+    assert '\\"api_token\\": \\"***\\"' in out or '"api_token": "***"' in out
+    assert "s3cr3t" not in out + result.stderr
+    assert list(Variable.objects.values_list("key", flat=True)) == ["config"]
+    warehouse = Connection.objects.get()
+    assert (warehouse.conn_id, warehouse.is_encrypted) == ("warehouse", True)

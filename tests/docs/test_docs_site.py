@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.examples import doc_blocks, doc_pages
+from tests.docs.examples import NOT_RUN_AS_WRITTEN, doc_blocks, doc_pages, not_run_reason
 from tests.live_server import REPO
 
 
@@ -104,3 +104,13 @@ def test_every_named_example_is_run_by_a_test():
     assert names, "no named example in the docs"
     assert names - asked == set(), "named examples no test runs"
     assert asked - names == set(), "tests ask for examples the docs do not have"
+
+
+def test_every_shell_block_is_run_or_says_why():
+    shell = [b for b in doc_blocks() if b.language in ("sh", "bash")]
+
+    unaccounted = [str(b) for b in shell if b.name is None and not_run_reason(b) is None]
+    reasons_used = {not_run_reason(b) for b in shell if b.name is None}
+
+    assert unaccounted == [], "name the example and run it, or say why not (NOT_RUN_AS_WRITTEN)"
+    assert set(NOT_RUN_AS_WRITTEN.values()) <= reasons_used, "a NOT_RUN entry matches no block"
