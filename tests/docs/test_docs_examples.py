@@ -9,6 +9,7 @@ that what the page shows is what the commands print.
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from django.contrib.auth.models import User
@@ -16,6 +17,9 @@ from django.core.management import call_command
 
 from assets_app.models import (
     Asset,
+    AssetActive,
+    AssetAliasAsset,
+    AssetDagRunQueue,
     AssetEvent,
     Connection,
     Dag,
@@ -24,7 +28,9 @@ from assets_app.models import (
     TaskInstance,
     Variable,
 )
+from assets_app.services.dag_runs import task_instance_create
 from tests.docs.examples import assert_shows, doc_example, run_shell_example
+from tests.executionapi.conftest import client_for, state_url
 from tests.live_server import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, reset_sequences=True)]
@@ -127,3 +133,49 @@ def test_the_variables_and_connections_examples(tmp_path):
     assert list(Variable.objects.values_list("key", flat=True)) == ["config"]
     warehouse = Connection.objects.get()
     assert (warehouse.conn_id, warehouse.is_encrypted) == ("warehouse", True)
+
+
+def test_the_success_body_records_what_the_page_says():
+    # given the example DAGs, and a running task instance of the alias producer
+    _make_run_done()
+    ti = task_instance_create(
+        dag_id="asset_alias_example_alias_producer",
+        task_id="produce_asset_events_through_asset_alias",
+        run_id="manual__docs",
+    ).task_instance
+    client = client_for(ti)
+    started = client.patch(
+        f"/execution/task-instances/{ti.pk}/run",
+        {
+            "state": "running",
+            "hostname": "worker-1",
+            "unixname": "airflow",
+            "pid": 4242,
+            "start_date": "2026-12-01T19:25:20Z",
+        },
+        format="json",
+    )
+    assert started.status_code == 200, started.content
+
+    # when
+    response = client.patch(state_url(ti), json.loads(doc_example("success-body")), format="json")
+
+    # then
+    assert response.status_code == 204, response.content
+    events = {e.asset.name: e for e in AssetEvent.objects.select_related("asset")}
+    assert set(events) == {"s3://bucket/my-task", "daily-2026-12-01"}
+    assert events["s3://bucket/my-task"].extra == {"rows": 42}
+    assert events["daily-2026-12-01"].extra == {"rows": 7}
+    for event in events.values():
+        assert [a.name for a in event.source_aliases.all()] == ["example-alias"]
+    daily = events["daily-2026-12-01"].asset
+    assert (daily.uri, daily.extra) == ("s3://bucket/daily/2026-12-01", {"format": "parquet"})
+    assert not AssetActive.objects.filter(asset=daily).exists()
+    assert set(AssetAliasAsset.objects.values_list("asset__name", flat=True)) == {
+        "s3://bucket/my-task",
+        "daily-2026-12-01",
+    }
+    assert set(AssetDagRunQueue.objects.values_list("target_dag_id", flat=True)) == {
+        "asset_s3_bucket_consumer",
+        "asset_alias_example_alias_consumer",
+    }
