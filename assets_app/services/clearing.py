@@ -42,7 +42,7 @@ from assets_app.models import (
     TaskInstanceHistory,
     TaskInstanceState,
 )
-from assets_app.services.dag_runs import FINISHED_RUN_STATES
+from assets_app.services.task_flow import FINISHED_RUN_STATES
 from assets_app.services.task_instances import task_instance_history_record, task_instance_renew
 
 logger = logging.getLogger(__name__)

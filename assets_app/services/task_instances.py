@@ -42,8 +42,8 @@ from assets_app.models import (
     TaskReschedule,
 )
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
-from assets_app.services.dag_runs import dag_run_settle, dag_run_start
 from assets_app.services.sql import Dialect, column, columns, model_from_row, table
+from assets_app.services.task_flow import dag_run_settle, dag_run_start
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from assets_app.models import TaskInstance, TaskInstanceState
-from assets_app.services.dag_runs import dag_run_settle, dag_runs_settle_finished
+from assets_app.services.task_flow import dag_run_settle, dag_runs_settle_finished
 from assets_app.services.task_instances import is_eligible_to_retry, task_instance_next_try
 
 logger = logging.getLogger(__name__)
