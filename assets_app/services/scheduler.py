@@ -76,6 +76,7 @@ On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import secrets
 import string
@@ -102,7 +103,7 @@ from assets_app.services.consumption import (
 )
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
 from assets_app.services.sql import Dialect, of, table
-from assets_app.services.task_flow import RunSpec, dag_runs_insert
+from assets_app.services.task_flow import DagRoom, RunSpec, dag_runs_insert
 
 logger = logging.getLogger(__name__)
 
@@ -312,7 +313,12 @@ def dags_asset_triggered_runs_create(
         consumed = unconsumed_event_ids(conditions=met, resolution=resolution)
         runs, more = _runs_plan(met, consumed, queued=queued, active=active, batch=batch)
         if runs:
-            _runs_insert(runs, settle=batch.settle, more=more)
+            _runs_insert(
+                runs,
+                rooms={dag_id: dag.room for dag_id, dag in active.items()},
+                settle=batch.settle,
+                more=more,
+            )
         if batch.delete_pks:
             AssetDagRunQueue.objects.filter(pk__in=batch.delete_pks).delete()
     return [batch.outcomes[dag_id] for dag_id in dag_ids]
@@ -386,9 +392,17 @@ class _LockedDag:
     is_stale: bool
     #: as stored (JSON text), ``None`` if not asset-scheduled
     asset_expression: str | None
-    max_active_runs: int
     one_run_per_event: bool
-    active_runs: int  # queued or running
+    room: DagRoom
+
+    @property
+    def max_active_runs(self) -> int:
+        return self.room.max_active_runs
+
+    @property
+    def active_runs(self) -> int:
+        """Its runs queued or running."""
+        return self.room.running + self.room.queued
 
 
 def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]:
@@ -409,16 +423,18 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
             cursor,
             f"""
             SELECT {d("dag_id")}, {d("is_paused")}, {d("is_stale")}, {d("asset_expression")},
-                {d("max_active_runs")}, {d("one_run_per_event")},
+                {d("max_active_runs")}, {d("one_run_per_event")}, {d("task_ids")},
                 (SELECT COUNT(*) FROM {table(DagRun)} a WHERE {r("dag")} = {d("dag_id")}
-                    AND {r("state")} IN (%s, %s))
+                    AND {r("state")} = %s),
+                (SELECT COUNT(*) FROM {table(DagRun)} a WHERE {r("dag")} = {d("dag_id")}
+                    AND {r("state")} = %s)
             FROM {sql.rows(dag_id="text", n="integer")} JOIN {table(Dag)} d
                 ON {d("dag_id")} = r.dag_id
             {claim} {lock}
             """,  # noqa: S608 - names from the models, values bound as parameters
             [
-                DagRunState.QUEUED.value,
                 DagRunState.RUNNING.value,
+                DagRunState.QUEUED.value,
                 sql.json({"dag_id": dag_id, "n": n} for n, dag_id in enumerate(dag_ids)),
             ],
         )
@@ -428,11 +444,26 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
                 is_paused=bool(is_paused),
                 is_stale=bool(is_stale),
                 asset_expression=expression,
-                max_active_runs=cap,
                 one_run_per_event=bool(per_event),
-                active_runs=active,
+                room=DagRoom(
+                    is_paused=bool(is_paused),
+                    max_active_runs=cap,
+                    running=running,
+                    queued=queued,
+                    task_ids=json.loads(task_ids) if isinstance(task_ids, str) else task_ids or [],
+                ),
             )
-            for dag_id, is_paused, is_stale, expression, cap, per_event, active in cursor.fetchall()
+            for (
+                dag_id,
+                is_paused,
+                is_stale,
+                expression,
+                cap,
+                per_event,
+                task_ids,
+                running,
+                queued,
+            ) in cursor.fetchall()
         ]
 
 
@@ -479,6 +510,7 @@ class _NewRun:
 def _runs_insert(
     runs: list[_NewRun],
     *,
+    rooms: Mapping[str, DagRoom],
     settle: Callable[..., None],
     more: set[str],
 ) -> None:
@@ -493,7 +525,8 @@ def _runs_insert(
                 run_after=run.run_after,
             )
             for run in runs
-        ]
+        ],
+        rooms=rooms,
     )
     DagRunAssetEvent.objects.bulk_create(
         [

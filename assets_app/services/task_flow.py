@@ -148,6 +148,34 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
+class DagRoom:
+    """What admitting a new run of a DAG reads of it (its row locked by the caller)."""
+
+    is_paused: bool
+    max_active_runs: int
+    running: int  # its running runs
+    queued: int  # its runs waiting to be admitted
+    task_ids: list[Any]  # ``Dag.task_ids``
+
+    def free_slots(self) -> int:
+        """How many new runs may start now (none while older ones wait, or while paused)."""
+        return 0 if self.is_paused or self.queued else self.max_active_runs - self.running
+
+
+def dags_room(dag_ids: Collection[str]) -> dict[str, DagRoom]:
+    """Each DAG's :class:`DagRoom` (1 query)."""
+    return {
+        dag_id: DagRoom(paused, cap, running, queued, declared)
+        for dag_id, paused, cap, running, queued, declared in Dag.objects.filter(dag_id__in=dag_ids)
+        .annotate(
+            running=Count("runs", filter=Q(runs__state=DagRunState.RUNNING)),
+            queued=Count("runs", filter=Q(runs__state=DagRunState.QUEUED)),
+        )
+        .values_list("dag_id", "is_paused", "max_active_runs", "running", "queued", "task_ids")
+    }
+
+
+@dataclass(frozen=True)
 class CreatedRun:
     dag_id: str
     run_id: str
@@ -156,35 +184,32 @@ class CreatedRun:
     task_ids: tuple[str, ...]
 
 
-def dag_runs_insert(specs: Sequence[RunSpec], *, now: datetime | None = None) -> list[CreatedRun]:
+def dag_runs_insert(
+    specs: Sequence[RunSpec],
+    *,
+    rooms: Mapping[str, DagRoom] | None = None,
+    now: datetime | None = None,
+) -> list[CreatedRun]:
     """Insert new runs with their task instances, admitting each that can run now.
 
     Call inside a transaction that holds the rows of the specs' DAGs locked (so the counts of
-    running runs it admits against stay true until it commits). A run is admitted
-    (``running``, ``start_date`` now) when its DAG is unpaused and has fewer running runs than
-    ``max_active_runs`` and no queued run waiting; its task instances without upstreams are
-    then ``scheduled`` and the workers woken at commit; every other task instance starts
-    without a state. Four statements whatever the number of runs (five with the
+    running runs it admits against stay true until it commits); ``rooms`` if the caller has
+    read them already (:func:`dags_room`). A run is admitted (``running``, ``start_date``
+    now) when its DAG is unpaused and has fewer running runs than ``max_active_runs`` and no
+    queued run waiting; its task instances without upstreams are then ``scheduled`` and the
+    workers woken at commit; every other task instance starts without a state. Three
+    statements whatever the number of runs (four without ``rooms``, five with the
     notification), in the order of ``specs``.
     """
     if not specs:
         return []
     now = now or timezone.now()
     dag_ids = list(dict.fromkeys(spec.dag_id for spec in specs))
-    dags = {
-        dag_id: (paused, cap, running, queued, declared)
-        for dag_id, paused, cap, running, queued, declared in Dag.objects.filter(dag_id__in=dag_ids)
-        .annotate(
-            running=Count("runs", filter=Q(runs__state=DagRunState.RUNNING)),
-            queued=Count("runs", filter=Q(runs__state=DagRunState.QUEUED)),
-        )
-        .values_list("dag_id", "is_paused", "max_active_runs", "running", "queued", "task_ids")
-    }
+    rooms = rooms if rooms is not None else dags_room(dag_ids)
     admitted: list[bool] = []
     slots: dict[str, int] = {}
     for spec in specs:
-        paused, cap, running, queued, _ = dags[spec.dag_id]
-        free = slots.setdefault(spec.dag_id, 0 if paused or queued else cap - running)
+        free = slots.setdefault(spec.dag_id, rooms[spec.dag_id].free_slots())
         admitted.append(free > 0)
         slots[spec.dag_id] = free - 1
     json_dt = Dialect.json_datetime
@@ -212,7 +237,7 @@ def dag_runs_insert(specs: Sequence[RunSpec], *, now: datetime | None = None) ->
             returning=("id",),
         )
     ]
-    task_ids = dags_task_ids({dag_id: dags[dag_id][4] for dag_id in dag_ids})
+    task_ids = dags_task_ids({dag_id: rooms[dag_id].task_ids for dag_id in dag_ids})
     plans = dags_task_plans(dag_ids)
     ti_pk = TaskInstance._meta.pk
     assert ti_pk is not None  # noqa: S101 - narrows the type for mypy

@@ -25,7 +25,7 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from assets_app.exceptions import (
@@ -36,6 +36,7 @@ from assets_app.exceptions import (
 )
 from assets_app.models import (
     TRY_FIELDS,
+    Dag,
     DagTask,
     TaskInstance,
     TaskInstanceHistory,
@@ -646,15 +647,19 @@ def task_instance_rendered_fields_set(
 def task_instances_claim(*, limit: int) -> list[TaskInstance]:
     """Claim up to ``limit`` runnable task instances for a worker: ``scheduled`` → ``queued``.
 
-    Oldest runs first; DAGs that are paused or stale are left alone. ``FOR UPDATE SKIP LOCKED``
-    (PostgreSQL) means two workers claiming at once never get the same task instance; on SQLite
-    the ``IMMEDIATE`` transaction serializes claims. The caller then issues each a token and
-    starts it (``/run`` moves it to ``running``).
+    Oldest runs first; DAGs that are paused or stale are left alone, and no DAG gets more
+    than its ``max_active_tasks`` task instances queued or running (Airflow's
+    ``max_active_tasks``). ``FOR UPDATE SKIP LOCKED`` (PostgreSQL) means two workers claiming
+    at once never get the same task instance, and the DAG rows are locked the same way while
+    their active task instances are counted, so two claims never both fill a DAG's last
+    slot (a DAG another transaction holds waits for the next claim); on SQLite the
+    ``IMMEDIATE`` transaction serializes claims. Four statements. The caller then issues
+    each a token and starts it (``/run`` moves it to ``running``).
     """
     if limit < 1:
         return []
     with transaction.atomic():
-        claimed = list(
+        candidates = list(
             TaskInstance.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(
                 state=TaskInstanceState.SCHEDULED,
@@ -663,6 +668,27 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
             )
             .order_by("dag_run__run_after", "dag_run_id", "task_id", "map_index")[:limit]
         )
+        if not candidates:
+            return []
+        caps = dict(
+            Dag.objects.select_for_update(skip_locked=True, no_key=True)
+            .filter(dag_id__in={ti.dag_id for ti in candidates})
+            .values_list("dag_id", "max_active_tasks")
+        )
+        free = dict(caps)
+        for dag_id, active in (
+            TaskInstance.objects.filter(dag_id__in=caps, state__in=ACTIVE_STATES)
+            .values("dag_id")
+            .annotate(active=Count("pk"))
+            .order_by()
+            .values_list("dag_id", "active")
+        ):
+            free[dag_id] -= active
+        claimed = []
+        for task_instance in candidates:
+            if free.get(task_instance.dag_id, 0) > 0:
+                free[task_instance.dag_id] -= 1
+                claimed.append(task_instance)
         if claimed:
             TaskInstance.objects.filter(pk__in=[ti.pk for ti in claimed]).update(
                 state=TaskInstanceState.QUEUED, updated_at=timezone.now()
@@ -670,6 +696,10 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
             for task_instance in claimed:
                 task_instance.state = TaskInstanceState.QUEUED
     return claimed
+
+
+#: Task instances that count against their DAG's ``max_active_tasks``.
+ACTIVE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
 
 
 def task_instances_unclaim(*, task_instance_ids: Collection[uuid.UUID | str]) -> int:
