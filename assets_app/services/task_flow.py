@@ -450,8 +450,7 @@ def task_instances_advance(
     decided, finished_runs = _decisions(rows)
     result = _decisions_write(decided, now=now)
     if result.scheduled:
-        with transaction.atomic():
-            notify(RUNS_CHANNEL)
+        notify(RUNS_CHANNEL)  # delivered at once outside a transaction (at commit inside one)
     for run_pk in finished_runs:
         result.runs_settled += dag_run_settle(dag_run_id=run_pk, end_date=now)
     return result

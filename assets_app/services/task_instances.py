@@ -243,7 +243,17 @@ def _defer_refused(
 ) -> StateUpdateOutcome:
     """A running task instance asked to defer: with no triggerer to resume it, it fails at
     once (its run moves on as for any failure) and says why, instead of staying ``deferred``
-    for ever."""
+    for ever. One stored ``deferred`` already (from an older version) → ``UNCHANGED``; any
+    other state → ``TaskInstanceInvalidStateError``, as for every state patch."""
+    current = TaskInstance.objects.filter(pk=task_instance_id).values_list("state").first()
+    if current is None:
+        raise TaskInstanceNotFoundError(
+            _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
+        )
+    if current[0] == TaskInstanceState.DEFERRED:
+        return _unchanged(task_instance_id, TaskInstanceState.DEFERRED)
+    if current[0] != TaskInstanceState.RUNNING:
+        raise TaskInstanceInvalidStateError(previous_state=current[0])
     outcome = _finish(
         task_instance_id,
         TerminalPayload(

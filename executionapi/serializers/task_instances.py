@@ -304,9 +304,9 @@ class TIHeartbeatInfoSerializer(StrictSerializer):
     {
         "anyOf": [
             {"type": "string"},
-            {
+            {  # [task_id, map_index] (OpenAPI 3.0 has no prefixItems)
                 "type": "array",
-                "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
                 "minItems": 2,
                 "maxItems": 2,
             },
