@@ -68,7 +68,7 @@ def test_the_command_prints_the_run_and_refuses_bad_options(seed):
         "2026-12-01T00:00:00+01:00",
         stdout=out,
     )
-    assert out.getvalue() == f"Triggered {PRODUCER} run by-hand (1 task instance(s))\n"
+    assert out.getvalue() == f"Triggered {PRODUCER} run by-hand (running, 1 task instance(s))\n"
     run = DagRun.objects.get(run_id="by-hand")
     assert run.conf == {"k": 1}
     assert run.logical_date == datetime(2026, 11, 30, 23, 0, tzinfo=UTC)
