@@ -203,7 +203,8 @@ def scheduler_pass(
         if watch is not None:
             watch.forget()  # the rows it just saw were not evaluated
         raise
-    retry: list[str] = []
+    # capped: looked at again each pass (in the watch's one read), until a slot frees
+    retry: list[str] = [o.dag_id for o in result.outcomes if o.outcome is Outcome.CAPPED]
     if max_dags is not None:
         retry += ready[max_dags:]
         ready = ready[:max_dags]
@@ -243,6 +244,8 @@ def _ready_dag_ids(queued: Sequence[QueuedDag], *, result: SchedulerPassResult) 
     for dag in queued:
         if dag.expression is None:
             continue  # ready: its rows are dropped under lock
+        if dag.capped:
+            continue  # left out below: no transaction until one of its runs ends
         try:
             conditions[dag.dag_id] = condition_of(dag.dag_id, dag.expression)
         except InvalidAssetExpression as exc:
@@ -252,7 +255,9 @@ def _ready_dag_ids(queued: Sequence[QueuedDag], *, result: SchedulerPassResult) 
     ready: list[str] = []
     for dag in queued:
         condition = conditions.get(dag.dag_id)
-        if condition is None:
+        if dag.capped and dag.expression is not None:
+            result.outcomes.append(DagOutcome(dag_id=dag.dag_id, outcome=Outcome.CAPPED))
+        elif condition is None:
             if dag.expression is None:
                 ready.append(dag.dag_id)
         elif condition_is_met(condition, resolution=resolution, ready_asset_ids=dag.asset_ids):
