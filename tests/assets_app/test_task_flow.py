@@ -13,10 +13,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from assets_app.models import DagRun, TaskInstance
+from assets_app.services.asset_events import asset_event_create_manual
 from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_declare
 from assets_app.services.manifest import manifest_parse
-from assets_app.services.task_flow import dag_runs_admit, task_instances_advance
+from assets_app.services.scheduler import Outcome, scheduler_pass
+from assets_app.services.task_flow import dag_run_settle, dag_runs_admit, task_instances_advance
 from assets_app.services.task_instances import task_instances_claim
 from assets_app.services.upkeep import upkeep_pass
 from tests.executionapi.conftest import client_for, state_url, wire_sample
@@ -335,3 +337,30 @@ def test_a_pass_decides_waiting_task_instances_in_a_fixed_number_of_statements()
     # that ended: the same for 12 runs as for 1200
     assert len(queries) == 2 + 2 + (connection.vendor == "postgresql") + 2
     assert {run_state(run) for run in few} == {"failed"}
+
+
+def test_a_capped_consumer_waits_without_a_transaction_and_gets_its_run_when_a_slot_frees():
+    declare(
+        """
+dags:
+  - dag_id: producer
+    tasks: [{task_id: p, outlets: [{asset: {name: landed}}]}]
+  - dag_id: consumer
+    schedule: {asset: {name: landed}}
+    max_active_runs: 1
+    tasks: [{task_id: c}]
+"""
+    )
+    asset_event_create_manual(name="landed")
+    (first,) = scheduler_pass().created
+    second_event = asset_event_create_manual(name="landed")
+
+    with CaptureQueriesContext(connection) as queries:
+        result = scheduler_pass()
+    assert [o.outcome for o in result.outcomes] == [Outcome.CAPPED]
+    assert len(queries) == 1  # the lock-free read only
+
+    TaskInstance.objects.filter(dag_run_id=first.dag_run_pk).update(state="success")
+    assert dag_run_settle(dag_run_id=first.dag_run_pk)
+    (second,) = scheduler_pass().created
+    assert second.event_ids == (second_event.pk,)
