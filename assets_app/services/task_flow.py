@@ -422,14 +422,20 @@ def dag_run_progress(
 
 
 def task_instances_advance(
-    *, dag_run_ids: Collection[int] | None = None, now: datetime | None = None
+    *,
+    dag_run_ids: Collection[int] | None = None,
+    changed_since: datetime | None = None,
+    now: datetime | None = None,
 ) -> AdvanceResult:
     """Decide the state-less task instances of running runs by their trigger rules; settle the
     runs left with nothing unfinished; wake the workers if any became ``scheduled``.
 
     ``dag_run_ids``: only those runs (the hand-over); else every running run with a waiting
-    task instance (a scheduler pass, up to ``ADVANCE_LIMIT`` runs). Call outside a
-    transaction, after the commits that changed the upstreams (see the module docstring).
+    task instance (a scheduler pass, up to ``ADVANCE_LIMIT`` runs) — with ``changed_since``,
+    only those where a task instance changed since then (a long-running scheduler's passes
+    between its full ones: a run whose upstreams are still running costs them nothing).
+    Call outside a transaction, after the commits that changed the upstreams (see the module
+    docstring).
     Set-based: two queries, at most one ``UPDATE`` per new state, one notification, and one
     settle per run that ended — however many runs.
     """
@@ -439,7 +445,13 @@ def task_instances_advance(
         runs = running.filter(pk__in=list(dag_run_ids))
     else:
         waiting = TaskInstance.objects.filter(dag_run=OuterRef("pk"), state__isnull=True)
-        runs = running.filter(Exists(waiting)).order_by("run_after", "pk")[:ADVANCE_LIMIT]
+        runs = running.filter(Exists(waiting))
+        if changed_since is not None:
+            changed = TaskInstance.objects.filter(
+                dag_run=OuterRef("pk"), updated_at__gte=changed_since
+            )
+            runs = runs.filter(Exists(changed))
+        runs = runs.order_by("run_after", "pk")[:ADVANCE_LIMIT]
     rows = list(
         TaskInstance.objects.filter(dag_run__in=runs.values("pk")).values_list(
             "pk", "dag_run_id", "dag_id", "task_id", "state"

@@ -364,3 +364,18 @@ dags:
     assert dag_run_settle(dag_run_id=first.dag_run_pk)
     (second,) = scheduler_pass().created
     assert second.event_ids == (second_event.pk,)
+
+
+def test_a_pass_between_full_ones_leaves_runs_where_nothing_changed_lately():
+    declare(CHAIN)
+    run = dag_run_trigger(dag_id="etl")
+    long_ago = timezone.now() - timedelta(hours=1)
+    TaskInstance.objects.filter(dag_run=run, task_id="extract").update(
+        state="success", updated_at=long_ago
+    )
+    TaskInstance.objects.filter(dag_run=run).exclude(task_id="extract").update(updated_at=long_ago)
+
+    assert (
+        task_instances_advance(changed_since=timezone.now() - timedelta(seconds=10)).scheduled == 0
+    )
+    assert task_instances_advance().scheduled == 1  # the full pass catches it

@@ -7,10 +7,12 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
+from django.utils import timezone
 
 from assets_app.management.base import optional_int_argument
 from assets_app.notify import QUEUE_CHANNEL, Listener
@@ -22,6 +24,9 @@ from runtime.daemon import connection_close, connection_refresh, stop_signals, w
 
 #: How often (seconds) a waiting scheduler checks whether it was asked to stop.
 STOP_CHECK = 0.25
+#: How far back a pass between the full ones looks for changed task instances: more than a
+#: pass and a commit's delay take.
+FLOW_LOOKBACK = timedelta(seconds=10)
 
 
 class Command(BaseCommand):
@@ -105,7 +110,11 @@ class Command(BaseCommand):
                 self._report_upkeep(upkeep_pass())
             result = scheduler_pass(max_dags=max_dags, watch=watch)
             admitted = dag_runs_admit()
-            advanced = task_instances_advance()
+            # every run with waiting task instances once per interval (with the upkeep), else
+            # only those where something changed lately: the hand-over did the rest
+            advanced = task_instances_advance(
+                changed_since=None if upkeep else timezone.now() - FLOW_LOOKBACK
+            )
         except DatabaseError as exc:
             self.stderr.write(f"scheduler pass failed: {exc}")
             connection_close()
