@@ -213,9 +213,9 @@ def dag_runs_insert(
         admitted.append(free > 0)
         slots[spec.dag_id] = free - 1
     json_dt = Dialect.json_datetime
-    pks = [
-        pk
-        for (pk,) in model_rows_insert(
+    inserted = {
+        (dag_id, run_id): pk
+        for pk, dag_id, run_id in model_rows_insert(
             DagRun,
             [
                 {
@@ -234,9 +234,10 @@ def dag_runs_insert(
                 }
                 for spec, runs in zip(specs, admitted, strict=True)
             ],
-            returning=("id",),
+            returning=("id", "dag", "run_id"),  # RETURNING's order is not the rows'
         )
-    ]
+    }
+    pks = [inserted[spec.dag_id, spec.run_id] for spec in specs]
     task_ids = dags_task_ids({dag_id: rooms[dag_id].task_ids for dag_id in dag_ids})
     plans = dags_task_plans(dag_ids)
     ti_pk = TaskInstance._meta.pk
