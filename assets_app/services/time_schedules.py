@@ -11,8 +11,8 @@ Airflow 3.3's model (``DagModel.calculate_dagrun_date_fields``, the scheduler's
   (``scheduled`` or ``backfill``) run, as Airflow's DAG processor does on every parse; here on
   every declaration (``dags.dags_declare``). Creating runs moves the cursor on.
 - **Creating** (:func:`dags_time_scheduled_runs_create`, every scheduler pass): the unpaused,
-  non-stale DAGs whose cursor is due and that have fewer active (``queued`` + ``running``,
-  backfills aside) runs than ``max_active_runs`` get the run at the cursor, with run id
+  non-stale DAGs whose cursor is due and that have fewer active (``queued`` + ``running``)
+  runs than ``max_active_runs`` get the run at the cursor, with run id
   ``scheduled__<logical date ISO>`` (Airflow 3's), through ``task_flow.dag_runs_insert``.
   With ``catchup`` each due moment follows the one before, as many as the DAG has room for
   (at most :data:`CATCHUP_BATCH` per transaction; the rest come next); without it, a cursor a
@@ -53,7 +53,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from assets_app.models import Dag, DagRun, DagRunState, DagRunType
-from assets_app.services.task_flow import RunSpec, dag_runs_insert
+from assets_app.services.task_flow import RunSpec, dag_runs_insert, dags_room
 from assets_app.timetables import DagRunInfo, Timetable, timetable_from_json
 
 logger = logging.getLogger(__name__)
@@ -199,9 +199,9 @@ def dags_time_scheduled_runs_create(
     left. Call outside a transaction; ``now`` is the clock (default: the real one).
 
     Each transaction runs a fixed number of statements however many DAGs and runs it
-    handles: lock the due DAGs, count their active runs, look up the moments already taken,
-    ``task_flow.dag_runs_insert`` (four, five with the workers' notification), move the
-    cursors.
+    handles: lock the due DAGs, count their active runs (``task_flow.dags_room``), look up
+    the moments already taken, ``task_flow.dag_runs_insert`` (three, four with the workers'
+    notification), move the cursors.
     """
     now = now or timezone.now()
     result = TimeSchedulesResult()
@@ -216,7 +216,6 @@ def dags_time_scheduled_runs_create(
 class _DueDag:
     schedule: _Schedule
     next_dagrun: datetime
-    max_active_runs: int
 
 
 def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult) -> int:
@@ -225,11 +224,12 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
         due = _due_dags_lock(now=now, limit=batch_size)
         if not due:
             return 0
-        active = _active_runs(due)
+        rooms = dags_room([dag.schedule.dag_id for dag in due])
         planned: list[tuple[_DueDag, DagRunInfo]] = []
         cursors: list[tuple[str, DagRunInfo | None]] = []
         for dag in due:
-            room = min(dag.max_active_runs - active.get(dag.schedule.dag_id, 0), CATCHUP_BATCH)
+            found = rooms[dag.schedule.dag_id]
+            room = min(found.max_active_runs - found.running - found.queued, CATCHUP_BATCH)
             moments, after = _moments(dag, room=room, now=now)
             planned += [(dag, info) for info in moments]
             cursors.append((dag.schedule.dag_id, after))
@@ -254,7 +254,7 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
                     data_interval_end=info.data_interval_end,
                 )
             )
-        created = dag_runs_insert(specs, now=now)
+        created = dag_runs_insert(specs, rooms=rooms, now=now)
         _cursors_write(cursors)
     runs = [
         TimeScheduledRun(
@@ -276,10 +276,9 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
 def _due_dags_lock(*, now: datetime, limit: int) -> list[_DueDag]:
     """Lock up to ``limit`` due DAGs that no other transaction holds, oldest due first: a
     cursor at or before ``now``, unpaused, not stale, below ``max_active_runs`` (1 statement;
-    the count is re-read under the lock by :func:`_active_runs`)."""
+    the counts are read again under the lock, by ``task_flow.dags_room``)."""
     active = (
         DagRun.objects.filter(dag=OuterRef("pk"), state__in=ACTIVE_RUN_STATES)
-        .exclude(run_type=DagRunType.BACKFILL)
         .order_by()
         .values("dag")
         .annotate(count=Count("pk"))
@@ -296,30 +295,15 @@ def _due_dags_lock(*, now: datetime, limit: int) -> list[_DueDag]:
         .filter(active__lt=F("max_active_runs"))
         .order_by("next_dagrun_create_after", "dag_id")
         .select_for_update(skip_locked=True, no_key=True, of=("self",))
-        .values_list(*_SCHEDULE_FIELDS, "next_dagrun", "max_active_runs")[:limit]
+        .values_list(*_SCHEDULE_FIELDS, "next_dagrun")[:limit]
     )
     return [
         _DueDag(
             schedule=_schedule(dag_id, stored, start, end, catchup),
             next_dagrun=next_dagrun,
-            max_active_runs=cap,
         )
-        for dag_id, stored, start, end, catchup, next_dagrun, cap in rows
+        for dag_id, stored, start, end, catchup, next_dagrun in rows
     ]
-
-
-def _active_runs(due: Collection[_DueDag]) -> dict[str, int]:
-    """Each locked DAG's active runs now, backfills aside (1 statement)."""
-    return dict(
-        DagRun.objects.filter(
-            dag_id__in=[dag.schedule.dag_id for dag in due], state__in=ACTIVE_RUN_STATES
-        )
-        .exclude(run_type=DagRunType.BACKFILL)
-        .values("dag_id")
-        .annotate(count=Count("pk"))
-        .order_by()
-        .values_list("dag_id", "count")
-    )
 
 
 def _moments(
