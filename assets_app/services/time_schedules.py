@@ -88,7 +88,6 @@ class TimeSchedulesResult:
     created: list[TimeScheduledRun] = field(default_factory=list)
     #: due moments passed over because another run of the DAG holds them: (dag id, run id)
     taken: list[tuple[str, str]] = field(default_factory=list)
-    batches: int = 0
 
 
 def scheduled_run_id(logical_date: datetime) -> str:
@@ -207,7 +206,6 @@ def dags_time_scheduled_runs_create(
     result = TimeSchedulesResult()
     while True:
         handled = _batch_create(now=now, batch_size=batch_size, result=result)
-        result.batches += 1
         if handled < batch_size:
             return result
 
@@ -234,14 +232,12 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
             planned += [(dag, info) for info in moments]
             cursors.append((dag.schedule.dag_id, after))
         taken = _taken_moments(planned)
+        passed_over: list[tuple[str, str]] = []
         specs = []
         for dag, info in planned:
             run_id = scheduled_run_id(info.logical_date)
-            if (dag.schedule.dag_id, run_id) in taken or (
-                dag.schedule.dag_id,
-                info.logical_date,
-            ) in taken:
-                result.taken.append((dag.schedule.dag_id, run_id))
+            if {(dag.schedule.dag_id, run_id), (dag.schedule.dag_id, info.logical_date)} & taken:
+                passed_over.append((dag.schedule.dag_id, run_id))
                 continue
             specs.append(
                 RunSpec(
@@ -268,8 +264,11 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
         for spec, new in zip(specs, created, strict=True)
     ]
     result.created += runs
+    result.taken += passed_over
     if runs:
         logger.info("created %d time-scheduled run(s)", len(runs))
+    for dag_id, run_id in passed_over:
+        logger.warning("DAG %s: %s is taken by another run of it; passed over", dag_id, run_id)
     return len(due)
 
 
