@@ -27,13 +27,14 @@ transaction that first locks the rows of up to ``batch_size`` due DAGs (``FOR NO
 SKIP LOCKED``, oldest due first; ``NO KEY`` so producers' foreign-key checks on the DAG never
 wait), so two schedulers take disjoint batches and never wait for each other. Under the lock
 it re-reads the DAG's active runs, creates the runs and moves the cursor in the same
-transaction, so a DAG row that another scheduler held until it committed shows a moved
-cursor (PostgreSQL re-checks ``next_dagrun_create_after`` on the row it waited for) and is
-not due any more. The unique ``(dag, run_id)`` constraint backs it: a moment has one run id.
-A scheduler killed mid-batch loses its open transaction and nothing else: no run, no task
-instance, no moved cursor; the next pass creates that batch's runs. A declaration that
-refreshes the cursor writes the DAG row first (so it waits for, or is skipped by, a batch
-holding it) and reads the last run after that, so it sees every run a batch committed.
+transaction. A row another scheduler changed and committed after the locking statement
+began is checked again on its committed version (PostgreSQL does so for a row it locks),
+whose cursor moved on: not due any more. The unique ``(dag, run_id)`` constraint backs it:
+a moment has one run id. A scheduler killed mid-batch loses its open transaction and nothing
+else: no run, no task instance, no moved cursor; the next pass creates that batch's runs. A
+declaration that refreshes the cursor writes the DAG row first (so it waits for, or is
+skipped by, a batch holding it) and reads the last run after that, so it sees every run a
+batch committed.
 
 On SQLite ``select_for_update`` is a no-op; its ``IMMEDIATE`` transactions (settings) run
 the batches one at a time, which gives the same guarantees.

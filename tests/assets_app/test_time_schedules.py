@@ -483,3 +483,17 @@ def test_scheduler_help_tells_of_time_schedules():
     text = " ".join(parser.format_help().split())
     assert "create the scheduled runs of time-scheduled DAGs" in text
     assert "catching up missed ones only for DAGs with catchup, up to max_active_runs" in text
+
+
+def test_an_unreadable_timetable_schedules_nothing_and_stops_no_other_dag(caplog):
+    # given two due DAGs, one with a timetable no schedule reads
+    declare(
+        {"dag_id": "broken", "schedule": "@daily", "start_date": "2026-01-01"},
+        {"dag_id": "fine", "schedule": "@daily", "start_date": "2026-01-01"},
+    )
+    Dag.objects.filter(dag_id="broken").update(timetable={"hourly": True})
+
+    # when / then: the other runs, the broken one is logged and not due any more
+    assert create(NOW) == ["fine/scheduled__2026-03-10T00:00:00+00:00"]
+    assert cursor("broken") == (None, None)
+    assert "DAG broken has an unreadable timetable" in caplog.text
