@@ -49,6 +49,7 @@ from assets_app.services.manifest import (
     asset_describe,
     manifest_load,
 )
+from assets_app.services.time_schedules import dags_next_run_refresh
 from task_sdk.definitions import DEFAULT_GROUP, AssetNameRef, AssetUniqueKey, AssetUriRef
 
 logger = logging.getLogger(__name__)
@@ -135,6 +136,8 @@ def dags_declare(
     activated, deactivated = _active_assets_sync(
         asset_ids=assets.ids, referenced_before=referenced_before
     )
+
+    dags_next_run_refresh(dag_ids=dag_ids, now=now)
 
     transaction.on_commit(
         lambda: logger.info(
