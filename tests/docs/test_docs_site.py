@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.examples import NOT_RUN_AS_WRITTEN, doc_blocks, doc_pages, not_run_reason
+from tests.docs.examples import (
+    NOT_RUN_AS_WRITTEN,
+    PAGES_RUN_BY,
+    doc_blocks,
+    doc_pages,
+    not_run_reason,
+)
 from tests.live_server import REPO
 
 
@@ -114,3 +120,5 @@ def test_every_shell_block_is_run_or_says_why():
 
     assert unaccounted == [], "name the example and run it, or say why not (NOT_RUN_AS_WRITTEN)"
     assert set(NOT_RUN_AS_WRITTEN.values()) <= reasons_used, "a NOT_RUN entry matches no block"
+    for page, test in PAGES_RUN_BY.items():
+        assert f'"docs" / "{page}"' in (REPO / test).read_text(), (page, test)
