@@ -10,11 +10,13 @@ from django.db.models.functions import Upper
 from django.db.models.lookups import Exact
 from django.utils.text import smart_split, unescape_string_literal
 
+from assets_app.exceptions import DagRunNotFoundError
 from assets_app.models import (
     Asset,
     AssetAlias,
     AssetDagRunQueue,
     AssetEvent,
+    Dag,
     DagRun,
     DagScheduleAssetReference,
     TaskInletAssetReference,
@@ -154,3 +156,23 @@ def queued_events_query(
 
 def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
     return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)
+
+
+def dag_list() -> QuerySet[Dag]:
+    """DAGs, for both operator faces (``/api/v1/dags`` and ``/api/v2/dags``)."""
+    return Dag.objects.all()
+
+
+def dag_run_list() -> QuerySet[DagRun]:
+    """DAG runs with their note (joined), for both operator faces."""
+    return DagRun.objects.select_related("dag_run_note")
+
+
+def dag_run_get(*, dag_id: str, run_id: str) -> DagRun:
+    """The run ``run_id`` of ``dag_id`` with its note, else ``DagRunNotFoundError``."""
+    found = dag_run_list().filter(dag_id=dag_id, run_id=run_id).first()
+    if found is None:
+        raise DagRunNotFoundError(
+            f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"
+        )
+    return found

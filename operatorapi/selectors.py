@@ -12,7 +12,6 @@ from assets_app.models import (
     AssetAlias,
     AssetDagRunQueue,
     AssetEvent,
-    Dag,
     DagRun,
 )
 
@@ -37,14 +36,6 @@ def asset_event_list() -> QuerySet[AssetEvent]:
         Prefetch("source_aliases", queryset=AssetAlias.objects.order_by("name")),
         Prefetch("created_dagruns", queryset=DagRun.objects.order_by("id")),
     )
-
-
-def dag_list() -> QuerySet[Dag]:
-    return Dag.objects.all()
-
-
-def dag_run_list() -> QuerySet[DagRun]:
-    return DagRun.objects.all()
 
 
 def queue_list() -> QuerySet[AssetDagRunQueue]:
