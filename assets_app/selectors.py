@@ -176,3 +176,14 @@ def dag_run_get(*, dag_id: str, run_id: str) -> DagRun:
             f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"
         )
     return found
+
+
+def asset_producing_dag_ids(*, asset_id: int, limit: int = 2) -> list[str]:
+    """The DAGs with a task that has the asset as an outlet (at most ``limit``, by id): who
+    materializes it (Airflow's ``materialize_asset``)."""
+    return list(
+        TaskOutletAssetReference.objects.filter(asset_id=asset_id)
+        .order_by("dag_id")
+        .values_list("dag_id", flat=True)
+        .distinct()[:limit]
+    )

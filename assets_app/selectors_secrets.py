@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 
 from assets_app import crypto
 from assets_app.exceptions import ConnectionNotFoundError, VariableNotFoundError
-from assets_app.masking import REPLACEMENT, redact
+from assets_app.masking import REPLACEMENT, is_sensitive, redact
 from assets_app.models import Connection, Variable
 
 
@@ -42,6 +42,24 @@ def variable_value(variable: Variable) -> str | None:
         is_encrypted=variable.is_encrypted,
         what=f"value of variable '{variable.key}'",
     )
+
+
+def variable_masked_value(variable: Variable) -> str | None:
+    """The value as an operator may see it, on either API: ``***`` under a sensitive key; a
+    JSON object or list with its sensitive keys' values ``***`` (Airflow's
+    ``VariableResponse.redact_val``); anything else as stored."""
+    value = variable_value(variable)
+    if value is None:
+        return None
+    if is_sensitive(variable.key):
+        return REPLACEMENT
+    try:
+        loaded = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(loaded, dict | list):
+        return json.dumps(redact(loaded))
+    return value
 
 
 def variable_keys(*, prefix: str | None, limit: int, offset: int) -> tuple[list[str], int]:

@@ -22,7 +22,7 @@ class PublicView(APIView):
     authentication_classes = [BearerAuthentication]
     permission_classes = [RoutePermissions]
     renderer_classes = [JSONRenderer]
-    parser_classes: ClassVar[list[Any]] = []  # bodies are read raw by ``body_parse``
+    parser_classes: list[Any] = []  # bodies are read raw by ``body_parse``
     required_permissions: ClassVar[dict[str, list[str]]] = {}
     schema = None  # described by Airflow's own document (publicapi.schema), not drf-spectacular
 

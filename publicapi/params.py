@@ -49,6 +49,11 @@ def _iso_text(value: Any) -> Any:
 
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 Text = Annotated[str, AfterValidator(_no_nul)]
+#: Airflow's notes (a run's, a clear's): at most 1000 characters (pydantic's
+#: ``string_too_long`` when longer: the length is checked on the string, before ``_no_nul``)
+Note = Annotated[str, Field(max_length=1000), AfterValidator(_no_nul)]
+#: Airflow's ``ID_LEN`` keys (a variable's)
+Key = Annotated[str, Field(max_length=250), AfterValidator(_no_nul)]
 UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_utc)]
 
 

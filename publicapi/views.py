@@ -17,7 +17,6 @@ from rest_framework.response import Response
 
 from assets_app import selectors
 from assets_app.models import (
-    NOTE_LENGTH,
     PARTITION_KEY_LENGTH,
     Asset,
     AssetAlias,
@@ -34,10 +33,11 @@ from assets_app.services.queued_events import queued_events_delete
 from assets_app.services.secrets_common import KEEP
 from publicapi import render
 from publicapi.base import PublicView, V, page, path_id, path_key, search
-from publicapi.exceptions import BadRequest, NotFound
+from publicapi.exceptions import BadRequest, Conflict, NotFound
 from publicapi.params import (
     Body,
     BodyDatetime,
+    Note,
     Page,
     Query,
     Text,
@@ -93,6 +93,23 @@ class AssetDetailView(PublicView):
         if found is None:
             raise NotFound(f"The Asset with ID: `{asset_id}` was not found")
         return Response(render.asset(found))
+
+
+class MaterializeView(PublicView):
+    """Airflow's ``materialize_asset``: trigger the one DAG with a task producing the asset.
+    The run is ``manual`` (Airflow's is ``asset_materialization``): it is made by
+    ``dag_run_trigger``, the registry's one way to trigger a DAG."""
+
+    required_permissions: ClassVar = {"POST": [V + "asset", V + "dag", "assets_app.add_dagrun"]}
+
+    def post(self, request: Request, asset_id: str) -> Response:
+        dag_ids = selectors.asset_producing_dag_ids(asset_id=path_id(asset_id))
+        if not dag_ids:
+            raise NotFound(f"No Dag materializes asset with ID: {asset_id}")
+        if len(dag_ids) > 1:
+            raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
+        body = body_parse(MaterializeBody, request.body) if request.body else MaterializeBody()
+        return Response(render.dag_run(_trigger(dag_ids[0], body)))
 
 
 class AliasQuery(Page):
@@ -399,8 +416,8 @@ def _run(dag_id: str, run_id: str) -> DagRun:
 
 
 class TriggerBody(Body):
-    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the registry's
-    runs have no notes)."""
+    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the trigger
+    service keeps none; ``PATCH`` the run to write one)."""
 
     dag_run_id: Text | None = None
     logical_date: BodyDatetime
@@ -412,6 +429,31 @@ class TriggerBody(Body):
     partition_key: Annotated[Text, Field(max_length=PARTITION_KEY_LENGTH)] | None = None
 
 
+class MaterializeBody(TriggerBody):
+    """Airflow's ``MaterializeAssetBody``: the trigger body, the logical date optional."""
+
+    logical_date: BodyDatetime = None
+
+
+def _trigger(dag_id: str, body: TriggerBody) -> DagRun:
+    """``dag_run_trigger`` with the body's fields; a null ``logical_date`` is now (the
+    registry's runs always have one)."""
+    interval = None
+    if body.data_interval_start is not None or body.data_interval_end is not None:
+        # an end not given is the logical date's, as the interval's default
+        at = body.logical_date or timezone.now()
+        interval = (body.data_interval_start or at, body.data_interval_end or at)
+    return dag_run_trigger(
+        dag_id=dag_id,
+        run_id=body.dag_run_id,
+        conf=body.conf,
+        logical_date=body.logical_date,
+        data_interval=interval,
+        run_after=body.run_after,
+        partition_key=body.partition_key,
+    )
+
+
 class DagRunListView(PublicView):
     required_permissions: ClassVar = {
         "GET": [V + "dagrun"],
@@ -419,26 +461,10 @@ class DagRunListView(PublicView):
     }
 
     def post(self, request: Request, dag_id: str) -> Response:
-        """Airflow's trigger (``dag_run_trigger``): a queued manual run; a null
-        ``logical_date`` is now (the registry's runs always have one)."""
+        """Airflow's trigger: a queued manual run."""
         if dag_id == "~" or not Dag.objects.filter(dag_id=path_key(dag_id)).exists():
             raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
-        body = body_parse(TriggerBody, request.body)
-        interval = None
-        if body.data_interval_start is not None or body.data_interval_end is not None:
-            # an end not given is the logical date's, as the interval's default
-            at = body.logical_date or timezone.now()
-            interval = (body.data_interval_start or at, body.data_interval_end or at)
-        dag_run = dag_run_trigger(
-            dag_id=dag_id,
-            run_id=body.dag_run_id,
-            conf=body.conf,
-            logical_date=body.logical_date,
-            data_interval=interval,
-            run_after=body.run_after,
-            partition_key=body.partition_key,
-        )
-        return Response(render.dag_run(dag_run))
+        return Response(render.dag_run(_trigger(dag_id, body_parse(TriggerBody, request.body))))
 
     def get(self, request: Request, dag_id: str) -> Response:
         q = parse(DagRunQuery, request.query_params, lists=("run_type", "state", "order_by"))
@@ -468,7 +494,7 @@ class DagRunPatchBody(Body):
     """Airflow's ``DAGRunPatchBody``."""
 
     state: Literal["queued", "success", "failed"] | None = None
-    note: Annotated[Text, Field(max_length=NOTE_LENGTH)] | None = None
+    note: Note | None = None
 
 
 class DagRunDetailView(PublicView):
@@ -503,7 +529,7 @@ class DagRunClearBody(Body):
     only_failed: bool = False
     only_new: bool = False
     run_on_latest_version: bool | None = None
-    note: Annotated[Text, Field(max_length=1000)] | None = None
+    note: Note | None = None
 
 
 class DagRunClearView(PublicView):
@@ -606,8 +632,8 @@ class XComDetailView(PublicView):
 class VersionView(PublicView):
     """No login needed, as Airflow's."""
 
-    authentication_classes: ClassVar = []
-    permission_classes: ClassVar = []
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
 
     def get(self, request: Request) -> Response:
         return Response({"version": render.AIRFLOW_VERSION, "git_version": None})
@@ -616,8 +642,8 @@ class VersionView(PublicView):
 class HealthView(PublicView):
     """No login needed, as Airflow's; the metadatabase is checked with a query."""
 
-    authentication_classes: ClassVar = []
-    permission_classes: ClassVar = []
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
 
     def get(self, request: Request) -> Response:
         try:
