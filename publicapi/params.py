@@ -127,8 +127,11 @@ def query_parse(model: type[ModelT], params: QueryDict, *, lists: Iterable[str] 
         raise Unprocessable(_errors(exc, "query")) from exc
 
 
-def body_parse(model: type[ModelT], raw: bytes) -> ModelT:
-    """The JSON body as ``model`` (FastAPI's 422 ``json_invalid`` for broken JSON)."""
+def body_parse(model: type[ModelT], raw: bytes, *, optional: bool = False) -> ModelT:
+    """The JSON body as ``model`` (FastAPI's 422 ``json_invalid`` for broken JSON); with
+    ``optional``, no body (or ``null``) is the model's defaults, as FastAPI's ``Body | None``."""
+    if optional and not raw:
+        return model()
     try:
         data = json.loads(raw or b"null", parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as exc:
@@ -143,6 +146,8 @@ def body_parse(model: type[ModelT], raw: bytes) -> ModelT:
                 }
             ]
         ) from exc
+    if data is None and optional:
+        return model()
     if data is None:
         raise Unprocessable(
             [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]

@@ -108,7 +108,7 @@ class MaterializeView(PublicView):
             raise NotFound(f"No Dag materializes asset with ID: {asset_id}")
         if len(dag_ids) > 1:
             raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
-        body = body_parse(MaterializeBody, request.body) if request.body else MaterializeBody()
+        body = body_parse(MaterializeBody, request.body, optional=True)
         return Response(render.dag_run(_trigger(dag_ids[0], body)))
 
 
