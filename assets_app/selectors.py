@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Upper
 from django.db.models.lookups import Exact
 from django.utils.text import smart_split, unescape_string_literal
@@ -13,6 +13,7 @@ from django.utils.text import smart_split, unescape_string_literal
 from assets_app.exceptions import DagRunNotFoundError
 from assets_app.models import (
     Asset,
+    AssetActive,
     AssetAlias,
     AssetDagRunQueue,
     AssetEvent,
@@ -109,6 +110,13 @@ def _asset_ids_containing(text: str) -> list[int] | QuerySet[Asset, Any]:
 
 
 # --- the public API's reads (shared with the operator API's querysets) ------------------------
+
+
+def asset_is_active() -> Exists:
+    """Whether an asset (``OuterRef("pk")``) is active: some declared DAG uses it. Both
+    operator faces read it: ``/api/v1/assets?active=`` (annotated ``is_active``) and
+    ``/api/v2/assets?only_active=``."""
+    return Exists(AssetActive.objects.filter(asset=OuterRef("pk")))
 
 
 def asset_list_detailed() -> QuerySet[Asset]:

@@ -122,6 +122,12 @@ def connection_secrets(connection: Connection) -> ConnectionSecrets:
     return ConnectionSecrets(password=password, extra=extra)
 
 
+def connection_masked_password(connection: Connection) -> str | None:
+    """``***`` when a password is stored, else ``None``: passwords are write-only on both
+    operator faces (Airflow's ``ConnectionResponse.redact_password``)."""
+    return REPLACEMENT if connection.has_password else None
+
+
 def connection_masked_extra(connection: Connection) -> str | None:
     """The extra as JSON text with every sensitive key's value ``***`` (Airflow's public API).
 

@@ -29,11 +29,11 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from assets_app.exceptions import InvalidInputError
-from assets_app.masking import REPLACEMENT
 from assets_app.models import SECRET_ID_LENGTH, Connection, Variable
 from assets_app.selectors_secrets import (
     connection_list,
     connection_masked_extra,
+    connection_masked_password,
     variable_list,
     variable_masked_value,
 )
@@ -97,7 +97,7 @@ class ConnectionSerializer(serializers.ModelSerializer[Connection]):
         ]
 
     def get_password(self, connection: Connection) -> str | None:
-        return REPLACEMENT if connection.has_password else None
+        return connection_masked_password(connection)
 
     def get_extra(self, connection: Connection) -> str | None:
         return connection_masked_extra(connection)

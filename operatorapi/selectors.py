@@ -4,11 +4,11 @@ queries whatever its size (pinned in ``tests/operatorapi/test_queries.py``)."""
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet
 
+from assets_app import selectors as shared
 from assets_app.models import (
     Asset,
-    AssetActive,
     AssetAlias,
     AssetDagRunQueue,
     AssetEvent,
@@ -18,9 +18,9 @@ from assets_app.models import (
 
 def asset_list() -> QuerySet[Asset]:
     """Assets with ``is_active`` and their aliases (one prefetch)."""
-    return Asset.objects.annotate(
-        is_active=Exists(AssetActive.objects.filter(asset=OuterRef("pk")))
-    ).prefetch_related(Prefetch("aliases", queryset=AssetAlias.objects.order_by("name")))
+    return Asset.objects.annotate(is_active=shared.asset_is_active()).prefetch_related(
+        Prefetch("aliases", queryset=AssetAlias.objects.order_by("name"))
+    )
 
 
 def asset_alias_list() -> QuerySet[AssetAlias]:

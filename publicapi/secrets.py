@@ -25,12 +25,12 @@ from assets_app.exceptions import (
     VariableExistsError,
     VariableNotFoundError,
 )
-from assets_app.masking import REPLACEMENT
 from assets_app.models import Connection, Variable
 from assets_app.selectors_secrets import (
     connection_get,
     connection_list,
     connection_masked_extra,
+    connection_masked_password,
     variable_get,
     variable_list,
     variable_masked_value,
@@ -210,7 +210,7 @@ def render_connection(row: Connection) -> dict[str, Any]:
         "login": row.login,
         "schema": row.schema,
         "port": row.port,
-        "password": REPLACEMENT if row.has_password else None,
+        "password": connection_masked_password(row),
         "extra": connection_masked_extra(row),
         "team_name": None,
     }

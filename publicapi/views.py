@@ -73,7 +73,7 @@ class AssetListView(PublicView):
             rows = search(rows, field, getattr(q, f"{field}_pattern"), prefix=False)
             rows = search(rows, field, getattr(q, f"{field}_prefix_pattern"), prefix=True)
         if q.only_active:
-            rows = rows.filter(active__isnull=False)
+            rows = rows.filter(selectors.asset_is_active())
         if q.dag_ids:
             rows = rows.filter(
                 Q(scheduled_dags__dag_id__in=q.dag_ids)
