@@ -184,6 +184,21 @@ def _clear_collection(schema: dict[str, Any]) -> dict[str, Any]:
     return fixed
 
 
+#: Bodies whose ``team_name`` must be null: the registry has no teams, and Airflow too refuses
+#: one (422) with ``[core] multi_team`` off, which its document cannot say.
+NO_TEAM_BODIES = ("VariableBody", "ConnectionBody")
+
+
+def _no_team(schema: dict[str, Any]) -> dict[str, Any]:
+    fixed = copy.deepcopy(schema)
+    fixed["properties"]["team_name"] = {
+        "type": "null",
+        "title": "Team Name",
+        "description": "Always null: the registry has no teams (multi_team off).",
+    }
+    return fixed
+
+
 def openapi_build(airflow: dict[str, Any]) -> dict[str, Any]:
     """Airflow's document restricted to ``SERVED``, with every schema the kept operations
     reference (transitively), and the registry's additions."""
@@ -227,6 +242,8 @@ def openapi_build(airflow: dict[str, Any]) -> dict[str, Any]:
         pending |= _refs(schemas[name]) - wanted
     kept = {name: schemas[name] for name in sorted(wanted)}
     kept["CreateAssetEventsByKeyBody"] = BY_KEY_BODY
+    for name in NO_TEAM_BODIES:
+        kept[name] = _no_team(kept[name])
     kept["ClearTaskInstanceCollectionResponse"] = _clear_collection(
         kept["ClearTaskInstanceCollectionResponse"]
     )
