@@ -9,12 +9,11 @@ does:
   Airflow's ``TaskInstance.set_state``. The run takes the state and, if it changed, an end
   date of now (``DagRun.set_state``). No asset events are recorded: marking is no task run.
 - **queued**: the run becomes ``queued`` with no start or end date; its task instances are
-  left alone. Airflow's scheduler moves a queued run on to ``running`` on its next loop and
-  ends it once its task instances have finished; the registry's runs become ``running`` only
-  when a task instance starts (``dag_run_start``). So, that the run never waits for ever, a
-  run none of whose task instances is left to start is ``running`` again at once: one whose
-  task instance is running now (its finish settles the run), and one with nothing unfinished,
-  which then settles (``dag_run_settle``) after the commit, ending as its task instances say.
+  left alone. As after a clear, it is then admitted again (``task_flow.dag_runs_admit``,
+  after the commit: at once when its DAG is unpaused and has room, else by a later scheduler
+  pass, as Airflow's scheduler does): ``running``, its waiting task instances decided, and
+  settled at once if none is unfinished, ending as its task instances say. No run is left
+  waiting for ever.
 
 One transaction per call, with the run's task instances and then the run locked (the order
 of clearing and of a task instance's start), so a runner's report on a task instance waits
@@ -41,8 +40,8 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.services.dag_runs import dag_run_settle
 from assets_app.services.secrets_common import KEEP, Keep, checked_text
+from assets_app.services.task_flow import dag_runs_admit
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +86,6 @@ def dag_run_mark(
         raise InvalidInputError(f"state must be one of {allowed}, got {state!r}", field="state")
     if not isinstance(note, Keep):
         checked_text(note, field="note", max_length=NOTE_LENGTH)
-    settle = False
     with transaction.atomic():
         dag_run, task_instances = _lock(dag_id=dag_id, run_id=run_id)
         result = MarkResult(dag_run=dag_run)
@@ -97,15 +95,15 @@ def dag_run_mark(
         if state in (DagRunState.SUCCESS, DagRunState.FAILED):
             result.task_instances = _finish(dag_run, task_instances, state=state, now=now)
         elif state == DagRunState.QUEUED:
-            settle = _requeue(dag_run, task_instances, now=now)
+            _requeue(dag_run)
         marked = [(t.label, t.state) for t in result.task_instances]
         transaction.on_commit(
             lambda: logger.info(
                 "DAG run %s marked %s; task instances: %s", dag_run, state or "(note)", marked
             )
         )
-    if settle:
-        dag_run_settle(dag_run_id=dag_run.pk)
+    if state == DagRunState.QUEUED:
+        dag_runs_admit(dag_ids=[dag_id])
     dag_run.refresh_from_db()
     return result
 
@@ -156,14 +154,10 @@ def _finish(
     return marked
 
 
-def _requeue(dag_run: DagRun, task_instances: list[TaskInstance], *, now: datetime) -> bool:
-    """Queue the run; ``True`` when it must settle after the commit (nothing is unfinished)."""
-    unfinished = [ti for ti in task_instances if ti.state not in FINISHED_TI_STATES]
-    running = any(ti.state == TaskInstanceState.RUNNING for ti in unfinished)
-    if running or not unfinished:
-        # nothing will start and make it running (dag_run_start): it runs again now
-        dag_run.state, dag_run.start_date, dag_run.end_date = DagRunState.RUNNING, now, None
-    elif dag_run.state != DagRunState.QUEUED:
-        dag_run.state, dag_run.start_date, dag_run.end_date = DagRunState.QUEUED, None, None
+def _requeue(dag_run: DagRun) -> None:
+    """Airflow's ``DagRun.set_state(QUEUED)``: no start or end date (its task instances are
+    left alone); the caller admits it after the commit."""
+    if dag_run.state == DagRunState.QUEUED:
+        return
+    dag_run.state, dag_run.start_date, dag_run.end_date = DagRunState.QUEUED, None, None
     dag_run.save(update_fields=["state", "start_date", "end_date"])
-    return not unfinished

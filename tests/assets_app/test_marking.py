@@ -10,10 +10,11 @@ import pytest
 from django.utils import timezone
 
 from assets_app.exceptions import DagRunNotFoundError, InvalidInputError
-from assets_app.models import DagRun, DagRunNote, TaskInstance, TaskInstanceState
-from assets_app.services.dag_runs import dag_run_start
+from assets_app.models import Dag, DagRun, DagRunNote, TaskInstance, TaskInstanceState
 from assets_app.services.marking import dag_run_mark
-from tests.factories import DagRunFactory, TaskInstanceFactory
+from assets_app.services.task_flow import dag_runs_admit
+from assets_app.services.task_instances import TerminalPayload, task_instance_state_update
+from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -84,22 +85,31 @@ def test_a_runner_reporting_on_a_marked_task_instance_is_refused():
         task_instance_heartbeat(task_instance_id=ti.pk, hostname="h", pid=7)
 
 
-def test_queued_with_task_instances_left_to_start_waits_for_them():
-    # given a failed run with a task instance a worker will still start
+def test_queued_is_admitted_again_at_once_when_its_dag_has_room():
+    # given a failed run with a task instance still to run
     run = DagRunFactory(state="failed", start_date=timezone.now(), end_date=timezone.now())
     TaskInstanceFactory(dag_run=run, task_id="done", state="failed")
     waiting = TaskInstanceFactory(dag_run=run, task_id="next", state="scheduled")
     # when
     result = dag_run_mark(dag_id=run.dag_id, run_id=run.run_id, state="queued")
-    # then the run waits, without dates, until a task instance starts
+    # then it runs again (admitted after the commit, as after a clear), its tasks left alone
+    assert result.dag_run.state == "running"
+    assert result.dag_run.start_date is not None
+    assert result.dag_run.end_date is None
+    assert TaskInstance.objects.get(pk=waiting.pk).state == "scheduled"
+
+
+def test_queued_waits_without_dates_while_its_dag_is_paused():
+    run = DagRunFactory(dag=DagFactory(is_paused=True), state="success", start_date=timezone.now())
+    TaskInstanceFactory(dag_run=run, state="scheduled")
+    result = dag_run_mark(dag_id=run.dag_id, run_id=run.run_id, state="queued")
     assert (result.dag_run.state, result.dag_run.start_date, result.dag_run.end_date) == (
         "queued",
         None,
         None,
     )
-    assert TaskInstance.objects.get(pk=waiting.pk).state == "scheduled"
-    dag_run_start(result.dag_run, start_date=timezone.now())
-    assert DagRun.objects.get(pk=run.pk).state == "running"
+    Dag.objects.filter(pk=run.dag_id).update(is_paused=False)
+    assert dag_runs_admit(dag_ids=[run.dag_id]) == [run.pk]  # the scheduler's next pass
 
 
 @pytest.mark.parametrize(
@@ -110,22 +120,19 @@ def test_queued_with_task_instances_left_to_start_waits_for_them():
     ],
 )
 def test_queued_with_nothing_left_to_run_settles_at_once(states, settles_to):
-    # given a finished run: no task instance would ever start and make it running again
+    # given a finished run: none of its task instances will run again
     run = DagRunFactory(state="success" if settles_to == "failed" else "failed")
     for n, state in enumerate(states):
         TaskInstanceFactory(dag_run=run, task_id=f"t{n}", state=state)
     # when
     result = dag_run_mark(dag_id=run.dag_id, run_id=run.run_id, state="queued")
-    # then it ran again at once (as Airflow's scheduler's next loop would) and ended as its
-    # task instances say, instead of waiting for ever
+    # then it was admitted and ended as its task instances say, instead of waiting for ever
     assert result.dag_run.state == settles_to
     assert result.dag_run.start_date is not None
     assert result.dag_run.end_date is not None
 
 
-def test_queued_with_a_task_instance_running_is_running_and_settles_when_it_ends():
-    from assets_app.services.task_instances import TerminalPayload, task_instance_state_update
-
+def test_queued_with_a_task_instance_running_settles_when_it_ends():
     run = DagRunFactory(state="success")
     ti = TaskInstanceFactory(dag_run=run, state="running", start_date=timezone.now())
     result = dag_run_mark(dag_id=run.dag_id, run_id=run.run_id, state="queued")

@@ -65,4 +65,4 @@ def test_the_docs_examples_run_as_written(server):
     assert DagRunNote.objects.get(dag_run=marked).content.startswith("stopped by hand")
     assert marked.task_instances.get().state == "skipped"
     materialized = DagRun.objects.exclude(run_id="docs_example").get()
-    assert (materialized.dag_id, materialized.state) == ("asset_s3_bucket_producer", "queued")
+    assert (materialized.dag_id, materialized.state) == ("asset_s3_bucket_producer", "running")
