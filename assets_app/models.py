@@ -424,6 +424,31 @@ class DagRun(models.Model):
         return f"{self.dag_id} / {self.run_id}"
 
 
+#: Airflow's limit on a DAG run's (and a task instance's) note.
+NOTE_LENGTH = 1000
+
+
+class DagRunNote(models.Model):
+    """A user's note on a DAG run (Airflow's ``dag_run_note``): one per run, set through the
+    public API's ``PATCH`` of the run (``assets_app.services.marking``)."""
+
+    dag_run = models.OneToOneField(
+        DagRun, on_delete=models.CASCADE, primary_key=True, related_name="dag_run_note"
+    )
+    content = models.CharField(max_length=NOTE_LENGTH, null=True, blank=True)  # noqa: DJ001
+    #: who wrote it last (the Django user's id; Airflow's ``user_id``)
+    user_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "dag_run_note"
+        verbose_name = "DAG run note"
+
+    def __str__(self) -> str:
+        return f"note on run {self.dag_run_id}"
+
+
 #: What a DAG run shows an operator, after its DAG and before its conf: which run and what kind,
 #: its state, and its dates from the logical date to the end. The admin's run page and the
 #: operator API's DAG run list them in this order.

@@ -5,16 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Upper
 from django.db.models.lookups import Exact
 from django.utils.text import smart_split, unescape_string_literal
 
+from assets_app.exceptions import DagRunNotFoundError
 from assets_app.models import (
     Asset,
+    AssetActive,
     AssetAlias,
     AssetDagRunQueue,
     AssetEvent,
+    Dag,
     DagRun,
     DagScheduleAssetReference,
     TaskInletAssetReference,
@@ -109,6 +112,13 @@ def _asset_ids_containing(text: str) -> list[int] | QuerySet[Asset, Any]:
 # --- the public API's reads (shared with the operator API's querysets) ------------------------
 
 
+def asset_is_active() -> Exists:
+    """Whether an asset (``OuterRef("pk")``) is active: some declared DAG uses it. Both
+    operator faces read it: ``/api/v1/assets?active=`` (annotated ``is_active``) and
+    ``/api/v2/assets?only_active=``."""
+    return Exists(AssetActive.objects.filter(asset=OuterRef("pk")))
+
+
 def asset_list_detailed() -> QuerySet[Asset]:
     """Assets with what Airflow's asset shows: the DAGs scheduled on them, the tasks producing
     and consuming them, their aliases (prefetched) and their latest event (annotated
@@ -154,3 +164,34 @@ def queued_events_query(
 
 def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
     return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)
+
+
+def dag_list() -> QuerySet[Dag]:
+    """DAGs, for both operator faces (``/api/v1/dags`` and ``/api/v2/dags``)."""
+    return Dag.objects.all()
+
+
+def dag_run_list() -> QuerySet[DagRun]:
+    """DAG runs with their note (joined), for both operator faces."""
+    return DagRun.objects.select_related("dag_run_note")
+
+
+def dag_run_get(*, dag_id: str, run_id: str) -> DagRun:
+    """The run ``run_id`` of ``dag_id`` with its note, else ``DagRunNotFoundError``."""
+    found = dag_run_list().filter(dag_id=dag_id, run_id=run_id).first()
+    if found is None:
+        raise DagRunNotFoundError(
+            f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"
+        )
+    return found
+
+
+def asset_producing_dag_ids(*, asset_id: int, limit: int = 2) -> list[str]:
+    """The DAGs with a task that has the asset as an outlet (at most ``limit``, by id): who
+    materializes it (Airflow's ``materialize_asset``)."""
+    return list(
+        TaskOutletAssetReference.objects.filter(asset_id=asset_id)
+        .order_by("dag_id")
+        .values_list("dag_id", flat=True)
+        .distinct()[:limit]
+    )

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 
 from assets_app import crypto
 from assets_app.exceptions import ConnectionNotFoundError, VariableNotFoundError
-from assets_app.masking import REPLACEMENT, redact
+from assets_app.masking import REPLACEMENT, is_sensitive, redact
 from assets_app.models import Connection, Variable
 
 
@@ -42,6 +42,24 @@ def variable_value(variable: Variable) -> str | None:
         is_encrypted=variable.is_encrypted,
         what=f"value of variable '{variable.key}'",
     )
+
+
+def variable_masked_value(variable: Variable) -> str | None:
+    """The value as an operator may see it, on either API: ``***`` under a sensitive key; a
+    JSON object or list with its sensitive keys' values ``***`` (Airflow's
+    ``VariableResponse.redact_val``); anything else as stored."""
+    value = variable_value(variable)
+    if value is None:
+        return None
+    if is_sensitive(variable.key):
+        return REPLACEMENT
+    try:
+        loaded = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(loaded, dict | list):
+        return json.dumps(redact(loaded))
+    return value
 
 
 def variable_keys(*, prefix: str | None, limit: int, offset: int) -> tuple[list[str], int]:
@@ -102,6 +120,12 @@ def connection_secrets(connection: Connection) -> ConnectionSecrets:
             what=f"extra of connection '{connection.conn_id}'",
         )
     return ConnectionSecrets(password=password, extra=extra)
+
+
+def connection_masked_password(connection: Connection) -> str | None:
+    """``***`` when a password is stored, else ``None``: passwords are write-only on both
+    operator faces (Airflow's ``ConnectionResponse.redact_password``)."""
+    return REPLACEMENT if connection.has_password else None
 
 
 def connection_masked_extra(connection: Connection) -> str | None:

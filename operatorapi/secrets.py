@@ -29,13 +29,13 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from assets_app.exceptions import InvalidInputError
-from assets_app.masking import REPLACEMENT, is_sensitive, redact
 from assets_app.models import SECRET_ID_LENGTH, Connection, Variable
 from assets_app.selectors_secrets import (
     connection_list,
     connection_masked_extra,
+    connection_masked_password,
     variable_list,
-    variable_value,
+    variable_masked_value,
 )
 from assets_app.services.connections import (
     ConnectionFields,
@@ -56,23 +56,6 @@ from operatorapi.views import NOT_FOUND, OperatorViewSet
 T = TypeVar("T")
 
 # --- output -----------------------------------------------------------------------------------
-
-
-def variable_masked_value(variable: Variable) -> str | None:
-    """The value as an operator may see it: ``***`` under a sensitive key; a JSON object or
-    list with its sensitive keys' values ``***``; anything else as stored."""
-    value = variable_value(variable)
-    if value is None:
-        return None
-    if is_sensitive(variable.key):
-        return REPLACEMENT
-    try:
-        loaded = json.loads(value)
-    except ValueError:
-        return value
-    if isinstance(loaded, dict | list):
-        return json.dumps(redact(loaded))
-    return value
 
 
 class VariableSerializer(serializers.ModelSerializer[Variable]):
@@ -114,7 +97,7 @@ class ConnectionSerializer(serializers.ModelSerializer[Connection]):
         ]
 
     def get_password(self, connection: Connection) -> str | None:
-        return REPLACEMENT if connection.has_password else None
+        return connection_masked_password(connection)
 
     def get_extra(self, connection: Connection) -> str | None:
         return connection_masked_extra(connection)

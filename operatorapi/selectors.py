@@ -4,24 +4,23 @@ queries whatever its size (pinned in ``tests/operatorapi/test_queries.py``)."""
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet
 
+from assets_app import selectors as shared
 from assets_app.models import (
     Asset,
-    AssetActive,
     AssetAlias,
     AssetDagRunQueue,
     AssetEvent,
-    Dag,
     DagRun,
 )
 
 
 def asset_list() -> QuerySet[Asset]:
     """Assets with ``is_active`` and their aliases (one prefetch)."""
-    return Asset.objects.annotate(
-        is_active=Exists(AssetActive.objects.filter(asset=OuterRef("pk")))
-    ).prefetch_related(Prefetch("aliases", queryset=AssetAlias.objects.order_by("name")))
+    return Asset.objects.annotate(is_active=shared.asset_is_active()).prefetch_related(
+        Prefetch("aliases", queryset=AssetAlias.objects.order_by("name"))
+    )
 
 
 def asset_alias_list() -> QuerySet[AssetAlias]:
@@ -37,14 +36,6 @@ def asset_event_list() -> QuerySet[AssetEvent]:
         Prefetch("source_aliases", queryset=AssetAlias.objects.order_by("name")),
         Prefetch("created_dagruns", queryset=DagRun.objects.order_by("id")),
     )
-
-
-def dag_list() -> QuerySet[Dag]:
-    return Dag.objects.all()
-
-
-def dag_run_list() -> QuerySet[DagRun]:
-    return DagRun.objects.all()
 
 
 def queue_list() -> QuerySet[AssetDagRunQueue]:

@@ -29,6 +29,7 @@ from rest_framework.reverse import reverse
 from rest_framework.utils.json import strict_constant
 from rest_framework.views import APIView
 
+from assets_app import selectors as shared
 from assets_app.services.asset_events import asset_event_create_manual
 from assets_app.services.clearing import task_instances_clear, task_instances_select
 from assets_app.services.dag_runs import dag_run_trigger
@@ -184,7 +185,7 @@ class AssetEventViewSet(ReadOnlyViewSet):
 
 @documented(plural="DAGs", one="DAG", order="By dag_id.")
 class DagViewSet(ReadOnlyViewSet):
-    queryset = selectors.dag_list()
+    queryset = shared.dag_list()
     serializer_class = s.DagSerializer
     filterset_class = DagFilter
     cursor_ordering = ("dag_id",)
@@ -237,7 +238,7 @@ class DagViewSet(ReadOnlyViewSet):
 
 @documented(plural="DAG runs", one="DAG run", order="Newest first (by id).")
 class DagRunViewSet(ReadOnlyViewSet):
-    queryset = selectors.dag_run_list()
+    queryset = shared.dag_run_list()
     serializer_class = s.DagRunSerializer
     filterset_class = DagRunFilter
 

@@ -49,6 +49,11 @@ def _iso_text(value: Any) -> Any:
 
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 Text = Annotated[str, AfterValidator(_no_nul)]
+#: Airflow's notes (a run's, a clear's): at most 1000 characters (pydantic's
+#: ``string_too_long`` when longer: the length is checked on the string, before ``_no_nul``)
+Note = Annotated[str, Field(max_length=1000), AfterValidator(_no_nul)]
+#: Airflow's ``ID_LEN`` keys (a variable's)
+Key = Annotated[str, Field(max_length=250), AfterValidator(_no_nul)]
 UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_utc)]
 
 
@@ -122,8 +127,11 @@ def query_parse(model: type[ModelT], params: QueryDict, *, lists: Iterable[str] 
         raise Unprocessable(_errors(exc, "query")) from exc
 
 
-def body_parse(model: type[ModelT], raw: bytes) -> ModelT:
-    """The JSON body as ``model`` (FastAPI's 422 ``json_invalid`` for broken JSON)."""
+def body_parse(model: type[ModelT], raw: bytes, *, optional: bool = False) -> ModelT:
+    """The JSON body as ``model`` (FastAPI's 422 ``json_invalid`` for broken JSON); with
+    ``optional``, no body (or ``null``) is the model's defaults, as FastAPI's ``Body | None``."""
+    if optional and not raw:
+        return model()
     try:
         data = json.loads(raw or b"null", parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as exc:
@@ -138,6 +146,8 @@ def body_parse(model: type[ModelT], raw: bytes) -> ModelT:
                 }
             ]
         ) from exc
+    if data is None and optional:
+        return model()
     if data is None:
         raise Unprocessable(
             [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]

@@ -185,13 +185,19 @@ def dag_run(row: DagRun) -> dict[str, Any]:
         "triggered_by": triggered_by,
         "triggering_user_name": None,
         "conf": row.conf,
-        "note": None,
+        "note": _note(row),
         "dag_versions": [],
         "bundle_version": None,
         "dag_display_name": row.dag_id,
         "partition_key": row.partition_key,
         "partition_date": None,
     }
+
+
+def _note(row: DagRun) -> str | None:
+    """The run's note (``dag_run_note``, joined by ``assets_app.selectors.dag_run_list``)."""
+    note = getattr(row, "dag_run_note", None)
+    return note.content if note is not None else None
 
 
 def task_instance(row: TaskInstance) -> dict[str, Any]:

@@ -42,6 +42,7 @@ SERVED: dict[str, dict[str, list[str]]] = {
         ],
     },
     "/api/v2/assets/{asset_id}": {"get": []},
+    "/api/v2/assets/{asset_id}/materialize": {"post": []},
     "/api/v2/assets/aliases": {"get": [*_PAGE, "name_pattern", "name_prefix_pattern", "order_by"]},
     "/api/v2/assets/aliases/{asset_alias_id}": {"get": []},
     "/api/v2/assets/events": {
@@ -94,12 +95,26 @@ SERVED: dict[str, dict[str, list[str]]] = {
         "get": [*_PAGE, *_DATES, "run_type", "state", "order_by", "run_id_pattern"],
         "post": [],
     },
-    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}": {"get": []},
+    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}": {"get": [], "patch": ["update_mask"]},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/clear": {"post": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances": {"get": _PAGE},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}": {"get": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries/{xcom_key}": {
         "get": ["map_index", "deserialize", "stringify"]
+    },
+    "/api/v2/variables": {
+        "get": [*_PAGE, "order_by", "variable_key_pattern", "variable_key_prefix_pattern"],
+        "post": [],
+    },
+    "/api/v2/variables/{variable_key}": {"get": [], "patch": ["update_mask"], "delete": []},
+    "/api/v2/connections": {
+        "get": [*_PAGE, "order_by", "connection_id_pattern", "connection_id_prefix_pattern"],
+        "post": [],
+    },
+    "/api/v2/connections/{connection_id}": {
+        "get": [],
+        "patch": ["update_mask"],
+        "delete": [],
     },
 }
 
@@ -125,6 +140,11 @@ EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     ("/api/v2/assets/aliases", "get"): {"400": "Bad Request"},
     ("/api/v2/assets/events", "get"): {"400": "Bad Request"},
     ("/api/v2/dags", "get"): {"400": "Bad Request"},
+    ("/api/v2/variables", "get"): {"400": "Bad Request"},
+    ("/api/v2/connections", "get"): {"400": "Bad Request"},
+    # a value the database cannot hold (longer than its column, a NUL in a JSON string)
+    ("/api/v2/variables", "post"): {"400": "Bad Request"},
+    ("/api/v2/connections", "post"): {"400": "Bad Request"},
 }
 
 #: The asset-event body by name and/or uri (apache/airflow#53615), besides Airflow's by id.
@@ -161,6 +181,21 @@ def _clear_collection(schema: dict[str, Any]) -> dict[str, Any]:
     fixed = copy.deepcopy(schema)
     items = fixed["properties"]["task_instances"]["items"]
     items["anyOf"] = items.pop("oneOf")
+    return fixed
+
+
+#: Bodies whose ``team_name`` must be null: the registry has no teams, and Airflow too refuses
+#: one (422) with ``[core] multi_team`` off, which its document cannot say.
+NO_TEAM_BODIES = ("VariableBody", "ConnectionBody")
+
+
+def _no_team(schema: dict[str, Any]) -> dict[str, Any]:
+    fixed = copy.deepcopy(schema)
+    fixed["properties"]["team_name"] = {
+        "type": "null",
+        "title": "Team Name",
+        "description": "Always null: the registry has no teams (multi_team off).",
+    }
     return fixed
 
 
@@ -207,6 +242,8 @@ def openapi_build(airflow: dict[str, Any]) -> dict[str, Any]:
         pending |= _refs(schemas[name]) - wanted
     kept = {name: schemas[name] for name in sorted(wanted)}
     kept["CreateAssetEventsByKeyBody"] = BY_KEY_BODY
+    for name in NO_TEAM_BODIES:
+        kept[name] = _no_team(kept[name])
     kept["ClearTaskInstanceCollectionResponse"] = _clear_collection(
         kept["ClearTaskInstanceCollectionResponse"]
     )
@@ -216,7 +253,8 @@ def openapi_build(airflow: dict[str, Any]) -> dict[str, Any]:
             **airflow["info"],
             "title": "Asset registry: Airflow public API",
             "description": "Apache Airflow 3.3.2's public REST API for what the asset registry "
-            "keeps: assets, asset events, DAGs, DAG runs, task instances, XComs.",
+            "keeps: assets, asset events, DAGs, DAG runs, task instances, XComs, variables and "
+            "connections.",
         },
         "paths": paths,
         "components": {

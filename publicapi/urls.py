@@ -6,7 +6,7 @@ Anything else under ``/api/v2/`` is FastAPI's JSON 404.
 
 from django.urls import path, re_path
 
-from publicapi import schema, views
+from publicapi import schema, secrets, views
 from publicapi.exceptions import not_found
 
 app_name = "publicapi"
@@ -24,6 +24,7 @@ urlpatterns = [
     path("assets/events", views.AssetEventListView.as_view(), name="asset-events"),
     re_path(rf"^assets/(?P<asset_id>{KEY})/queuedEvents$", views.QueuedEventsView.as_view()),
     re_path(rf"^assets/(?P<asset_id>{KEY})$", views.AssetDetailView.as_view()),
+    re_path(rf"^assets/(?P<asset_id>{KEY})/materialize$", views.MaterializeView.as_view()),
     re_path(rf"^dags/(?P<dag_id>{KEY})/assets/queuedEvents$", views.QueuedEventsView.as_view()),
     re_path(
         rf"^dags/(?P<dag_id>{KEY})/assets/(?P<asset_id>{KEY})/queuedEvents$",
@@ -40,5 +41,9 @@ urlpatterns = [
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries/(?P<xcom_key>{KEY})$",
         views.XComDetailView.as_view(),
     ),
+    path("variables", secrets.VariableListView.as_view(), name="variables"),
+    re_path(r"^variables/(?P<variable_key>.+)$", secrets.VariableDetailView.as_view()),
+    path("connections", secrets.ConnectionListView.as_view(), name="connections"),
+    re_path(rf"^connections/(?P<connection_id>{KEY})$", secrets.ConnectionDetailView.as_view()),
     re_path(r"^.*$", not_found, name="not-found"),
 ]

@@ -5,33 +5,39 @@ one selector or service, and renders Airflow's datamodel (``publicapi.render``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from django.db import DatabaseError, connection
 from django.db.models import Q, QuerySet
-from django.http import Http404
 from django.utils import timezone
 from pydantic import Field, TypeAdapter, ValidationError
 from rest_framework import status
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from assets_app import selectors
-from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetAlias, Dag, DagRun, XCom
+from assets_app.models import (
+    PARTITION_KEY_LENGTH,
+    Asset,
+    AssetAlias,
+    Dag,
+    DagRun,
+    XCom,
+)
 from assets_app.services.asset_events import asset_event_create_manual
 from assets_app.services.clearing import task_instances_clear, task_instances_select
 from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_set_paused
+from assets_app.services.marking import dag_run_mark
 from assets_app.services.queued_events import queued_events_delete
-from operatorapi import selectors as operator_selectors
+from assets_app.services.secrets_common import KEEP
 from publicapi import render
-from publicapi.auth import BearerAuthentication
-from publicapi.exceptions import BadRequest, NotFound, exception_handler
+from publicapi.base import PublicView, V, page, path_id, path_key, search
+from publicapi.exceptions import BadRequest, Conflict, NotFound
 from publicapi.params import (
     Body,
     BodyDatetime,
+    Note,
     Page,
     Query,
     Text,
@@ -40,54 +46,6 @@ from publicapi.params import (
     order_by_parse,
 )
 from publicapi.params import query_parse as parse
-from publicapi.permissions import RoutePermissions
-
-V = "assets_app.view_"
-
-
-class PublicView(APIView):
-    authentication_classes = [BearerAuthentication]
-    permission_classes = [RoutePermissions]
-    renderer_classes = [JSONRenderer]
-    parser_classes: ClassVar[list[Any]] = []  # bodies are read raw by ``body_parse``
-    required_permissions: ClassVar[dict[str, list[str]]] = {}
-    schema = None  # described by Airflow's own document (publicapi.schema), not drf-spectacular
-
-    def get_exception_handler(self) -> Any:
-        return exception_handler
-
-
-def _id(value: str) -> int:
-    """A path id: an integer that fits a database id, else no such row."""
-    if not value.isdigit() or len(value) > 18:
-        raise Http404
-    return int(value)
-
-
-def _key(value: str) -> str:
-    """A path key (dag id, run id …): one holding NUL can name no row."""
-    if "\x00" in value:
-        raise Http404
-    return value
-
-
-def _search(rows: QuerySet[Any], field: str, pattern: str | None, *, prefix: bool) -> QuerySet[Any]:
-    """Airflow's ``*_pattern`` (case-insensitive substring, ``|`` for or, ``~`` for all) and
-    ``*_prefix_pattern`` (case-sensitive prefix) filters."""
-    if pattern is None or pattern == "~":
-        return rows
-    if prefix:
-        return rows.filter(**{f"{field}__startswith": pattern})
-    terms = [term.strip() for term in pattern.split("|") if term.strip()] or [pattern]
-    match = Q()
-    for term in terms:
-        match |= Q(**{f"{field}__icontains": term})
-    return rows.filter(match)
-
-
-def _page(rows: QuerySet[Any], page: Page) -> tuple[list[Any], int]:
-    return list(rows[page.bounds]), rows.count()
-
 
 # --- assets -----------------------------------------------------------------------------------
 
@@ -112,10 +70,10 @@ class AssetListView(PublicView):
         q = parse(AssetQuery, request.query_params, lists=("dag_ids", "order_by"))
         rows = selectors.asset_list_detailed()
         for field in ("name", "uri"):
-            rows = _search(rows, field, getattr(q, f"{field}_pattern"), prefix=False)
-            rows = _search(rows, field, getattr(q, f"{field}_prefix_pattern"), prefix=True)
+            rows = search(rows, field, getattr(q, f"{field}_pattern"), prefix=False)
+            rows = search(rows, field, getattr(q, f"{field}_prefix_pattern"), prefix=True)
         if q.only_active:
-            rows = rows.filter(active__isnull=False)
+            rows = rows.filter(selectors.asset_is_active())
         if q.dag_ids:
             rows = rows.filter(
                 Q(scheduled_dags__dag_id__in=q.dag_ids)
@@ -123,7 +81,7 @@ class AssetListView(PublicView):
                 | Q(consuming_tasks__dag_id__in=q.dag_ids)
             ).distinct()
         rows = rows.order_by(*order_by_parse(q.order_by, allowed=ASSET_ORDER, default="id"))
-        assets, total = _page(rows, q)
+        assets, total = page(rows, q)
         return Response({"assets": [render.asset(a) for a in assets], "total_entries": total})
 
 
@@ -131,10 +89,27 @@ class AssetDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "asset"]}
 
     def get(self, request: Request, asset_id: str) -> Response:
-        found = selectors.asset_list_detailed().filter(pk=_id(asset_id)).first()
+        found = selectors.asset_list_detailed().filter(pk=path_id(asset_id)).first()
         if found is None:
             raise NotFound(f"The Asset with ID: `{asset_id}` was not found")
         return Response(render.asset(found))
+
+
+class MaterializeView(PublicView):
+    """Airflow's ``materialize_asset``: trigger the one DAG with a task producing the asset.
+    The run is ``manual`` (Airflow's is ``asset_materialization``): it is made by
+    ``dag_run_trigger``, the registry's one way to trigger a DAG."""
+
+    required_permissions: ClassVar = {"POST": [V + "asset", V + "dag", "assets_app.add_dagrun"]}
+
+    def post(self, request: Request, asset_id: str) -> Response:
+        dag_ids = selectors.asset_producing_dag_ids(asset_id=path_id(asset_id))
+        if not dag_ids:
+            raise NotFound(f"No Dag materializes asset with ID: {asset_id}")
+        if len(dag_ids) > 1:
+            raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
+        body = body_parse(MaterializeBody, request.body, optional=True)
+        return Response(render.dag_run(_trigger(dag_ids[0], body)))
 
 
 class AliasQuery(Page):
@@ -149,12 +124,12 @@ class AliasListView(PublicView):
     def get(self, request: Request) -> Response:
         q = parse(AliasQuery, request.query_params, lists=("order_by",))
         rows = AssetAlias.objects.all()
-        rows = _search(rows, "name", q.name_pattern, prefix=False)
-        rows = _search(rows, "name", q.name_prefix_pattern, prefix=True)
+        rows = search(rows, "name", q.name_pattern, prefix=False)
+        rows = search(rows, "name", q.name_prefix_pattern, prefix=True)
         rows = rows.order_by(
             *order_by_parse(q.order_by, allowed={"id": "id", "name": "name"}, default="id")
         )
-        aliases, total = _page(rows, q)
+        aliases, total = page(rows, q)
         return Response(
             {"asset_aliases": [render.alias(a) for a in aliases], "total_entries": total}
         )
@@ -164,7 +139,7 @@ class AliasDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "assetalias"]}
 
     def get(self, request: Request, asset_alias_id: str) -> Response:
-        found = AssetAlias.objects.filter(pk=_id(asset_alias_id)).first()
+        found = AssetAlias.objects.filter(pk=path_id(asset_alias_id)).first()
         if found is None:
             raise NotFound(f"The Asset Alias with ID: `{asset_alias_id}` was not found")
         return Response(render.alias(found))
@@ -220,10 +195,10 @@ class AssetEventListView(PublicView):
             if getattr(q, f"timestamp_{op}") is not None
         }
         rows = rows.filter(**exact, **ranges)
-        rows = _search(rows, "asset__name", q.name_pattern, prefix=False)
-        rows = _search(rows, "asset__name", q.name_prefix_pattern, prefix=True)
+        rows = search(rows, "asset__name", q.name_pattern, prefix=False)
+        rows = search(rows, "asset__name", q.name_prefix_pattern, prefix=True)
         ordering = order_by_parse(q.order_by, allowed=EVENT_ORDER, default="timestamp")
-        events, total = _page(rows.order_by(*ordering, "id"), q)
+        events, total = page(rows.order_by(*ordering, "id"), q)
         return Response(
             {"asset_events": [render.asset_event(e) for e in events], "total_entries": total}
         )
@@ -276,9 +251,9 @@ class QueuedEventsView(PublicView):
         q = parse(BeforeQuery, request.query_params)
         scope: dict[str, Any] = {"before": _before(q.before)}
         if "dag_id" in kwargs:
-            scope["dag_id"] = _key(kwargs["dag_id"])
+            scope["dag_id"] = path_key(kwargs["dag_id"])
         if "asset_id" in kwargs:
-            scope["asset_id"] = _id(kwargs["asset_id"])
+            scope["asset_id"] = path_id(kwargs["asset_id"])
         return scope
 
     def get(self, request: Request, **kwargs: str) -> Response:
@@ -318,14 +293,14 @@ DAG_ORDER = {"dag_id": "dag_id", "dag_display_name": "dag_id", "last_run_state":
 
 
 def _dags(q: DagQuery) -> QuerySet[Dag]:
-    rows = operator_selectors.dag_list()
+    rows = selectors.dag_list()
     for pattern, prefix in (
         (q.dag_id_pattern, False),
         (q.dag_id_prefix_pattern, True),
         (q.dag_display_name_pattern, False),
         (q.dag_display_name_prefix_pattern, True),
     ):
-        rows = _search(rows, "dag_id", pattern, prefix=prefix)
+        rows = search(rows, "dag_id", pattern, prefix=prefix)
     if q.exclude_stale:
         rows = rows.filter(is_stale=False)
     if q.paused is not None:
@@ -358,7 +333,7 @@ class DagListView(PublicView):
 
     def get(self, request: Request) -> Response:
         q = parse(DagQuery, request.query_params, lists=("order_by",))
-        dags, total = _page(_dags(q), q)
+        dags, total = page(_dags(q), q)
         return Response({"dags": [render.dag(d) for d in dags], "total_entries": total})
 
     def patch(self, request: Request) -> Response:
@@ -369,7 +344,7 @@ class DagListView(PublicView):
             raise BadRequest("dag_id_pattern is required")
         selected = [d.dag_id for d in _dags(q)[q.bounds]]
         dags_set_paused(dag_ids=selected, is_paused=body.is_paused)
-        dags = list(operator_selectors.dag_list().filter(dag_id__in=selected).order_by("dag_id"))
+        dags = list(selectors.dag_list().filter(dag_id__in=selected).order_by("dag_id"))
         return Response({"dags": [render.dag(d) for d in dags], "total_entries": len(dags)})
 
 
@@ -380,7 +355,7 @@ class DagDetailView(PublicView):
     }
 
     def _get(self, dag_id: str) -> Dag:
-        found = operator_selectors.dag_list().filter(dag_id=_key(dag_id)).first()
+        found = selectors.dag_list().filter(dag_id=path_key(dag_id)).first()
         if found is None:
             raise NotFound(f"Dag with id {dag_id} was not found")
         return found
@@ -437,15 +412,12 @@ RUN_DATES = ("run_after", "logical_date", "start_date", "end_date")
 
 
 def _run(dag_id: str, run_id: str) -> DagRun:
-    found = DagRun.objects.filter(dag_id=_key(dag_id), run_id=_key(run_id)).first()
-    if found is None:
-        raise NotFound(f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found")
-    return found
+    return selectors.dag_run_get(dag_id=path_key(dag_id), run_id=path_key(run_id))
 
 
 class TriggerBody(Body):
-    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the registry's
-    runs have no notes)."""
+    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the trigger
+    service keeps none; ``PATCH`` the run to write one)."""
 
     dag_run_id: Text | None = None
     logical_date: BodyDatetime
@@ -457,6 +429,31 @@ class TriggerBody(Body):
     partition_key: Annotated[Text, Field(max_length=PARTITION_KEY_LENGTH)] | None = None
 
 
+class MaterializeBody(TriggerBody):
+    """Airflow's ``MaterializeAssetBody``: the trigger body, the logical date optional."""
+
+    logical_date: BodyDatetime = None
+
+
+def _trigger(dag_id: str, body: TriggerBody) -> DagRun:
+    """``dag_run_trigger`` with the body's fields; a null ``logical_date`` is now (the
+    registry's runs always have one)."""
+    interval = None
+    if body.data_interval_start is not None or body.data_interval_end is not None:
+        # an end not given is the logical date's, as the interval's default
+        at = body.logical_date or timezone.now()
+        interval = (body.data_interval_start or at, body.data_interval_end or at)
+    return dag_run_trigger(
+        dag_id=dag_id,
+        run_id=body.dag_run_id,
+        conf=body.conf,
+        logical_date=body.logical_date,
+        data_interval=interval,
+        run_after=body.run_after,
+        partition_key=body.partition_key,
+    )
+
+
 class DagRunListView(PublicView):
     required_permissions: ClassVar = {
         "GET": [V + "dagrun"],
@@ -464,32 +461,16 @@ class DagRunListView(PublicView):
     }
 
     def post(self, request: Request, dag_id: str) -> Response:
-        """Airflow's trigger (``dag_run_trigger``): a queued manual run; a null
-        ``logical_date`` is now (the registry's runs always have one)."""
-        if dag_id == "~" or not Dag.objects.filter(dag_id=_key(dag_id)).exists():
+        """Airflow's trigger: a queued manual run."""
+        if dag_id == "~" or not Dag.objects.filter(dag_id=path_key(dag_id)).exists():
             raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
-        body = body_parse(TriggerBody, request.body)
-        interval = None
-        if body.data_interval_start is not None or body.data_interval_end is not None:
-            # an end not given is the logical date's, as the interval's default
-            at = body.logical_date or timezone.now()
-            interval = (body.data_interval_start or at, body.data_interval_end or at)
-        dag_run = dag_run_trigger(
-            dag_id=dag_id,
-            run_id=body.dag_run_id,
-            conf=body.conf,
-            logical_date=body.logical_date,
-            data_interval=interval,
-            run_after=body.run_after,
-            partition_key=body.partition_key,
-        )
-        return Response(render.dag_run(dag_run))
+        return Response(render.dag_run(_trigger(dag_id, body_parse(TriggerBody, request.body))))
 
     def get(self, request: Request, dag_id: str) -> Response:
         q = parse(DagRunQuery, request.query_params, lists=("run_type", "state", "order_by"))
-        rows = operator_selectors.dag_run_list()
+        rows = selectors.dag_run_list()
         if dag_id != "~":
-            if not Dag.objects.filter(dag_id=_key(dag_id)).exists():
+            if not Dag.objects.filter(dag_id=path_key(dag_id)).exists():
                 raise NotFound(f"The DAG with dag_id: `{dag_id}` was not found")
             rows = rows.filter(dag_id=dag_id)
         ranges = {
@@ -503,16 +484,43 @@ class DagRunListView(PublicView):
             rows = rows.filter(run_type__in=q.run_type)
         if q.state:
             rows = rows.filter(state__in=q.state)
-        rows = _search(rows, "run_id", q.run_id_pattern, prefix=False)
+        rows = search(rows, "run_id", q.run_id_pattern, prefix=False)
         rows = rows.order_by(*order_by_parse(q.order_by, allowed=RUN_ORDER, default="id"))
-        runs, total = _page(rows, q)
+        runs, total = page(rows, q)
         return Response({"dag_runs": [render.dag_run(r) for r in runs], "total_entries": total})
 
 
+class DagRunPatchBody(Body):
+    """Airflow's ``DAGRunPatchBody``."""
+
+    state: Literal["queued", "success", "failed"] | None = None
+    note: Note | None = None
+
+
 class DagRunDetailView(PublicView):
-    required_permissions: ClassVar = {"GET": [V + "dagrun"]}
+    required_permissions: ClassVar = {
+        "GET": [V + "dagrun"],
+        "PATCH": [V + "dagrun", "assets_app.change_dagrun"],
+    }
 
     def get(self, request: Request, dag_id: str, dag_run_id: str) -> Response:
+        return Response(render.dag_run(_run(dag_id, dag_run_id)))
+
+    def patch(self, request: Request, dag_id: str, dag_run_id: str) -> Response:
+        """Airflow's ``patch_dag_run`` over ``dag_run_mark``: the fields given (and named by
+        ``update_mask``, when given); a ``state`` of null changes nothing, a ``note`` of null
+        clears it."""
+        run = _run(dag_id, dag_run_id)
+        mask = parse(UpdateMaskQuery, request.query_params, lists=("update_mask",)).update_mask
+        body = body_parse(DagRunPatchBody, request.body)
+        given = body.model_fields_set if mask is None else body.model_fields_set & set(mask)
+        dag_run_mark(
+            dag_id=run.dag_id,
+            run_id=run.run_id,
+            state=body.state if "state" in given else None,
+            note=body.note if "note" in given else KEEP,
+            user_id=str(request.user.pk),
+        )
         return Response(render.dag_run(_run(dag_id, dag_run_id)))
 
 
@@ -521,7 +529,7 @@ class DagRunClearBody(Body):
     only_failed: bool = False
     only_new: bool = False
     run_on_latest_version: bool | None = None
-    note: Annotated[Text, Field(max_length=1000)] | None = None
+    note: Note | None = None
 
 
 class DagRunClearView(PublicView):
@@ -563,7 +571,7 @@ class TaskInstanceListView(PublicView):
         run = _run(dag_id, dag_run_id)
         q = parse(Page, request.query_params)
         rows = selectors.task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
-        tis, total = _page(rows.order_by("task_id", "map_index"), q)
+        tis, total = page(rows.order_by("task_id", "map_index"), q)
         return Response(
             {"task_instances": [render.task_instance(t) for t in tis], "total_entries": total}
         )
@@ -576,7 +584,7 @@ class TaskInstanceDetailView(PublicView):
         run = _run(dag_id, dag_run_id)
         found = (
             selectors.task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
-            .filter(task_id=_key(task_id), map_index=-1)
+            .filter(task_id=path_key(task_id), map_index=-1)
             .first()
         )
         if found is None:
@@ -603,10 +611,10 @@ class XComDetailView(PublicView):
         found = (
             XCom.objects.select_related("dag_run")
             .filter(
-                dag_id=_key(dag_id),
-                run_id=_key(dag_run_id),
-                task_id=_key(task_id),
-                key=_key(xcom_key),
+                dag_id=path_key(dag_id),
+                run_id=path_key(dag_run_id),
+                task_id=path_key(task_id),
+                key=path_key(xcom_key),
                 map_index=q.map_index,
             )
             .first()
@@ -624,8 +632,8 @@ class XComDetailView(PublicView):
 class VersionView(PublicView):
     """No login needed, as Airflow's."""
 
-    authentication_classes: ClassVar = []
-    permission_classes: ClassVar = []
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
 
     def get(self, request: Request) -> Response:
         return Response({"version": render.AIRFLOW_VERSION, "git_version": None})
@@ -634,8 +642,8 @@ class VersionView(PublicView):
 class HealthView(PublicView):
     """No login needed, as Airflow's; the metadatabase is checked with a query."""
 
-    authentication_classes: ClassVar = []
-    permission_classes: ClassVar = []
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
 
     def get(self, request: Request) -> Response:
         try:

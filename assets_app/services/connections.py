@@ -3,7 +3,8 @@ database (``assets_app.crypto``); log lines name the ``conn_id``, never a secret
 
 An update takes :data:`~assets_app.services.secrets_common.KEEP` for every field it leaves
 alone, so that an edit that does not retype the password keeps the stored one; a masked
-extra sent back (``***`` at its sensitive keys) keeps the stored values there.
+password (``***``) or extra (``***`` at its sensitive keys) sent back keeps the stored values.
+Both operator APIs (``/api/v1/`` and ``/api/v2/``) write through these functions.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from django.db import IntegrityError, transaction
 
 from assets_app import crypto
 from assets_app.exceptions import ConnectionExistsError, ConnectionNotFoundError, InvalidInputError
-from assets_app.masking import redacted_merge
+from assets_app.masking import REPLACEMENT, redacted_merge
 from assets_app.models import SECRET_ID_LENGTH, Connection
 from assets_app.selectors_secrets import connection_secrets
 from assets_app.services.secrets_common import KEEP, Keep, checked_extra, checked_text
@@ -129,7 +130,12 @@ def connection_create(*, conn_id: str, values: ConnectionFields) -> Connection:
 
 def connection_update(*, conn_id: str, changes: ConnectionFields) -> Connection:
     """Change the fields of ``changes`` that are not ``KEEP``; ``ConnectionNotFoundError``
-    when there is no such connection. Locks the row for the read-merge-write of the extra."""
+    when there is no such connection. Locks the row for the read-merge-write of the extra.
+
+    A ``password`` of ``***`` (the mask a read shows) keeps the stored one, as Airflow's
+    ``merge``: a client that sends back what it read changes no secret."""
+    if changes.password == REPLACEMENT:
+        changes = replace(changes, password=KEEP)
     changes.check()
     with transaction.atomic():
         connection = (

@@ -21,7 +21,7 @@ from airflow_client.client.models.create_asset_events_body import CreateAssetEve
 from airflow_client.client.models.dag_patch_body import DAGPatchBody
 from django.contrib.auth.models import Group, Permission, User
 
-from assets_app.models import AssetDagRunQueue, AssetEvent, Dag
+from assets_app.models import AssetDagRunQueue, AssetEvent, Dag, DagRun
 from tests.factories import AssetFactory, DagFactory, DagRunFactory
 from tests.publicapi.conftest import READ_PERMISSIONS
 
@@ -169,3 +169,63 @@ def test_airflows_client_triggers_a_run_that_the_worker_finishes(server, tmp_pat
     finished = runs.get_dag_run("asset_s3_bucket_producer", "from_the_client")
     assert finished.state == "success", worker.stdout
     assert finished.conf == {"n": 1}
+
+
+def test_airflowctl_triggers_a_run_and_watches_the_worker_finish_it(server, tmp_path):
+    """``airflowctl dags trigger``, then ``airflowctl dagrun get`` polled while a real worker
+    (``manage.py worker``, running until stopped) claims and runs the run's task."""
+    import time
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from tests.live_server import REPO, server_env
+
+    call_command("declare_dags", str(REPO / "examples" / "dags.yaml"), stdout=StringIO())
+    User.objects.create_superuser("ops", "ops@example.com", "s3cret")
+    login = ("auth", "login", "--api-url", server.url, "--username", "ops", "--password", "s3cret")
+    logged_in = airflowctl(*login, home=tmp_path)
+    assert logged_in.returncode == 0, logged_in.stdout + logged_in.stderr
+
+    # given a run triggered through the CLI
+    dag_id = "asset_s3_bucket_producer"
+    # (no --conf: this airflowctl parses it with ``dict``, which takes no JSON text)
+    triggered = airflowctl("dags", "trigger", dag_id, "--dag-run-id", "from_ctl", home=tmp_path)
+    assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+    (created,) = json.loads(triggered.stdout)  # airflowctl prints one item as a list
+    assert (created["dag_run_id"], created["state"]) == ("from_ctl", "running")  # it has room
+
+    # when a worker runs until stopped, and the CLI watches the run
+    worker = subprocess.Popen(
+        [
+            *(sys.executable, "manage.py", "worker", "--server", server.url),
+            *("--poll-interval", "0.2", "--log-dir", str(tmp_path / "logs")),
+        ],
+        cwd=REPO,
+        env=server_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            got = airflowctl("dagrun", "get", dag_id, "from_ctl", home=tmp_path)
+            assert got.returncode == 0, got.stdout + got.stderr
+            (run,) = json.loads(got.stdout)
+            if not seen or seen[-1] != run["state"]:
+                seen.append(run["state"])
+            if run["state"] in ("success", "failed"):
+                break
+            time.sleep(0.3)
+    finally:
+        worker.terminate()
+        output, _ = worker.communicate(timeout=60)
+
+    # then it was seen running and then finished, as the worker reported it
+    assert seen[-1] == "success", (seen, output)
+    assert seen[0] == "running", seen
+    assert run["end_date"] is not None
+    stored = DagRun.objects.get(dag_id=dag_id, run_id="from_ctl")
+    assert (stored.state, stored.task_instances.get().state) == ("success", "success")

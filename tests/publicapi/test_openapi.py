@@ -10,7 +10,14 @@ import pytest
 import yaml
 from django.urls import resolve
 
-from publicapi.schema import BY_KEY_BODY, EXTRA_RESPONSES, SCHEMA_FILE, SERVED, openapi_build
+from publicapi.schema import (
+    BY_KEY_BODY,
+    EXTRA_RESPONSES,
+    NO_TEAM_BODIES,
+    SCHEMA_FILE,
+    SERVED,
+    openapi_build,
+)
 
 AIRFLOW = yaml.safe_load(
     (Path(core_api.__file__).parent / "openapi" / "v2-rest-api-generated.yaml").read_text()
@@ -35,6 +42,19 @@ def test_every_schema_is_airflows(served):
     theirs = AIRFLOW["components"]["schemas"]["ClearTaskInstanceCollectionResponse"]
     items = clear["properties"]["task_instances"]["items"]
     assert items["anyOf"] == theirs["properties"]["task_instances"]["items"]["oneOf"]
+    for name in NO_TEAM_BODIES:  # team_name is null only; the rest is Airflow's
+        body, theirs = ours.pop(name), AIRFLOW["components"]["schemas"][name]
+        assert body["properties"].pop("team_name") == {
+            "type": "null",
+            "title": "Team Name",
+            "description": "Always null: the registry has no teams (multi_team off).",
+        }
+        assert body["properties"] == {
+            k: v for k, v in theirs["properties"].items() if k != "team_name"
+        }
+        assert {k: v for k, v in body.items() if k != "properties"} == {
+            k: v for k, v in theirs.items() if k != "properties"
+        }
     for name, schema in ours.items():
         assert schema == AIRFLOW["components"]["schemas"][name], name
 

@@ -20,7 +20,9 @@ from django.test import Client
 from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
 
-from assets_app.models import AssetDagRunQueue, XCom
+from assets_app.models import AssetDagRunQueue, TaskOutletAssetReference, XCom
+from assets_app.services.connections import ConnectionFields, connection_create
+from assets_app.services.variables import variable_set
 from publicapi.auth import user_token_issue
 from tests.factories import AssetFactory, DagFactory, DagRunFactory, TaskInstanceFactory
 
@@ -34,7 +36,14 @@ TOKEN = user_token_issue(user=User(pk=USER_ID), ttl_seconds=24 * 3600)
 
 CONFIG = {
     "headers": {"Authorization": f"Bearer {TOKEN}"},
-    "parameters": {"dag_id": "fuzzed", "dag_run_id": "r", "task_id": "t", "xcom_key": "k"},
+    "parameters": {
+        "dag_id": "fuzzed",
+        "dag_run_id": "r",
+        "task_id": "t",
+        "xcom_key": "k",
+        "variable_key": "v",
+        "connection_id": "c",
+    },
     "generation": {"allow-extra-parameters": False, "allow-x00": False},
     "checks": {
         "negative_data_rejection": {
@@ -79,6 +88,9 @@ def fuzzed_rows(server) -> None:
     XCom.objects.create(dag_run=run, dag_id="fuzzed", run_id="r", task_id="t", key="k", value=[1])
     asset = AssetFactory(pk=1)
     AssetDagRunQueue.objects.create(asset=asset, target_dag=dag)
+    TaskOutletAssetReference.objects.create(asset=asset, dag=dag, task_id="t")
+    variable_set(key="v", value='{"password": "p"}')
+    connection_create(conn_id="c", values=ConnectionFields(conn_type="http", password="p"))
 
 
 @schema.parametrize()

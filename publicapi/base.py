@@ -1,0 +1,63 @@
+"""What every ``/api/v2/`` view shares: its authentication, permissions and error handler,
+and the path keys, ``*_pattern`` searches and pages of Airflow's routes."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+from rest_framework.renderers import JSONRenderer
+from rest_framework.views import APIView
+
+from publicapi.auth import BearerAuthentication
+from publicapi.exceptions import exception_handler
+from publicapi.params import Page
+from publicapi.permissions import RoutePermissions
+
+V = "assets_app.view_"
+
+
+class PublicView(APIView):
+    authentication_classes = [BearerAuthentication]
+    permission_classes = [RoutePermissions]
+    renderer_classes = [JSONRenderer]
+    parser_classes: list[Any] = []  # bodies are read raw by ``body_parse``
+    required_permissions: ClassVar[dict[str, list[str]]] = {}
+    schema = None  # described by Airflow's own document (publicapi.schema), not drf-spectacular
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+
+def path_id(value: str) -> int:
+    """A path id: an integer that fits a database id, else no such row."""
+    if not value.isdigit() or len(value) > 18:
+        raise Http404
+    return int(value)
+
+
+def path_key(value: str) -> str:
+    """A path key (dag id, run id …): one holding NUL can name no row."""
+    if "\x00" in value:
+        raise Http404
+    return value
+
+
+def search(rows: QuerySet[Any], field: str, pattern: str | None, *, prefix: bool) -> QuerySet[Any]:
+    """Airflow's ``*_pattern`` (case-insensitive substring, ``|`` for or, ``~`` for all) and
+    ``*_prefix_pattern`` (case-sensitive prefix) filters."""
+    if pattern is None or pattern == "~":
+        return rows
+    if prefix:
+        return rows.filter(**{f"{field}__startswith": pattern})
+    terms = [term.strip() for term in pattern.split("|") if term.strip()] or [pattern]
+    match = Q()
+    for term in terms:
+        match |= Q(**{f"{field}__icontains": term})
+    return rows.filter(match)
+
+
+def page(rows: QuerySet[Any], params: Page) -> tuple[list[Any], int]:
+    """A page of ``rows`` and how many there are in all (``total_entries``)."""
+    return list(rows[params.bounds]), rows.count()
