@@ -193,7 +193,8 @@ def _dag_rows_unchanged(dags: tuple[DagDecl, ...], *, fileloc: str) -> bool:
             return False
 
     def task_key(task: DagTask) -> tuple[Any, ...]:
-        return tuple(getattr(task, name) for name in _DAG_TASK_FIELDS)
+        values = (getattr(task, name) for name in _DAG_TASK_FIELDS)
+        return tuple(tuple(value) if isinstance(value, list) else value for value in values)
 
     have_tasks = DagTask.objects.filter(dag_id__in=[decl.dag_id for decl in dags])
     return {task_key(task) for task in have_tasks} == {
