@@ -13,6 +13,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     Dag,
+    DagImportError,
     DagRun,
 )
 
@@ -41,6 +42,10 @@ def asset_event_list() -> QuerySet[AssetEvent]:
 
 def dag_list() -> QuerySet[Dag]:
     return Dag.objects.all()
+
+
+def import_error_list() -> QuerySet[DagImportError]:
+    return DagImportError.objects.all()
 
 
 def dag_run_list() -> QuerySet[DagRun]:

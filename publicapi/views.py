@@ -19,7 +19,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assets_app import selectors
-from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetAlias, Dag, DagRun, XCom
+from assets_app.models import (
+    PARTITION_KEY_LENGTH,
+    Asset,
+    AssetAlias,
+    Dag,
+    DagImportError,
+    DagRun,
+    XCom,
+)
 from assets_app.services.asset_events import asset_event_create_manual
 from assets_app.services.clearing import task_instances_clear, task_instances_select
 from assets_app.services.dag_runs import dag_run_trigger
@@ -619,6 +627,58 @@ class XComDetailView(PublicView):
 
 
 # --- monitoring -------------------------------------------------------------------------------
+
+
+# --- import errors ----------------------------------------------------------------------------
+
+
+class ImportErrorQuery(Page):
+    filename_pattern: Text | None = None
+    filename_prefix_pattern: Text | None = None
+    filename: Text | None = None
+    bundle_name: Text | None = None
+    order_by: list[Text] | None = None
+
+
+IMPORT_ERROR_ORDER = {
+    "id": "id",
+    "import_error_id": "id",
+    "timestamp": "timestamp",
+    "filename": "filename",
+    "bundle_name": "id",  # one bundle
+    "stacktrace": "stacktrace",
+}
+
+
+class ImportErrorListView(PublicView):
+    required_permissions: ClassVar = {"GET": [V + "dagimporterror"]}
+
+    def get(self, request: Request) -> Response:
+        q = parse(ImportErrorQuery, request.query_params, lists=("order_by",))
+        rows: QuerySet[DagImportError] = operator_selectors.import_error_list()
+        rows = _search(rows, "filename", q.filename_pattern, prefix=False)
+        rows = _search(rows, "filename", q.filename_prefix_pattern, prefix=True)
+        if q.filename is not None:
+            rows = rows.filter(filename=q.filename)
+        if q.bundle_name is not None and q.bundle_name != "dags-folder":
+            rows = rows.none()
+        rows = rows.order_by(*order_by_parse(q.order_by, allowed=IMPORT_ERROR_ORDER, default="id"))
+        errors, total = _page(rows, q)
+        return Response(
+            {"import_errors": [render.import_error(e) for e in errors], "total_entries": total}
+        )
+
+
+class ImportErrorDetailView(PublicView):
+    required_permissions: ClassVar = {"GET": [V + "dagimporterror"]}
+
+    def get(self, request: Request, import_error_id: str) -> Response:
+        found = operator_selectors.import_error_list().filter(pk=_id(import_error_id)).first()
+        if found is None:
+            raise NotFound(
+                f"The ImportError with import_error_id: `{import_error_id}` was not found"
+            )
+        return Response(render.import_error(found))
 
 
 class VersionView(PublicView):
