@@ -10,9 +10,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from assets_app.models import (
 )
 from assets_app.services.dag_files import FileOutcome, dag_files_list, dag_folder_load
 from assets_app.services.dags import dags_set_paused
+from tests.live_server import REPO, server_env
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -341,3 +344,54 @@ def test_features_the_registry_cannot_run_are_refused_at_load(tmp_path, settings
     assert "has watchers" in errors["example_asset_with_watchers.py"]
     assert "partitioned schedules" in errors["example_asset_partition.py"]
     assert "timed out after 20s" in errors["hang.py"]
+
+
+def wait_for(check: Any, *, timeout: float, process: subprocess.Popen[str], out: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert process.poll() is None, out.read_text()
+        assert time.monotonic() < deadline, out.read_text()
+        time.sleep(0.5)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.django_db(transaction=True)
+def test_the_dag_processor_picks_up_an_edit(tmp_path):
+    # given a DAGs folder with one file, and a running `manage.py dag_processor` on it
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    good = write(folder / "good.py", GOOD.format(tag="v1", retries=0))
+    out = tmp_path / "processor.out"
+    with out.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "dag_processor", str(folder), "--interval", "0.5"],
+            cwd=REPO,
+            env=server_env(DAG_PARSER_HOME=str(tmp_path / "home")),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        wait_for(
+            lambda: Dag.objects.filter(dag_id="loader_good", tags=["v1"]).exists(),
+            timeout=240,
+            process=process,
+            out=out,
+        )
+
+        # when the file is edited
+        write(good, GOOD.format(tag="v2", retries=3))
+
+        # then the processor stores the new version on a later pass
+        wait_for(
+            lambda: Dag.objects.filter(dag_id="loader_good", tags=["v2"]).exists(),
+            timeout=240,
+            process=process,
+            out=out,
+        )
+        assert DagTask.objects.get(dag_id="loader_good", task_id="produce").retries == 3
+    finally:
+        process.send_signal(signal.SIGTERM)
+        status = process.wait(timeout=120)
+    assert status == 0, out.read_text()
+    assert "dag processor stopped after" in out.read_text()

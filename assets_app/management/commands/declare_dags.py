@@ -67,7 +67,7 @@ class Command(BaseCommand):
 
     def _load_folder(self, folder: Path) -> None:
         with domain_errors():
-            result = dag_folder_load(folder=folder, on_file=self.report_file)
+            result = dag_folder_load(folder=folder, on_file=lambda r: report_file(self, r))
         errors = result.count(FileOutcome.IMPORT_ERROR) + result.count(
             FileOutcome.IMPORT_ERROR_UNCHANGED
         )
@@ -81,13 +81,15 @@ class Command(BaseCommand):
             )
         )
 
-    def report_file(self, result: FileResult) -> None:
-        """One line per file on stdout; an import error's text and warnings on stderr."""
-        dags = f": {', '.join(result.dag_ids)}" if result.dag_ids else ""
-        stale = f"; marked stale: {', '.join(result.stale_dag_ids)}" if result.stale_dag_ids else ""
-        self.stdout.write(f"{result.outcome.value} {result.path}{dags}{stale}")
-        if result.outcome == FileOutcome.IMPORT_ERROR:
-            self.stderr.write(self.style.ERROR(f"import error in {result.path}:\n{result.error}"))
-        for warning in result.warnings:
-            self.stderr.write(self.style.WARNING(warning))
-        self.stdout.flush()
+
+def report_file(command: BaseCommand, result: FileResult) -> None:
+    """One line per DAG file on stdout; an import error's text and warnings on stderr (shared
+    with ``manage.py dag_processor``)."""
+    dags = f": {', '.join(result.dag_ids)}" if result.dag_ids else ""
+    stale = f"; marked stale: {', '.join(result.stale_dag_ids)}" if result.stale_dag_ids else ""
+    command.stdout.write(f"{result.outcome.value} {result.path}{dags}{stale}")
+    if result.outcome == FileOutcome.IMPORT_ERROR:
+        command.stderr.write(command.style.ERROR(f"import error in {result.path}:\n{result.error}"))
+    for warning in result.warnings:
+        command.stderr.write(command.style.WARNING(warning))
+    command.stdout.flush()

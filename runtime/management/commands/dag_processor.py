@@ -14,7 +14,7 @@ from django.db import DatabaseError
 
 from assets_app.exceptions import AssetsError
 from assets_app.management.base import optional_int_argument
-from assets_app.management.commands.declare_dags import Command as DeclareDags
+from assets_app.management.commands.declare_dags import report_file
 from assets_app.services.dag_files import DagFileWatch, FileOutcome, dag_folder_load
 from runtime.daemon import connection_close, connection_refresh, stop_signals, wait_for_work
 
@@ -58,14 +58,12 @@ class Command(BaseCommand):
         stop = threading.Event()
         watch = DagFileWatch()
         passes = 0
-        reporter = DeclareDags(stdout=self.stdout, stderr=self.stderr)
-        reporter.style = self.style
         self.stdout.write(f"dag processor started on {folder.resolve()} (interval {interval}s)")
         self.stdout.flush()
         with stop_signals(stop.set, signals=(signal.SIGTERM,)):
             try:
                 while not stop.is_set():
-                    self._pass(folder, watch=watch, reporter=reporter)
+                    self._pass(folder, watch=watch)
                     passes += 1
                     if max_passes is not None and passes >= max_passes:
                         break
@@ -76,12 +74,14 @@ class Command(BaseCommand):
                 connection_close()
         self.stdout.write(self.style.SUCCESS(f"dag processor stopped after {passes} pass(es)"))
 
-    def _pass(self, folder: Path, *, watch: DagFileWatch, reporter: DeclareDags) -> None:
+    def _pass(self, folder: Path, *, watch: DagFileWatch) -> None:
         """One pass. A database error or a parser that cannot start is reported and the next
         pass tries again (the files not stored stay due)."""
         connection_refresh()
         try:
-            result = dag_folder_load(folder=folder, watch=watch, on_file=reporter.report_file)
+            result = dag_folder_load(
+                folder=folder, watch=watch, on_file=lambda r: report_file(self, r)
+            )
         except (DatabaseError, AssetsError) as exc:
             self.stderr.write(f"dag processor pass failed: {exc}")
             connection_close()
