@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -395,3 +398,33 @@ def test_the_dag_processor_picks_up_an_edit(tmp_path):
         status = process.wait(timeout=120)
     assert status == 0, out.read_text()
     assert "dag processor stopped after" in out.read_text()
+
+
+DOC = REPO / "docs" / "dag-files.md"
+
+
+def test_the_docs_example_loads_as_documented(tmp_path):
+    # given the DAG file and the command of docs/dag-files.md
+    text = DOC.read_text()
+    (source,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    commands = re.findall(r"```bash\n(.*?)```", text, re.S)
+    assert commands[0].strip() == "python manage.py declare_dags --dags-folder dags"
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    (folder / "orders.py").write_text(source)
+
+    # when the command runs (as documented, from the folder's parent)
+    out = StringIO()
+    call_command("declare_dags", "--dags-folder", str(folder), stdout=out)
+
+    # then both DAGs are declared as the page says, the consumer unpaused
+    assert f"declared {folder / 'orders.py'}: orders_export, orders_report" in out.getvalue()
+    export, report = Dag.objects.order_by("dag_id")
+    assert (export.timetable_summary, export.tags, export.is_paused) == (
+        "0 0 * * *",
+        ["orders"],
+        True,
+    )
+    assert report.asset_expression == {"asset": {"name": "orders", "uri": "s3://warehouse/orders"}}
+    assert not report.is_paused
+    assert DagTask.objects.get(dag=export, task_id="report").upstream == ["export"]
