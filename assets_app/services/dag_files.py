@@ -38,7 +38,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from pathspec.patterns.gitwildmatch import GitWildMatchPattern
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from assets_app.exceptions import DagParserError, ManifestError
 from assets_app.models import Dag, DagImportError
@@ -61,7 +61,7 @@ STDERR_TAIL = 8000
 
 @dataclass(frozen=True)
 class _IgnoreRule:
-    pattern: GitWildMatchPattern
+    pattern: GitIgnoreSpecPattern
     relative_to: Path | None  # None: matches the name at any depth
     dir_only: bool
 
@@ -78,7 +78,7 @@ def _ignore_rules(ignore_file: Path) -> list[_IgnoreRule]:
         raw = pattern.lstrip("!").rstrip()
         rules.append(
             _IgnoreRule(
-                pattern=GitWildMatchPattern(pattern),
+                pattern=GitIgnoreSpecPattern(pattern),
                 relative_to=ignore_file.parent if anchored else None,
                 dir_only=raw != raw.rstrip("/"),
             )
@@ -272,7 +272,9 @@ def dag_file_store(*, parsed: ParsedFile, folder: Path) -> FileResult:
         known_error = DagImportError.objects.filter(filename=fileloc).exists()
         if not known_error and dags_unchanged(manifest=manifest, fileloc=fileloc):
             return FileResult(
-                path=fileloc, outcome=FileOutcome.UNCHANGED, dag_ids=manifest_ids(manifest)
+                path=fileloc,
+                outcome=FileOutcome.UNCHANGED,
+                dag_ids=[dag.dag_id for dag in manifest.dags],
             )
         try:
             declared = dags_declare(manifest=manifest, fileloc=fileloc)
@@ -290,10 +292,6 @@ def dag_file_store(*, parsed: ParsedFile, folder: Path) -> FileResult:
                 warnings=declared.warnings,
             )
     return _import_error_record(fileloc=fileloc, error=error)
-
-
-def manifest_ids(manifest: Manifest) -> list[str]:
-    return [dag.dag_id for dag in manifest.dags]
 
 
 def _import_error_record(*, fileloc: str, error: str) -> FileResult:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -428,3 +428,50 @@ def test_the_docs_example_loads_as_documented(tmp_path):
     assert report.asset_expression == {"asset": {"name": "orders", "uri": "s3://warehouse/orders"}}
     assert not report.is_paused
     assert DagTask.objects.get(dag=export, task_id="report").upstream == ["export"]
+
+
+def test_the_folder_is_walked_as_airflow_walks_it(tmp_path):
+    # given DAG files, a helper module, ignored files and folders, and a re-included one
+    dag = "from airflow.sdk import DAG\n"
+    write(tmp_path / "a.py", dag)
+    write(tmp_path / "helpers.py", "def helper():\n    return 1\n")  # no "airflow": skipped
+    write(tmp_path / "notes.txt", dag)
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub" / "b.py", dag)
+    (tmp_path / "vendor").mkdir()
+    write(tmp_path / "vendor" / "c.py", dag)
+    write(tmp_path / "skip_me.py", dag)
+    write(tmp_path / "skip_keep.py", dag)
+    write(tmp_path / ".airflowignore", "vendor/\nskip_*.py  # scratch files\n!skip_keep.py\n")
+    write(tmp_path / "sub" / ".airflowignore", "b.py\n")
+
+    # when it is listed, then only what Airflow would parse is there
+    assert [p.relative_to(tmp_path).as_posix() for p in dag_files_list(tmp_path)] == [
+        "a.py",
+        "skip_keep.py",
+    ]
+
+
+def test_a_parser_that_cannot_run_stops_the_command(tmp_path, settings):
+    # given no such interpreter
+    settings.DAG_PARSER_PYTHON = str(tmp_path / "no-python")
+    write(tmp_path / "a.py", "from airflow.sdk import DAG\n")
+
+    # when the folder is loaded, then the command ends with a message naming the setting
+    with pytest.raises(CommandError, match="DAG_PARSER_PYTHON"):
+        call_command("declare_dags", "--dags-folder", str(tmp_path), stdout=StringIO())
+    assert not DagImportError.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [pytest.param([], id="neither"), pytest.param(["m.yaml", "--dags-folder", "d"], id="both")],
+)
+def test_declare_dags_takes_a_manifest_or_a_folder(args):
+    with pytest.raises(CommandError, match="either a manifest FILE or --dags-folder DIR"):
+        call_command("declare_dags", *args, stdout=StringIO())
+
+
+def test_a_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(CommandError, match="not a folder"):
+        call_command("declare_dags", "--dags-folder", str(tmp_path / "nope"), stdout=StringIO())
