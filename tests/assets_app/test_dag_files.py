@@ -429,6 +429,14 @@ def test_the_docs_example_loads_as_documented(tmp_path):
     assert not report.is_paused
     assert DagTask.objects.get(dag=export, task_id="report").upstream == ["export"]
 
+    # and the page's dag_processor command runs (one pass here): the folder is unchanged
+    assert len(commands) == 2
+    program, manage, command, dags, *options = commands[1].split()
+    assert (program, manage, command, dags) == ("python", "manage.py", "dag_processor", "dags")
+    out = StringIO()
+    call_command(command, str(folder), *options, "--once", stdout=out)
+    assert f"unchanged {folder / 'orders.py'}: orders_export, orders_report" in out.getvalue()
+
 
 def test_the_folder_is_walked_as_airflow_walks_it(tmp_path):
     # given DAG files, a helper module, ignored files and folders, and a re-included one
