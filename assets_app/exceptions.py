@@ -43,6 +43,13 @@ class AssetConflictError(ManifestError):
     code = "active_asset_conflict"
 
 
+class DagParserError(InvalidInputError):
+    """The DAG parser cannot run at all (no such interpreter, no Airflow in it, no such
+    folder): a setup problem, not a broken DAG file."""
+
+    code = "dag_parser_unavailable"
+
+
 class InvalidAssetExpression(InvalidInputError):  # noqa: N818 - named after what it is
     """A stored ``Dag.asset_expression`` is not in the documented JSON form."""
 

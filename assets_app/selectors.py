@@ -18,6 +18,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     Dag,
+    DagImportError,
     DagRun,
     DagScheduleAssetReference,
     TaskInletAssetReference,
@@ -164,6 +165,12 @@ def queued_events_query(
 
 def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
     return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)
+
+
+def import_error_list() -> QuerySet[DagImportError]:
+    """DAG files that failed to load, for both operator faces (``/api/v1/import-errors`` and
+    ``/api/v2/importErrors``)."""
+    return DagImportError.objects.all()
 
 
 def dag_list() -> QuerySet[Dag]:

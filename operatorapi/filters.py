@@ -31,6 +31,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     Dag,
+    DagImportError,
     DagRun,
     DagRunAssetEvent,
     DagRunState,
@@ -166,6 +167,16 @@ class DagFilter(django_filters.FilterSet):
 
     class Meta:
         model = Dag
+        fields: list[str] = []
+
+
+class ImportErrorFilter(django_filters.FilterSet):
+    filename = _text(
+        "filename", "The import error of this file (its absolute path).", max_length=2000
+    )
+
+    class Meta:
+        model = DagImportError
         fields: list[str] = []
 
 

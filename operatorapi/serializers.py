@@ -28,6 +28,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     Dag,
+    DagImportError,
     DagRun,
 )
 from assets_app.validators import json_value_problem
@@ -119,6 +120,15 @@ class AssetEventSerializer(serializers.ModelSerializer[AssetEvent]):
             "source_aliases",
             "created_dagruns",
         ]
+
+
+class ImportErrorSerializer(serializers.ModelSerializer[DagImportError]):
+    """A DAG file that failed to load: its path, when, and Airflow's traceback (or the
+    features the registry refused)."""
+
+    class Meta:
+        model = DagImportError
+        fields = ["id", "filename", "timestamp", "stacktrace"]
 
 
 class DagSerializer(serializers.ModelSerializer[Dag]):

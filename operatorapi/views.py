@@ -44,6 +44,7 @@ from operatorapi.filters import (
     AssetFilter,
     DagFilter,
     DagRunFilter,
+    ImportErrorFilter,
     QueueFilter,
     StrictFilterBackend,
 )
@@ -237,6 +238,19 @@ class DagViewSet(ReadOnlyViewSet):
 
 
 @documented(plural="DAG runs", one="DAG run", order="Newest first (by id).")
+@documented(
+    plural="import errors",
+    one="import error",
+    order="By file path. One per DAG file that failed to load (Airflow's import errors): its "
+    "traceback, or the features the registry refused; the row goes when the file loads again.",
+)
+class ImportErrorViewSet(ReadOnlyViewSet):
+    queryset = shared.import_error_list()
+    serializer_class = s.ImportErrorSerializer
+    filterset_class = ImportErrorFilter
+    cursor_ordering = ("filename",)
+
+
 class DagRunViewSet(ReadOnlyViewSet):
     queryset = shared.dag_run_list()
     serializer_class = s.DagRunSerializer

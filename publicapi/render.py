@@ -12,6 +12,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     Dag,
+    DagImportError,
     DagRun,
     DagRunType,
     TaskInstance,
@@ -28,6 +29,17 @@ def when(value: datetime | None) -> str | None:
 
 def alias(row: AssetAlias) -> dict[str, Any]:
     return {"id": row.pk, "name": row.name, "group": row.group}
+
+
+def import_error(row: DagImportError) -> dict[str, Any]:
+    """Airflow's ``ImportErrorResponse``; every file is in the one ``dags-folder`` bundle."""
+    return {
+        "import_error_id": row.pk,
+        "timestamp": when(row.timestamp),
+        "filename": row.filename,
+        "bundle_name": "dags-folder",
+        "stack_trace": row.stacktrace,
+    }
 
 
 def asset(row: Asset) -> dict[str, Any]:

@@ -91,6 +91,17 @@ SERVED: dict[str, dict[str, list[str]]] = {
         ],
     },
     "/api/v2/dags/{dag_id}": {"get": [], "patch": ["update_mask"]},
+    "/api/v2/importErrors": {
+        "get": [
+            *_PAGE,
+            "order_by",
+            "filename_pattern",
+            "filename_prefix_pattern",
+            "filename",
+            "bundle_name",
+        ]
+    },
+    "/api/v2/importErrors/{import_error_id}": {"get": []},
     "/api/v2/dags/{dag_id}/dagRuns": {
         "get": [*_PAGE, *_DATES, "run_type", "state", "order_by", "run_id_pattern"],
         "post": [],
@@ -145,6 +156,7 @@ EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     # a value the database cannot hold (longer than its column, a NUL in a JSON string)
     ("/api/v2/variables", "post"): {"400": "Bad Request"},
     ("/api/v2/connections", "post"): {"400": "Bad Request"},
+    ("/api/v2/importErrors", "get"): {"400": "Bad Request"},
 }
 
 #: The asset-event body by name and/or uri (apache/airflow#53615), besides Airflow's by id.

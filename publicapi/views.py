@@ -21,6 +21,7 @@ from assets_app.models import (
     Asset,
     AssetAlias,
     Dag,
+    DagImportError,
     DagRun,
     XCom,
 )
@@ -627,6 +628,58 @@ class XComDetailView(PublicView):
 
 
 # --- monitoring -------------------------------------------------------------------------------
+
+
+# --- import errors ----------------------------------------------------------------------------
+
+
+class ImportErrorQuery(Page):
+    filename_pattern: Text | None = None
+    filename_prefix_pattern: Text | None = None
+    filename: Text | None = None
+    bundle_name: Text | None = None
+    order_by: list[Text] | None = None
+
+
+IMPORT_ERROR_ORDER = {
+    "id": "id",
+    "import_error_id": "id",
+    "timestamp": "timestamp",
+    "filename": "filename",
+    "bundle_name": "id",  # one bundle
+    "stacktrace": "stacktrace",
+}
+
+
+class ImportErrorListView(PublicView):
+    required_permissions: ClassVar = {"GET": [V + "dagimporterror"]}
+
+    def get(self, request: Request) -> Response:
+        q = parse(ImportErrorQuery, request.query_params, lists=("order_by",))
+        rows: QuerySet[DagImportError] = selectors.import_error_list()
+        rows = search(rows, "filename", q.filename_pattern, prefix=False)
+        rows = search(rows, "filename", q.filename_prefix_pattern, prefix=True)
+        if q.filename is not None:
+            rows = rows.filter(filename=q.filename)
+        if q.bundle_name is not None and q.bundle_name != "dags-folder":
+            rows = rows.none()
+        rows = rows.order_by(*order_by_parse(q.order_by, allowed=IMPORT_ERROR_ORDER, default="id"))
+        errors, total = page(rows, q)
+        return Response(
+            {"import_errors": [render.import_error(e) for e in errors], "total_entries": total}
+        )
+
+
+class ImportErrorDetailView(PublicView):
+    required_permissions: ClassVar = {"GET": [V + "dagimporterror"]}
+
+    def get(self, request: Request, import_error_id: str) -> Response:
+        found = selectors.import_error_list().filter(pk=path_id(import_error_id)).first()
+        if found is None:
+            raise NotFound(
+                f"The ImportError with import_error_id: `{import_error_id}` was not found"
+            )
+        return Response(render.import_error(found))
 
 
 class VersionView(PublicView):

@@ -160,6 +160,85 @@ def dags_declare(
     )
 
 
+def dags_unchanged(*, manifest: Manifest, fileloc: str) -> bool:
+    """True when :func:`dags_declare` of ``manifest`` for ``fileloc`` would change nothing: the
+    same DAGs (none to mark stale), rows, tasks, assets, aliases, references and active assets.
+    Reads only (a handful of queries); the DAG processor skips the write when it holds."""
+    dag_ids = [decl.dag_id for decl in manifest.dags]
+    if _stale_dag_ids(fileloc=fileloc, kept=dag_ids):
+        return False
+    if not _dag_rows_unchanged(manifest.dags, fileloc=fileloc):
+        return False
+    asset_ids = _declared_asset_ids_if_unchanged(manifest.assets)
+    if asset_ids is None or not _aliases_unchanged(manifest.aliases):
+        return False
+    alias_ids = dict(AssetAlias.objects.filter(name__in=manifest.aliases).values_list("name", "pk"))
+    wanted = _references_wanted(manifest.dags, asset_ids=asset_ids, alias_ids=alias_ids)
+    return all(
+        set(model._default_manager.filter(dag_id__in=dag_ids).values_list(*key_fields))
+        == wanted[model]
+        for model, key_fields in _REFERENCE_TABLES
+    )
+
+
+def _dag_rows_unchanged(dags: tuple[DagDecl, ...], *, fileloc: str) -> bool:
+    """Every declared DAG is stored, from ``fileloc``, with exactly the declared row and
+    tasks."""
+    stored = Dag.objects.in_bulk([decl.dag_id for decl in dags])
+    if len(stored) != len(dags):
+        return False
+    fields = ("is_paused", "is_stale", "asset_expression", *DECLARED_SCHEDULE_FIELDS, "task_ids")
+    now = timezone.now()
+    for decl in dags:
+        have = stored[decl.dag_id]
+        paused = decl.is_paused if decl.is_paused is not None else have.is_paused
+        want = _dag_row(decl, is_paused=paused, fileloc=fileloc, now=now)
+        if any(getattr(have, name) != getattr(want, name) for name in (*fields, "fileloc")):
+            return False
+
+    def task_key(task: DagTask) -> tuple[Any, ...]:
+        values = (getattr(task, name) for name in _DAG_TASK_FIELDS)
+        return tuple(tuple(value) if isinstance(value, list) else value for value in values)
+
+    have_tasks = DagTask.objects.filter(dag_id__in=[decl.dag_id for decl in dags])
+    return {task_key(task) for task in have_tasks} == {
+        task_key(task) for task in _dag_task_rows(dags)
+    }
+
+
+def _declared_asset_ids_if_unchanged(
+    wanted: Mapping[AssetUniqueKey, AssetDecl],
+) -> dict[AssetUniqueKey, int] | None:
+    """The declared assets' ids when each is stored with its declared group/extra and is
+    active; ``None`` otherwise."""
+    rows = Asset.objects.filter(
+        name__in={key.name for key in wanted}, uri__in={key.uri for key in wanted}
+    )
+    ids: dict[AssetUniqueKey, int] = {}
+    now = timezone.now()
+    for asset in rows:
+        decl = wanted.get(AssetUniqueKey(name=asset.name, uri=asset.uri))
+        if decl is not None:
+            if _asset_apply(asset, decl, now=now):
+                return None
+            ids[decl.key] = asset.pk
+    if len(ids) != len(wanted):
+        return None
+    if AssetActive.objects.filter(asset_id__in=ids.values()).count() != len(ids):
+        return None
+    return ids
+
+
+def _aliases_unchanged(wanted: Mapping[str, AliasDecl]) -> bool:
+    """Every declared alias is stored, with its declared group."""
+    if not wanted:
+        return True
+    groups = dict(AssetAlias.objects.filter(name__in=wanted).values_list("name", "group"))
+    return groups.keys() == wanted.keys() and all(
+        decl.group is None or groups[name] == decl.group for name, decl in wanted.items()
+    )
+
+
 @transaction.atomic
 def dags_set_paused(*, dag_ids: Iterable[str], is_paused: bool) -> int:
     """Pause or unpause DAGs; returns how many rows changed."""
@@ -191,32 +270,12 @@ def _dags_upsert(
         if decl.is_paused is not None:
             return decl.is_paused
         stored = existing.get(decl.dag_id)
-        return stored.is_paused if stored is not None else False
+        if stored is not None:
+            return stored.is_paused
+        return bool(decl.is_paused_upon_creation)
 
     Dag.objects.bulk_create(
-        [
-            Dag(
-                dag_id=decl.dag_id,
-                is_paused=is_paused(decl),
-                is_stale=False,
-                asset_expression=(
-                    condition_expression(decl.schedule) if decl.schedule is not None else None
-                ),
-                timetable=decl.timetable.as_json() if decl.timetable is not None else None,
-                timetable_summary=decl.timetable_summary,
-                start_date=decl.start_date,
-                end_date=decl.end_date,
-                catchup=decl.catchup,
-                max_active_runs=decl.max_active_runs,
-                max_active_tasks=decl.max_active_tasks,
-                one_run_per_event=decl.one_run_per_event,
-                tags=list(decl.tags),
-                task_ids=decl.task_ids,
-                fileloc=fileloc,
-                last_parsed_time=now,
-            )
-            for decl in dags
-        ],
+        [_dag_row(decl, is_paused=is_paused(decl), fileloc=fileloc, now=now) for decl in dags],
         update_conflicts=True,
         unique_fields=["dag_id"],
         update_fields=[
@@ -228,6 +287,30 @@ def _dags_upsert(
             "fileloc",
             "last_parsed_time",
         ],
+    )
+
+
+def _dag_row(decl: DagDecl, *, is_paused: bool, fileloc: str, now: datetime) -> Dag:
+    """The ``dag`` row a declaration stores (unsaved)."""
+    return Dag(
+        dag_id=decl.dag_id,
+        is_paused=is_paused,
+        is_stale=False,
+        asset_expression=(
+            condition_expression(decl.schedule) if decl.schedule is not None else None
+        ),
+        timetable=decl.timetable.as_json() if decl.timetable is not None else None,
+        timetable_summary=decl.timetable_summary,
+        start_date=decl.start_date,
+        end_date=decl.end_date,
+        catchup=decl.catchup,
+        max_active_runs=decl.max_active_runs,
+        max_active_tasks=decl.max_active_tasks,
+        one_run_per_event=decl.one_run_per_event,
+        tags=list(decl.tags),
+        task_ids=decl.task_ids,
+        fileloc=fileloc,
+        last_parsed_time=now,
     )
 
 
@@ -245,28 +328,45 @@ DECLARED_SCHEDULE_FIELDS = (
 )
 
 
+def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
+    """The ``dag_task`` rows the declarations store (unsaved)."""
+    return [
+        DagTask(
+            dag_id=decl.dag_id,
+            task_id=task.task_id,
+            retries=task.retries,
+            retry_delay=task.retry_delay,
+            callable=task.callable,
+            airflow_dag_file=task.airflow_dag_file,
+            upstream=list(task.upstream),
+            trigger_rule=task.trigger_rule,
+            is_leaf=task.task_id in leaves,
+        )
+        for decl in dags
+        for leaves in [decl.leaf_task_ids]
+        for task in decl.tasks
+    ]
+
+
+#: The ``dag_task`` fields a declaration sets.
+_DAG_TASK_FIELDS = (
+    "dag_id",
+    "task_id",
+    "retries",
+    "retry_delay",
+    "callable",
+    "airflow_dag_file",
+    "upstream",
+    "trigger_rule",
+    "is_leaf",
+)
+
+
 def _dag_tasks_sync(dags: Iterable[DagDecl]) -> None:
     """Each declared DAG's ``DagTask`` rows become exactly its declared tasks."""
     dags = list(dags)
     DagTask.objects.filter(dag_id__in=[decl.dag_id for decl in dags]).delete()
-    DagTask.objects.bulk_create(
-        [
-            DagTask(
-                dag_id=decl.dag_id,
-                task_id=task.task_id,
-                retries=task.retries,
-                retry_delay=task.retry_delay,
-                callable=task.callable,
-                airflow_dag_file=task.airflow_dag_file,
-                upstream=list(task.upstream),
-                trigger_rule=task.trigger_rule,
-                is_leaf=task.task_id in leaves,
-            )
-            for decl in dags
-            for leaves in [decl.leaf_task_ids]
-            for task in decl.tasks
-        ]
-    )
+    DagTask.objects.bulk_create(_dag_task_rows(dags))
 
 
 def _dags_mark_stale(dag_ids: list[str], *, now: datetime) -> None:

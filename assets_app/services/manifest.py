@@ -6,6 +6,7 @@ when the file name ends in ``.json``)::
     dags:
       - dag_id: asset_s3_bucket_producer     # 1-250 chars of letters, digits, _ . -
         is_paused: false                     # optional; default false on creation, kept after
+        is_paused_upon_creation: true        # optional: the pause a new DAG gets (kept after)
         airflow_dag_file: dags/producer.py   # optional: a real Airflow DAG file runs the tasks
         tasks:
           - task_id: produce_asset_events
@@ -128,6 +129,9 @@ class TaskDecl:
 class DagDecl:
     dag_id: str
     is_paused: bool | None = None  # None: keep the stored value (False for a new DAG)
+    #: the pause a DAG gets when it is created (Airflow's ``is_paused_upon_creation``); a DAG
+    #: that exists keeps its own (``is_paused`` overrides both)
+    is_paused_upon_creation: bool | None = None
     tasks: tuple[TaskDecl, ...] = ()
     schedule: Condition | None = None  # the asset condition, if asset-scheduled
     timetable: Timetable | None = None  # the time schedule, if time-scheduled
@@ -375,6 +379,7 @@ _TASK_KEYS = {
 _DAG_KEYS = {
     "dag_id",
     "is_paused",
+    "is_paused_upon_creation",
     "tasks",
     "schedule",
     "airflow_dag_file",
@@ -497,6 +502,9 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
     is_paused = spec.get("is_paused")
     if is_paused is not None and not isinstance(is_paused, bool):
         raise ManifestError(f"{where}.is_paused: expected true or false")
+    on_creation = spec.get("is_paused_upon_creation")
+    if on_creation is not None and not isinstance(on_creation, bool):
+        raise ManifestError(f"{where}.is_paused_upon_creation: expected true or false")
     airflow_dag_file = spec.get("airflow_dag_file", "")
     if not isinstance(airflow_dag_file, str) or (
         airflow_dag_file and not airflow_dag_file.endswith(".py")
@@ -531,6 +539,7 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
     return DagDecl(
         dag_id=dag_id,
         is_paused=is_paused,
+        is_paused_upon_creation=on_creation,
         tasks=tasks,
         schedule=schedule,
         timetable=timetable,

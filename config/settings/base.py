@@ -1,5 +1,6 @@
 """Settings shared by every environment. Everything configurable comes from ``config.env``."""
 
+import sys
 from pathlib import Path
 
 import django_stubs_ext
@@ -169,6 +170,19 @@ TASK_QUEUED_TIMEOUT = env.float("TASK_QUEUED_TIMEOUT", default=600.0)
 # it writes one log file per task-instance try.
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")
 WORKER_LOG_DIR = Path(env("WORKER_LOG_DIR", default=str(DATA_DIR / "task_logs")))
+
+# The DAG-file loader (assets_app.services.dag_files): Airflow's parser runs in a subprocess
+# under DAG_PARSER_PYTHON (an interpreter with apache-airflow-core; default: this one), one
+# file per process, DAG_PARSER_PROCESSES at a time ([dag_processor] parsing_processes).
+# DAGBAG_IMPORT_TIMEOUT is Airflow's [core] dagbag_import_timeout (the import itself),
+# DAG_FILE_PROCESSOR_TIMEOUT its [dag_processor] dag_file_processor_timeout (the process is
+# killed after it); DAGS_ARE_PAUSED_AT_CREATION is [core] dags_are_paused_at_creation.
+DAG_PARSER_PYTHON = env("DAG_PARSER_PYTHON", default=sys.executable)
+DAG_PARSER_PROCESSES = env.int("DAG_PARSER_PROCESSES", default=2)
+DAG_PARSER_HOME = Path(env("DAG_PARSER_HOME", default=str(DATA_DIR / "dag_parser")))
+DAGBAG_IMPORT_TIMEOUT = env.float("DAGBAG_IMPORT_TIMEOUT", default=30.0)
+DAG_FILE_PROCESSOR_TIMEOUT = env.float("DAG_FILE_PROCESSOR_TIMEOUT", default=50.0)
+DAGS_ARE_PAUSED_AT_CREATION = env.bool("DAGS_ARE_PAUSED_AT_CREATION", default=True)
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 

@@ -208,6 +208,7 @@ NOT_RUN_AS_WRITTEN = {
 
 #: Pages whose every block one test module of their own runs (it reads the page itself).
 PAGES_RUN_BY = {
+    "dag-files.md": "tests/assets_app/test_dag_files.py",
     "pipelines.md": "tests/worker/test_docs_pipelines.py",
     "public-api.md": "tests/publicapi/test_docs_examples.py",
     "schedules.md": "tests/assets_app/test_docs_schedules.py",

@@ -69,6 +69,7 @@ def test_root_lists_the_resources_schema_and_docs(api):
             ("asset-aliases", "asset-aliases"),
             ("asset-events", "asset-events"),
             ("dags", "dags"),
+            ("import-errors", "import-errors"),
             ("dag-runs", "dag-runs"),
             ("queue", "queue"),
             ("variables", "variables"),

@@ -1,12 +1,16 @@
-"""``manage.py declare_dags FILE``: load a DAG manifest (``assets_app.services.manifest``)."""
+"""``manage.py declare_dags FILE``: load a DAG manifest (``assets_app.services.manifest``);
+``manage.py declare_dags --dags-folder DIR``: load real Airflow DAG files
+(``assets_app.services.dag_files``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors, progress_bar
+from assets_app.services.dag_files import FileOutcome, FileResult, dag_folder_load
 from assets_app.services.dags import DECLARE_STEPS, dags_declare_from_file
 
 
@@ -16,13 +20,26 @@ class Command(BaseCommand):
         "store them with their asset references, like Airflow's DAG processor. Idempotent; DAGs "
         "loaded earlier from the same file but missing now are marked stale. Shows its steps "
         "on a progress bar when stderr is a terminal; prints a one-line summary on stdout, "
-        "warnings and log lines on stderr."
+        "warnings and log lines on stderr. With --dags-folder DIR instead: parse every Airflow "
+        "DAG file of DIR with Airflow's own parser (in a subprocess) and declare what they hold; "
+        "a file that fails to import is recorded as an import error and its DAGs keep their "
+        "last good version."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file", help="path of the manifest (.yaml/.yml, or .json)")
+        parser.add_argument("file", nargs="?", help="path of the manifest (.yaml/.yml, or .json)")
+        parser.add_argument(
+            "--dags-folder",
+            metavar="DIR",
+            help="load the Airflow DAG files (*.py) of this folder instead of a manifest",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if bool(options["file"]) == bool(options["dags_folder"]):
+            raise CommandError("give either a manifest FILE or --dags-folder DIR (not both)")
+        if options["dags_folder"]:
+            self._load_folder(Path(options["dags_folder"]))
+            return
         with (
             domain_errors(),
             progress_bar(self, total=len(DECLARE_STEPS), desc="declaring", unit="step") as bar,
@@ -47,3 +64,32 @@ class Command(BaseCommand):
                 f"activated, {result.deactivated} deactivated{stale}"
             )
         )
+
+    def _load_folder(self, folder: Path) -> None:
+        with domain_errors():
+            result = dag_folder_load(folder=folder, on_file=lambda r: report_file(self, r))
+        errors = result.count(FileOutcome.IMPORT_ERROR) + result.count(
+            FileOutcome.IMPORT_ERROR_UNCHANGED
+        )
+        style = self.style.WARNING if errors else self.style.SUCCESS
+        self.stdout.write(
+            style(
+                f"Loaded {result.folder}: {len(result.files)} file(s), "
+                f"{result.count(FileOutcome.DECLARED)} declared, "
+                f"{result.count(FileOutcome.UNCHANGED)} unchanged, {errors} with import errors, "
+                f"{result.count(FileOutcome.STALE)} gone (DAGs marked stale)"
+            )
+        )
+
+
+def report_file(command: BaseCommand, result: FileResult) -> None:
+    """One line per DAG file on stdout; an import error's text and warnings on stderr (shared
+    with ``manage.py dag_processor``)."""
+    dags = f": {', '.join(result.dag_ids)}" if result.dag_ids else ""
+    stale = f"; marked stale: {', '.join(result.stale_dag_ids)}" if result.stale_dag_ids else ""
+    command.stdout.write(f"{result.outcome.value} {result.path}{dags}{stale}")
+    if result.outcome == FileOutcome.IMPORT_ERROR:
+        command.stderr.write(command.style.ERROR(f"import error in {result.path}:\n{result.error}"))
+    for warning in result.warnings:
+        command.stderr.write(command.style.WARNING(warning))
+    command.stdout.flush()

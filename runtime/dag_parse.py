@@ -1,0 +1,234 @@
+"""Parse one Airflow DAG file with Airflow's own parser and print what the registry declares.
+
+Run as a script by ``assets_app.services.dag_files`` (never imported by the server), under the
+interpreter ``DAG_PARSER_PYTHON`` names — one that has ``apache-airflow-core``::
+
+    python runtime/dag_parse.py /dags/producer.py --bundle /dags
+
+It imports the file with Airflow's ``DagBag`` (its import timeout, its validation and cycle
+checks) and prints one JSON document on stdout::
+
+    {"file": "/dags/producer.py", "dags": [MANIFEST DAG ENTRY, ...], "errors": [TEXT, ...]}
+
+Each DAG entry uses the manifest keys (``assets_app.services.manifest``). ``errors`` holds the
+file's import errors (Airflow's traceback) and one message per feature the registry cannot
+run, naming the DAG, the task and the feature. Whatever the file's code prints goes to stderr,
+so stdout carries only the document. Standalone on purpose: it imports nothing of the
+registry, so the parser interpreter needs only Airflow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import timedelta
+from typing import Any
+
+#: Timetables whose runs the registry's scheduler makes (``assets_app.timetables``).
+_TIME_TIMETABLES = ("CronTriggerTimetable", "DeltaTriggerTimetable", "OnceTimetable")
+
+
+#: The exit status when this interpreter has no Airflow (``dag_files.PARSER_NO_AIRFLOW``).
+NO_AIRFLOW = 3
+
+
+class RefusedError(Exception):
+    """A feature of a DAG the registry cannot run; the message names where and what."""
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _timezone_name(tz: Any) -> str:
+    if isinstance(tz, str):
+        return tz
+    return str(getattr(tz, "name", tz))
+
+
+def _leaf(obj: Any, where: str) -> dict[str, Any]:
+    """An asset, alias or reference as a manifest leaf."""
+    from airflow.sdk import Asset, AssetAlias
+    from airflow.sdk.definitions.asset import AssetNameRef, AssetUriRef
+
+    if isinstance(obj, Asset):
+        if obj.watchers:
+            raise RefusedError(
+                f"{where}: asset {obj.name!r} has watchers (event-driven scheduling through a "
+                "triggerer), which the registry does not run"
+            )
+        try:
+            json.dumps(obj.extra)
+        except (TypeError, ValueError) as exc:
+            raise RefusedError(
+                f"{where}: the extra of asset {obj.name!r} is not JSON: {exc}"
+            ) from None
+        return {"asset": {"name": obj.name, "uri": obj.uri, "group": obj.group, "extra": obj.extra}}
+    if isinstance(obj, AssetAlias):
+        return {"alias": {"name": obj.name, "group": obj.group}}
+    if isinstance(obj, AssetNameRef):
+        return {"asset_ref": {"name": obj.name}}
+    if isinstance(obj, AssetUriRef):
+        return {"asset_ref": {"uri": obj.uri}}
+    raise RefusedError(
+        f"{where}: {type(obj).__name__} {obj!r} is not an Asset, AssetAlias or Asset.ref "
+        "(the only inlets and outlets the registry records)"
+    )
+
+
+def _condition(obj: Any, where: str) -> dict[str, Any]:
+    """An asset schedule (``&`` / ``|`` trees of assets, aliases and refs) as a manifest
+    condition."""
+    from airflow.sdk.definitions.asset import AssetAll, AssetAny
+
+    if isinstance(obj, AssetAll | AssetAny):
+        children = [_condition(child, where) for child in obj.objects]
+        return {"all" if isinstance(obj, AssetAll) else "any": children}
+    return _leaf(obj, where)
+
+
+def _time(timetable: Any, where: str) -> tuple[Any, str]:
+    """A time timetable as a manifest schedule, and the timezone its cron is read in."""
+    kind = type(timetable).__name__
+    if kind == "OnceTimetable":
+        return "@once", "UTC"
+    if kind == "CronTriggerTimetable":
+        if timetable.interval or timetable.run_immediately:
+            raise RefusedError(
+                f"{where}: CronTriggerTimetable with interval= or run_immediately= is not "
+                "supported by the registry (its runs cover the one instant they are due)"
+            )
+        return timetable.expression, _timezone_name(timetable.timezone)
+    if kind == "DeltaTriggerTimetable":
+        if not isinstance(timetable.delta, timedelta) or timetable.interval:
+            raise RefusedError(
+                f"{where}: a relativedelta schedule or DeltaTriggerTimetable(interval=) is not "
+                "supported by the registry (a plain timedelta is)"
+            )
+        return {"timedelta": timetable.delta.total_seconds()}, "UTC"
+    raise RefusedError(
+        f"{where}: the {kind} timetable is not supported by the registry (it runs cron strings "
+        "and presets, timedeltas, @once, asset conditions and AssetOrTimeSchedule)"
+    )
+
+
+def _schedule(dag: Any) -> tuple[Any, str]:
+    """The DAG's schedule as the manifest writes it, and its timezone."""
+    from airflow.sdk.definitions.timetables.assets import AssetOrTimeSchedule
+
+    timetable = dag.timetable
+    kind = type(timetable).__name__
+    where = f"DAG {dag.dag_id!r}, schedule"
+    if "Partition" in kind:
+        raise RefusedError(
+            f"{where}: partitioned schedules ({kind}) are not supported by the registry"
+        )
+    if kind == "NullTimetable":
+        return None, _timezone_name(dag.timezone)
+    if isinstance(timetable, AssetOrTimeSchedule):
+        time, tz = _time(timetable.timetable, where)
+        assets = _condition(timetable.asset_condition, where)
+        return {"asset_or_time": {"assets": assets, "time": time}}, tz
+    if kind == "AssetTriggeredTimetable":
+        return _condition(timetable.asset_condition, where), _timezone_name(dag.timezone)
+    return _time(timetable, where)
+
+
+def _task(dag: Any, task: Any) -> dict[str, Any]:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    where = f"DAG {dag.dag_id!r}, task {task.task_id!r}"
+    if isinstance(task, MappedOperator) or task.get_closest_mapped_task_group() is not None:
+        raise RefusedError(
+            f"{where}: dynamic task mapping (.expand / .expand_kwargs / a mapped task group) "
+            "is not supported by the registry"
+        )
+    if getattr(task, "start_from_trigger", False) or getattr(task, "deferrable", False) is True:
+        raise RefusedError(
+            f"{where}: deferrable operators (deferrable=True, start_from_trigger) need a "
+            "triggerer, which the registry does not have"
+        )
+    return {
+        "task_id": task.task_id,
+        "upstream": sorted(task.upstream_task_ids),
+        "trigger_rule": str(getattr(task.trigger_rule, "value", task.trigger_rule)),
+        "retries": int(task.retries or 0),
+        "retry_delay": task.retry_delay.total_seconds(),
+        "outlets": [_leaf(o, f"{where}, outlets") for o in task.outlets],
+        "inlets": [_leaf(i, f"{where}, inlets") for i in task.inlets],
+    }
+
+
+def dag_entry(dag: Any, *, path: str) -> dict[str, Any]:
+    """One DAG as a manifest entry; raises ``RefusedError`` for what the registry cannot run."""
+    schedule, timezone = _schedule(dag)
+    entry: dict[str, Any] = {
+        "dag_id": dag.dag_id,
+        "airflow_dag_file": path,
+        "tasks": [_task(dag, task) for task in dag.task_dict.values()],
+        "schedule": schedule,
+        "timezone": timezone,
+        "start_date": _iso(dag.start_date),
+        "end_date": _iso(dag.end_date),
+        "catchup": bool(dag.catchup),
+        "max_active_runs": dag.max_active_runs,
+        "max_active_tasks": dag.max_active_tasks,
+        "tags": sorted(dag.tags),
+    }
+    if dag.is_paused_upon_creation is not None:
+        entry["is_paused_upon_creation"] = bool(dag.is_paused_upon_creation)
+    return entry
+
+
+def parse(path: str, *, bundle: str | None) -> dict[str, Any]:
+    """Import ``path`` with Airflow's ``DagBag`` and describe what it holds."""
+    from pathlib import Path
+
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(
+        dag_folder=path,
+        bundle_path=Path(bundle) if bundle else None,
+        bundle_name="dags-folder",
+        safe_mode=False,  # the caller already chose the file
+        collect_dags=True,
+    )
+    errors = [str(text) for _, text in sorted(bag.import_errors.items())]
+    dags = []
+    for dag_id in sorted(bag.dags):
+        try:
+            dags.append(dag_entry(bag.dags[dag_id], path=path))
+        except RefusedError as exc:
+            errors.append(str(exc))
+    return {"file": path, "dags": dags, "errors": errors}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", help="the DAG file (.py)")
+    parser.add_argument("--bundle", help="the DAGs folder the file belongs to")
+    args = parser.parse_args(argv)
+    try:
+        import airflow.dag_processing.dagbag  # noqa: F401
+    except ImportError as exc:
+        sys.stderr.write(
+            f"{sys.executable} cannot parse DAG files: {exc} (install apache-airflow-core, "
+            "pip install -e '.[airflow]', or point DAG_PARSER_PYTHON at an interpreter that "
+            "has it)\n"
+        )
+        return NO_AIRFLOW
+    # stdout carries the document only: the file's own output (print, C code) goes to stderr
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    document = parse(os.path.abspath(args.file), bundle=args.bundle)
+    json.dump(document, out)
+    out.write("\n")
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
