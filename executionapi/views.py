@@ -17,7 +17,7 @@ from typing import Any, TypedDict, TypeVar, cast
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.http import HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
@@ -116,6 +116,13 @@ def _body(request: Request) -> Any:
         missing = {"loc": ["body"], "msg": "Field required", "type": "missing"}
         raise RequestValidationError([missing])
     return request.data
+
+
+def json_answer(data: Any) -> HttpResponseBase:
+    """A 200 with ``data`` as its JSON body, ``null`` included (DRF would send no body)."""
+    if data is None:
+        return JsonResponse(None, safe=False)
+    return Response(data)
 
 
 S = TypeVar("S", bound=BaseSerializer[Any])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from django.db import DatabaseError, connection
+from django.http import HttpResponseBase
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotFound
@@ -44,6 +45,7 @@ from executionapi.views import (
     ExecutionAPIView,
     _body,
     _valid,
+    json_answer,
 )
 
 
@@ -254,15 +256,14 @@ class DagRunPreviousView(ExecutionAPIView):
             **ERRORS,
         },
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponseBase:
         query = _valid(
             dr_s.DagRunPreviousQuerySerializer(data=request.query_params), location="query"
         ).validated_data
         dag_run = selectors.dag_run_previous(
             dag_id=query["dag_id"], logical_date=query["logical_date"], state=query.get("state")
         )
-        body = None if dag_run is None else dr_s.DagRunDetailSerializer(dag_run).data
-        return Response(body)
+        return json_answer(None if dag_run is None else dr_s.DagRunDetailSerializer(dag_run).data)
 
 
 @extend_schema(tags=["Dags"])

@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any, cast
 
 from django.db.models import Q, QuerySet
-from django.http import JsonResponse
+from django.http import HttpResponseBase, JsonResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
@@ -23,7 +23,14 @@ from executionapi import selectors
 from executionapi.serializers import assets as asset_s
 from executionapi.serializers import dag_runs as dr_s
 from executionapi.serializers.common import name_field
-from executionapi.views import ERRORS, NOT_FOUND, ExecutionAPIView, _valid, _valid_query
+from executionapi.views import (
+    ERRORS,
+    NOT_FOUND,
+    ExecutionAPIView,
+    _valid,
+    _valid_query,
+    json_answer,
+)
 
 
 class AssetsByAliasQuerySerializer(serializers.Serializer[Any]):
@@ -192,7 +199,7 @@ class PreviousTaskInstanceView(ExecutionAPIView):
             **ERRORS,
         },
     )
-    def get(self, request: Request, dag_id: str, task_id: str) -> Response:
+    def get(self, request: Request, dag_id: str, task_id: str) -> HttpResponseBase:
         _valid(dr_s.TaskPathSerializer(data=self.kwargs), location="path")
         query = _valid(
             dr_s.PreviousTIQuerySerializer(data=request.query_params), location="query"
@@ -204,7 +211,7 @@ class PreviousTaskInstanceView(ExecutionAPIView):
             logical_date=query.get("logical_date"),
             state=query.get("state"),
         )
-        return Response(None if ti is None else dr_s.PreviousTIResponseSerializer(ti).data)
+        return json_answer(None if ti is None else dr_s.PreviousTIResponseSerializer(ti).data)
 
 
 @extend_schema(tags=["Task Instances"])

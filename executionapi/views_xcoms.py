@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponseBase
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -13,7 +14,14 @@ from rest_framework.response import Response
 
 from executionapi import selectors
 from executionapi.serializers import xcoms as xcom_s
-from executionapi.views import ERRORS, NOT_FOUND, ExecutionAPIView, _valid, _valid_query
+from executionapi.views import (
+    ERRORS,
+    NOT_FOUND,
+    ExecutionAPIView,
+    _valid,
+    _valid_query,
+    json_answer,
+)
 
 JSON_VALUE = {"description": "Any JSON value", "nullable": True}
 
@@ -54,7 +62,7 @@ class XComItemView(ExecutionAPIView):
     )
     def get(
         self, request: Request, dag_id: str, run_id: str, task_id: str, key: str, offset: str
-    ) -> Response:
+    ) -> HttpResponseBase:
         path = _valid(xcom_s.XComItemPathSerializer(data=self.kwargs), location="path")
         address: dict[str, Any] = dict(path.validated_data)
         position = address.pop("offset")
@@ -69,4 +77,4 @@ class XComItemView(ExecutionAPIView):
                     ),
                 }
             )
-        return Response(xcom.value)
+        return json_answer(xcom.value)
