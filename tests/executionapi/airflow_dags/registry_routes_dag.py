@@ -64,12 +64,7 @@ with DAG(dag_id="registry_routes", schedule=None, catchup=False):
             "previous_run": previous_run.run_id if previous_run else None,
             "previous_ti": previous_ti.run_id if previous_ti else None,
             "dag": {"dag_id": dag.dag_id, "tags": dag.tags, "is_paused": dag.is_paused},
-            "breadcrumbs": [
-                crumb["task_id"]
-                for crumb in ti.get_task_breadcrumbs(
-                    dag_id="registry_routes", run_id=dag_run.run_id
-                )
-            ],
+            "breadcrumbs": [crumb["task_id"] for crumb in crumbs],
         }
 
     push() >> pull() >> templated >> trigger >> ask()
