@@ -27,7 +27,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer, Serializer
+from rest_framework.serializers import BaseSerializer, ListField, Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
@@ -137,8 +137,16 @@ def _valid(serializer: S, *, location: str = "body") -> S:
 
 
 def _valid_query(serializer_class: type[S], request: Request) -> S:
-    """The query parameters (the last value of a repeated one), once valid; else a 422."""
-    return _valid(serializer_class(data=request.query_params.dict()), location="query")
+    """The query parameters, once valid; else a 422. A list field takes every value of its
+    repeated parameter (``run_ids=a&run_ids=b``), any other field the last one; an empty
+    value is a value (``state=`` is no state: a 422), not an omitted parameter."""
+    params = request.query_params
+    fields: Any = getattr(serializer_class(), "fields", {})
+    data = {
+        name: params.getlist(name) if isinstance(fields.get(name), ListField) else params[name]
+        for name in params
+    }
+    return _valid(serializer_class(data=data), location="query")
 
 
 #: What any route may answer before the app sees the request: gunicorn's

@@ -45,6 +45,7 @@ from executionapi.views import (
     ExecutionAPIView,
     _body,
     _valid,
+    _valid_query,
     json_answer,
 )
 
@@ -229,9 +230,7 @@ class DagRunCountView(ExecutionAPIView):
         responses={200: OpenApiResponse({"type": "integer"}), **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        query = _valid(
-            dr_s.DagRunCountQuerySerializer(data=request.query_params), location="query"
-        ).validated_data
+        query = _valid_query(dr_s.DagRunCountQuerySerializer, request).validated_data
         count = selectors.dag_runs_count(
             dag_id=query["dag_id"],
             logical_dates=query.get("logical_dates", ()),
@@ -257,9 +256,7 @@ class DagRunPreviousView(ExecutionAPIView):
         },
     )
     def get(self, request: Request) -> HttpResponseBase:
-        query = _valid(
-            dr_s.DagRunPreviousQuerySerializer(data=request.query_params), location="query"
-        ).validated_data
+        query = _valid_query(dr_s.DagRunPreviousQuerySerializer, request).validated_data
         dag_run = selectors.dag_run_previous(
             dag_id=query["dag_id"], logical_date=query["logical_date"], state=query.get("state")
         )

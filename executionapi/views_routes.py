@@ -140,9 +140,7 @@ class TaskInstanceCountView(ExecutionAPIView):
         responses={200: OpenApiResponse({"type": "integer"}), **NOT_FOUND, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        query = _valid(
-            dr_s.TaskInstanceCountQuerySerializer(data=request.query_params), location="query"
-        ).validated_data
+        query = _valid_query(dr_s.TaskInstanceCountQuerySerializer, request).validated_data
         tis = _task_instances(query)
         if query.get("task_group_id"):
             members = _group_task_ids(query["dag_id"], query["task_group_id"])
@@ -168,9 +166,7 @@ class TaskInstanceStatesView(ExecutionAPIView):
         responses={200: dr_s.TaskStatesResponseSerializer, **NOT_FOUND, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        query = _valid(
-            dr_s.TaskInstancesQuerySerializer(data=request.query_params), location="query"
-        ).validated_data
+        query = _valid_query(dr_s.TaskInstancesQuerySerializer, request).validated_data
         fields = ("run_id", "task_id", "map_index", "state")
         rows = list(_task_instances(query).values_list(*fields))
         if query.get("task_group_id"):
@@ -201,9 +197,7 @@ class PreviousTaskInstanceView(ExecutionAPIView):
     )
     def get(self, request: Request, dag_id: str, task_id: str) -> HttpResponseBase:
         _valid(dr_s.TaskPathSerializer(data=self.kwargs), location="path")
-        query = _valid(
-            dr_s.PreviousTIQuerySerializer(data=request.query_params), location="query"
-        ).validated_data
+        query = _valid_query(dr_s.PreviousTIQuerySerializer, request).validated_data
         ti = selectors.task_instance_previous(
             dag_id=dag_id,
             task_id=task_id,

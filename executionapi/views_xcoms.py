@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponseBase
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -58,6 +58,18 @@ class XComItemView(ExecutionAPIView):
     @extend_schema(
         operation_id="get_mapped_xcom_by_index",
         summary="Get a single XCom value from a mapped task by sequence index",
+        parameters=[
+            OpenApiParameter(
+                "offset",
+                {
+                    "type": "integer",
+                    "minimum": -xcom_s.OFFSET_LIMIT,
+                    "maximum": xcom_s.OFFSET_LIMIT,
+                },
+                OpenApiParameter.PATH,
+                description="Position in map-index order; negative counts from the end",
+            )
+        ],
         responses={200: OpenApiResponse(JSON_VALUE), **NOT_FOUND, **ERRORS},
     )
     def get(

@@ -24,6 +24,16 @@ from executionapi.serializers.common import (
 )
 from executionapi.serializers.task_instances import DagRunContextSerializer
 
+
+def _query_text(**kwargs: Any) -> serializers.CharField:
+    """A query string as sent: blank allowed (it matches nothing), no NUL (a 422)."""
+    return serializers.CharField(trim_whitespace=False, allow_blank=True, **kwargs)
+
+
+def _query_texts() -> serializers.ListField:
+    return serializers.ListField(child=_query_text(), required=False)
+
+
 # --- POST /dag-runs/{dag_id}/{run_id} -------------------------------------------------------
 
 
@@ -80,7 +90,7 @@ class DagRunStateResponseSerializer(serializers.Serializer[Any]):
 
 
 class DagRunPreviousQuerySerializer(serializers.Serializer[Any]):
-    dag_id = serializers.CharField(trim_whitespace=False)
+    dag_id = _query_text()
     logical_date = AwareDateTimeField()
     state = serializers.ChoiceField(choices=DagRunState.choices, required=False)
 
@@ -88,14 +98,10 @@ class DagRunPreviousQuerySerializer(serializers.Serializer[Any]):
 class DagRunCountQuerySerializer(serializers.Serializer[Any]):
     """``GET /dag-runs/count``: the list parameters repeat (``run_ids=a&run_ids=b``)."""
 
-    dag_id = serializers.CharField(trim_whitespace=False)
+    dag_id = _query_text()
     logical_dates = serializers.ListField(child=AwareDateTimeField(), required=False)
-    run_ids = serializers.ListField(
-        child=serializers.CharField(trim_whitespace=False), required=False
-    )
-    states = serializers.ListField(
-        child=serializers.CharField(trim_whitespace=False), required=False
-    )
+    run_ids = _query_texts()
+    states = _query_texts()
 
 
 # --- GET /dags/{dag_id} ------------------------------------------------------------------------
@@ -141,21 +147,17 @@ class DagResponseSerializer(serializers.Serializer[Dag]):
 class TaskInstancesQuerySerializer(serializers.Serializer[Any]):
     """The filters ``count`` and ``states`` share (list parameters repeat)."""
 
-    dag_id = serializers.CharField(trim_whitespace=False)
+    dag_id = _query_text()
     map_index = QueryIntegerField(required=False, min_value=-INTEGER_MAX, max_value=INTEGER_MAX)
-    task_ids = serializers.ListField(
-        child=serializers.CharField(trim_whitespace=False), required=False
-    )
-    task_group_id = serializers.CharField(trim_whitespace=False, required=False)
+    task_ids = _query_texts()
+    task_group_id = _query_text(required=False)
     logical_dates = serializers.ListField(child=AwareDateTimeField(), required=False)
-    run_ids = serializers.ListField(
-        child=serializers.CharField(trim_whitespace=False), required=False
-    )
+    run_ids = _query_texts()
 
 
 class TaskInstanceCountQuerySerializer(TaskInstancesQuerySerializer):
     states = serializers.ListField(
-        child=serializers.CharField(trim_whitespace=False),
+        child=_query_text(),
         required=False,
         help_text='Task instance states; "null" stands for no state',
     )
@@ -190,8 +192,8 @@ class PreviousTIResponseSerializer(serializers.Serializer[Any]):
 
 
 class BreadcrumbsQuerySerializer(serializers.Serializer[Any]):
-    dag_id = serializers.CharField(trim_whitespace=False)
-    run_id = serializers.CharField(trim_whitespace=False)
+    dag_id = _query_text()
+    run_id = _query_text()
 
 
 class BreadcrumbSerializer(serializers.Serializer[Any]):

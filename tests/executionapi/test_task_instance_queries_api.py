@@ -181,3 +181,29 @@ def test_breadcrumbs_are_the_finished_task_instances_of_a_run(caller, tis):
     ]
     assert set(crumbs[0]) == {"task_id", "map_index", "state", "operator", "duration"}
     assert running.json() == {"breadcrumbs": []}
+
+
+@pytest.mark.parametrize(
+    ("url", "loc"),
+    [
+        pytest.param("/task-instances/previous/d/t?state=", ["query", "state"], id="ti-state"),
+        pytest.param("/task-instances/previous/d/t?map_index=", ["query", "map_index"], id="map"),
+        pytest.param("/task-instances/count?dag_id=d&map_index=", ["query", "map_index"], id="c"),
+        pytest.param(
+            "/dag-runs/previous?dag_id=d&logical_date=2026-01-01T00:00:00Z&state=",
+            ["query", "state"],
+            id="run-state",
+        ),
+    ],
+)
+def test_an_empty_parameter_is_a_value_not_an_omission(caller, url, loc):
+    response = caller.get("/execution" + url)
+
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"][0]["loc"] == loc
+
+
+def test_an_empty_list_item_matches_nothing(caller, tis):
+    response = caller.get("/execution/task-instances/count?dag_id=other&task_ids=")
+
+    assert (response.status_code, response.json()) == (200, 0)
