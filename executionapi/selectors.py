@@ -179,9 +179,9 @@ def xcom_write_refusal(
 def xcoms_of_task(
     *, dag_id: str, run_id: str, task_id: str, key: str, include_prior_dates: bool = False
 ) -> QuerySet[XCom]:
-    """The XComs a task pushed under ``key`` in one run, newest run first; with
-    ``include_prior_dates`` also those of the DAG's runs dated (logical date, else run
-    after) no later than that run, as Airflow's ``XComModel.get_many``."""
+    """The XComs a task pushed under ``key`` in one run; with ``include_prior_dates`` also
+    those of the DAG's runs dated (logical date, else run after) no later than that run,
+    newest run first, as Airflow's ``XComModel.get_many``."""
     xcoms = XCom.objects.filter(dag_id=dag_id, task_id=task_id, key=key)
     if include_prior_dates:
         run_date = (
@@ -189,12 +189,12 @@ def xcoms_of_task(
             .annotate(date=Coalesce("logical_date", "run_after"))
             .values("date")[:1]
         )
-        xcoms = xcoms.alias(
-            run_date=Coalesce("dag_run__logical_date", "dag_run__run_after")
-        ).filter(run_date__lte=Subquery(run_date))
-    else:
-        xcoms = xcoms.filter(run_id=run_id)
-    return xcoms.order_by(F("dag_run__logical_date").desc(nulls_first=True), "-timestamp")
+        return (
+            xcoms.alias(run_date=Coalesce("dag_run__logical_date", "dag_run__run_after"))
+            .filter(run_date__lte=Subquery(run_date))
+            .order_by(F("dag_run__logical_date").desc(nulls_first=True), "-timestamp")
+        )
+    return xcoms.filter(run_id=run_id)  # one value per map index: no order needed, no join
 
 
 def xcom_value_at_offset(xcoms: QuerySet[XCom], *, offset: int) -> XCom | None:

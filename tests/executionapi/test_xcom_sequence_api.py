@@ -207,3 +207,14 @@ def test_reads_need_a_token(mapped):
 
     assert APIClient().get(f"{base}/slice").status_code == 401
     assert APIClient().get(f"{base}/item/0").status_code == 401
+
+
+def test_reading_an_xcom_is_one_query(mapped, django_assert_num_queries):
+    client, base = mapped
+    client.get(base)  # warm up: the token check's imports and caches
+
+    # the XCom row, by its natural key (no join)
+    with django_assert_num_queries(1):
+        response = client.get(base, {"map_index": 3})
+
+    assert response.json()["value"] == {"v": 3}
