@@ -109,10 +109,10 @@ def test_openapi_schema_describes_every_answer(schema):
         for method, operation in item.items()
     ]
     # 12; variables get/put/delete/keys, connections get; by-alias, previous-successful-dagrun,
-    # task-reschedules start_date; health, health/ping; task-instances count, states,
-    # breadcrumbs, previous; xcom slice, item; dag-runs get, trigger, clear, state, count,
-    # previous; dags get
-    assert len(operations) == 35
+    # task-reschedules start_date, skip-downstream; health, health/ping; task-instances count,
+    # states, breadcrumbs, previous; xcom slice, item; dag-runs get, trigger, clear, state,
+    # count, previous; dags get
+    assert len(operations) == 36
     for path, method, operation in operations:
         responses = operation["responses"]
         if path.startswith("/execution/health"):  # no token, no input (as in Airflow)
