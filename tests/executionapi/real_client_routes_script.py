@@ -49,7 +49,7 @@ def main() -> None:
         detail = runs.get_detail("target", "manual__from_task")
         out["detail"] = detail.model_dump(mode="json")
         out["state"] = runs.get_state("target", "r1").state.value
-        out["count_queued"] = runs.get_count("target", states=["queued"]).count
+        out["count_running"] = runs.get_count("target", states=["running"]).count
         out["count_runs"] = runs.get_count("target", run_ids=["r0", "r1", "nope"]).count
         previous = runs.get_previous("target", logical_date=JAN_9)
         out["previous_run"] = previous.dag_run.run_id if previous.dag_run else None

@@ -32,7 +32,7 @@ def target():
 # --- POST /dag-runs/{dag_id}/{run_id} ----------------------------------------------------------
 
 
-def test_trigger_creates_a_queued_run_with_a_task_instance_per_task(caller, target):
+def test_trigger_creates_a_running_run_with_a_task_instance_per_task(caller, target):
     response = caller.post(
         "/execution/dag-runs/target/manual__2026-01-03T00:00:00+00:00",
         {"logical_date": "2026-01-03T00:00:00+00:00", "conf": {"x": 1}},
@@ -44,7 +44,7 @@ def test_trigger_creates_a_queued_run_with_a_task_instance_per_task(caller, targ
     run = DagRun.objects.get(dag_id="target")
     assert (run.run_id, run.state, run.conf) == (
         "manual__2026-01-03T00:00:00+00:00",
-        "queued",
+        "running",  # admitted at once: the DAG has room
         {"x": 1},
     )
     assert run.logical_date == JAN[2]
@@ -161,7 +161,7 @@ def test_clear_runs_the_finished_task_instances_again(caller, target):
     assert states == {"a": "scheduled", "b": "scheduled"}
     assert TaskInstance.objects.get(run_id="r1", task_id="a").try_number == failed.try_number + 1
     run.refresh_from_db()
-    assert run.state == "queued"
+    assert run.state == "running"  # re-admitted at once
 
 
 def test_clear_a_run_with_a_running_task_is_409(caller, target):

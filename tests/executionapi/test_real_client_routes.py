@@ -81,14 +81,14 @@ def test_real_client_reads_and_triggers_through_the_new_routes(
     assert (triggered.conf, triggered.logical_date) == ({"a": 1}, datetime(2026, 1, 9, tzinfo=UTC))
     assert out["detail"]["run_id"] == "manual__from_task"
     assert out["detail"]["conf"] == {"a": 1}
-    assert out["detail"]["state"] == "queued"
+    assert out["detail"]["state"] == "running"
     assert out["detail"]["logical_date"] == "2026-01-09T00:00:00Z"
     # the reset cleared r0: its failed task instances run again
     assert set(TaskInstance.objects.filter(run_id="r0").values_list("state", flat=True)) == {
         "scheduled"
     }
     assert out["state"] == "success"
-    assert out["count_queued"] == 2  # the triggered run and the cleared r0
+    assert out["count_running"] == 2  # the triggered run and the cleared r0
     assert out["count_runs"] == 2
     assert out["previous_run"] == "r1"
     assert out["previous_none"] is None

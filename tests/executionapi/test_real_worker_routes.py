@@ -128,11 +128,12 @@ def test_real_worker_tasks_pull_xcoms_trigger_a_dag_and_read_other_runs(
     templated = TaskInstance.objects.get(dag_id=DAG_ID, run_id=run_id, task_id="templated")
     assert templated.rendered_fields["op_kwargs"] == {"value": "3 rows"}
 
-    # TriggerDagRunOperator: a queued run of the target with the conf, its run id pushed
+    # TriggerDagRunOperator: a run of the target (running at once: it has room) with the
+    # conf, its run id pushed
     triggered = DagRun.objects.get(dag_id=TARGET)
     assert (triggered.run_id, triggered.state, triggered.conf) == (
         "manual__triggered_by_a_task",
-        "queued",
+        "running",
         {"from": "registry_routes"},
     )
     assert list(triggered.task_instances.values_list("task_id", "state")) == [("noop", "scheduled")]
@@ -142,7 +143,7 @@ def test_real_worker_tasks_pull_xcoms_trigger_a_dag_and_read_other_runs(
     asked = xcoms[("ask", "return_value")]
     assert asked == {
         "dr_count": 1,
-        "dagrun_state": "queued",
+        "dagrun_state": "running",
         "ti_count": 4,  # push, pull, templated, trigger (ask itself was running)
         "task_states": {
             run_id: {
