@@ -174,7 +174,7 @@ CONFLICT = {409: OpenApiResponse(common.ErrorResponseSerializer, description="Co
 
 
 class ExecutionAPIView(APIView):
-    """Base: bearer-JWT auth, JSON only, SPEC error shapes, token refresh, the version
+    """Base: bearer-JWT auth, JSON only, Airflow's error shapes, token refresh, the version
     header."""
 
     authentication_classes = [TaskRunnerTokenAuthentication]

@@ -1,4 +1,4 @@
-"""Task-instance state transitions driven by the execution API (SPEC §3.1, §3.2).
+"""Task-instance state transitions driven by the execution API (docs/api-execution.md).
 
 Each public function is one transaction that first locks the task-instance row
 (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the ``BEGIN IMMEDIATE`` transaction
@@ -206,7 +206,7 @@ def _apply_rendered_map_index(
 def task_instance_state_update(
     *, task_instance_id: uuid.UUID | str, payload: StatePayload
 ) -> StateUpdateOutcome:
-    """Apply a state patch (SPEC §3.1) to a ``running`` task instance.
+    """Apply a state patch (docs/api-execution.md) to a ``running`` task instance.
 
     The same state as stored → ``UNCHANGED`` and nothing is written (a retried success never
     duplicates events); otherwise the TI must be ``running``. A success also registers the
@@ -521,7 +521,7 @@ _APPLY: dict[type, Any] = {
 
 
 def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart) -> RunStartResult:
-    """Move a ``queued``/``restarting`` TI to ``running`` (SPEC §3.2 ``/run``).
+    """Move a ``queued``/``restarting`` TI to ``running`` (``/run``, docs/api-execution.md).
 
     A repeat from the same hostname, unixname and pid while running succeeds again without
     writing; anything else raises ``TaskInstanceInvalidStateError``.

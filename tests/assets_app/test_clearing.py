@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import shlex
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -15,6 +14,7 @@ from django.core.management.base import CommandError
 from assets_app.models import Dag, DagRun, DagTask, TaskInstance, TaskInstanceHistory
 from assets_app.services.task_flow import dag_runs_admit
 from assets_app.services.task_instances import task_instances_claim
+from tests.docs.examples import doc_blocks
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
@@ -234,14 +234,16 @@ def test_create_task_instance_on_a_finished_one_says_how_to_clear_it():
     )
 
 
-def test_the_readme_clear_example_prints_what_the_readme_shows():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    match = re.search(
-        r"```sh\n\$ \.venv/bin/python manage\.py (clear_task_instances [^\n]*)\n(.*?)```",
-        readme,
-        re.DOTALL,
+def test_the_docs_clear_example_prints_what_the_docs_show():
+    [block] = [
+        b.body
+        for b in doc_blocks()
+        if b.body.startswith("$ .venv/bin/python manage.py clear_task_instances ")
+    ]
+    match = re.match(
+        r"\$ \.venv/bin/python manage\.py (clear_task_instances [^\n]*)\n(.*)", block, re.DOTALL
     )
-    assert match, "no clear_task_instances example in the README"
+    assert match, block
     command, *args = shlex.split(match.group(1))
     run = DagRunFactory(dag=DagFactory(dag_id="orders"), run_id="manual__1", state="failed")
     TaskInstanceFactory(dag_run=run, task_id="export_orders", state="failed")
