@@ -210,6 +210,7 @@ NOT_RUN_AS_WRITTEN = {
 PAGES_RUN_BY = {
     "pipelines.md": "tests/worker/test_docs_pipelines.py",
     "schedules.md": "tests/assets_app/test_docs_schedules.py",
+    "execution-api.md": "tests/executionapi/test_execution_api_docs.py",
 }
 
 
