@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from assets_app.models import TaskInstance, TaskInstanceState
 from executionapi.authentication import TaskRunner
 
 
@@ -36,4 +38,29 @@ class TokenMatchesTaskInstance(IsTaskRunner):
         try:
             return uuid.UUID(runner.task_instance_id) == uuid.UUID(str(task_instance_id))
         except ValueError:
+            return False
+
+
+class RunningTaskInstanceWrites(IsTaskRunner):
+    """Reads: any valid task token. Writes (any method but ``GET``, ``HEAD`` and
+    ``OPTIONS``): the token's task instance must exist and be running, so that a token whose
+    task is gone or finished writes nothing."""
+
+    message = {
+        "reason": "access_denied",
+        "message": "The token's task instance is not running, so it may not write",
+    }
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if not super().has_permission(request, view):
+            return False
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return True
+        runner = request.user
+        assert isinstance(runner, TaskRunner)  # noqa: S101 - checked by IsTaskRunner; narrows the type
+        try:
+            return TaskInstance.objects.filter(
+                pk=runner.task_instance_id, state=TaskInstanceState.RUNNING
+            ).exists()
+        except (ValueError, TypeError, DjangoValidationError):  # a sub that is no UUID
             return False

@@ -7,11 +7,12 @@ serializer that renders them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator
+from collections.abc import Collection, Generator
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet, prefetch_related_objects
+from django.db.models import F, Prefetch, Q, QuerySet, Subquery, prefetch_related_objects
+from django.db.models.functions import Coalesce
 
 from assets_app.exceptions import AssetNotFoundError, TaskInstanceNotFoundError
 from assets_app.models import (
@@ -19,6 +20,7 @@ from assets_app.models import (
     AssetActive,
     AssetAlias,
     AssetEvent,
+    Dag,
     DagRun,
     DagRunState,
     TaskInletAssetReference,
@@ -26,6 +28,7 @@ from assets_app.models import (
     TaskInstanceState,
     TaskOutletAssetReference,
     TaskReschedule,
+    XCom,
 )
 from assets_app.selectors import asset_events_query
 
@@ -168,3 +171,171 @@ def xcom_write_refusal(
     if own[4] != TaskInstanceState.RUNNING:
         return f"The token's task instance is not running (state {own[4]})"
     return None
+
+
+# --- XCom reads: one value, an offset, a slice (Airflow's ``XComModel.get_many``) ------------
+
+
+def xcoms_of_task(
+    *, dag_id: str, run_id: str, task_id: str, key: str, include_prior_dates: bool = False
+) -> QuerySet[XCom]:
+    """The XComs a task pushed under ``key`` in one run; with ``include_prior_dates`` also
+    those of the DAG's runs dated (logical date, else run after) no later than that run,
+    newest run first, as Airflow's ``XComModel.get_many``."""
+    xcoms = XCom.objects.filter(dag_id=dag_id, task_id=task_id, key=key)
+    if include_prior_dates:
+        run_date = (
+            DagRun.objects.filter(dag_id=dag_id, run_id=run_id)
+            .annotate(date=Coalesce("logical_date", "run_after"))
+            .values("date")[:1]
+        )
+        return (
+            xcoms.alias(run_date=Coalesce("dag_run__logical_date", "dag_run__run_after"))
+            .filter(run_date__lte=Subquery(run_date))
+            .order_by(F("dag_run__logical_date").desc(nulls_first=True), "-timestamp")
+        )
+    return xcoms.filter(run_id=run_id)  # one value per map index: no order needed, no join
+
+
+def xcom_value_at_offset(xcoms: QuerySet[XCom], *, offset: int) -> XCom | None:
+    """The XCom at ``offset`` in map-index order (``-1`` the last, as a Python index);
+    ``None`` past either end."""
+    if offset >= 0:
+        return xcoms.order_by("map_index").only("value")[offset : offset + 1].first()
+    return xcoms.order_by("-map_index").only("value")[-1 - offset : -offset].first()
+
+
+def xcom_values_slice(
+    xcoms: QuerySet[XCom], *, start: int | None, stop: int | None, step: int | None
+) -> list[Any]:
+    """The values of ``xcoms`` in map-index order, sliced as Python slices a list
+    (``values[start:stop:step]``; a step of 0 or none is 1, as Airflow's route): one count
+    and one read of the rows between the first and the last position taken."""
+    positions = range(*slice(start, stop, step or 1).indices(xcoms.count()))
+    if not positions:
+        return []
+    low, high = min(positions), max(positions)
+    window = list(xcoms.order_by("map_index").values_list("value", flat=True)[low : high + 1])
+    if positions.step < 0:
+        window.reverse()
+    return window[:: abs(positions.step)]
+
+
+# --- DAG runs and task instances of a DAG, as a task asks for them ----------------------------
+
+
+def dag_run_detail(*, dag_id: str, run_id: str) -> DagRun | None:
+    """The run, with the events it consumed (for ``DagRunDetailSerializer``)."""
+    dag_run = DagRun.objects.filter(dag_id=dag_id, run_id=run_id).first()
+    return None if dag_run is None else dag_run_consumed_events_prefetch(dag_run=dag_run)
+
+
+def dag_run_previous(
+    *, dag_id: str, logical_date: datetime, state: str | None = None
+) -> DagRun | None:
+    """The DAG's latest run with a logical date before ``logical_date`` (in ``state``)."""
+    runs = DagRun.objects.filter(dag_id=dag_id, logical_date__lt=logical_date)
+    if state is not None:
+        runs = runs.filter(state=state)
+    dag_run = runs.order_by("-logical_date").first()
+    return None if dag_run is None else dag_run_consumed_events_prefetch(dag_run=dag_run)
+
+
+def dag_runs_count(
+    *,
+    dag_id: str,
+    logical_dates: Collection[datetime] = (),
+    run_ids: Collection[str] = (),
+    states: Collection[str] = (),
+) -> int:
+    """How many runs of the DAG match every filter given (Airflow's ``get_dr_count``)."""
+    runs = DagRun.objects.filter(dag_id=dag_id)
+    if logical_dates:
+        runs = runs.filter(logical_date__in=logical_dates)
+    if run_ids:
+        runs = runs.filter(run_id__in=run_ids)
+    if states:
+        runs = runs.filter(state__in=states)
+    return runs.count()
+
+
+def dag_task_group_task_ids(*, dag_id: str, task_group_id: str) -> list[str] | None:
+    """The declared tasks of a task group: those whose id starts ``<group id>.`` (Airflow
+    prefixes a group's task ids with the group's id unless told not to); ``None`` when the
+    DAG has no such task (no such group, as far as the registry knows)."""
+    declared = Dag.objects.filter(dag_id=dag_id).values_list("task_ids", flat=True).first()
+    prefix = f"{task_group_id}."
+    members = [task_id for task_id in declared or () if str(task_id).startswith(prefix)]
+    return members or None
+
+
+def task_instances_of_dag(
+    *,
+    dag_id: str,
+    map_index: int | None = None,
+    task_ids: Collection[str] = (),
+    logical_dates: Collection[datetime] = (),
+    run_ids: Collection[str] = (),
+) -> QuerySet[TaskInstance]:
+    """The DAG's task instances matching every filter given (Airflow's ``get_ti_count`` and
+    ``get_task_states`` before their ``task_group_id`` and ``states``)."""
+    tis = TaskInstance.objects.filter(dag_id=dag_id)
+    if task_ids:
+        tis = tis.filter(task_id__in=task_ids)
+    if map_index is not None:
+        tis = tis.filter(map_index=map_index)
+    if logical_dates:
+        tis = tis.filter(dag_run__logical_date__in=logical_dates)
+    if run_ids:
+        tis = tis.filter(run_id__in=run_ids)
+    return tis
+
+
+def task_instances_with_states(
+    tis: QuerySet[TaskInstance], *, states: Collection[str]
+) -> QuerySet[TaskInstance]:
+    """``tis`` in one of ``states``, where ``"null"`` stands for no state (Airflow's)."""
+    if not states:
+        return tis
+    named = [state for state in states if state != "null"]
+    in_named = Q(state__in=named)
+    return tis.filter(in_named | Q(state__isnull=True) if "null" in states else in_named)
+
+
+def task_instance_previous(
+    *,
+    dag_id: str,
+    task_id: str,
+    map_index: int = -1,
+    logical_date: datetime | None = None,
+    state: str | None = None,
+) -> TaskInstance | None:
+    """The task's instance in the DAG's latest run (by logical date) before
+    ``logical_date`` (when given), in ``state`` (when given), with its run."""
+    tis = TaskInstance.objects.select_related("dag_run").filter(
+        dag_id=dag_id, task_id=task_id, map_index=map_index
+    )
+    if logical_date is not None:
+        tis = tis.filter(dag_run__logical_date__lt=logical_date)
+    if state is not None:
+        tis = tis.filter(state=state)
+    return tis.order_by(F("dag_run__logical_date").desc(nulls_first=True)).first()
+
+
+#: Airflow's ``TerminalTIState``: what a finished try reports.
+TERMINAL_TI_STATES = (
+    TaskInstanceState.SUCCESS,
+    TaskInstanceState.FAILED,
+    TaskInstanceState.SKIPPED,
+    TaskInstanceState.UPSTREAM_FAILED,
+    TaskInstanceState.REMOVED,
+)
+
+
+def task_instance_breadcrumbs(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
+    """The run's finished task instances (Airflow's terminal states), by task and index."""
+    return (
+        TaskInstance.objects.filter(dag_id=dag_id, run_id=run_id, state__in=TERMINAL_TI_STATES)
+        .order_by("task_id", "map_index")
+        .only("task_id", "map_index", "state", "duration")
+    )

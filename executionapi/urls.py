@@ -1,16 +1,17 @@
 """Execution API routes, mounted at ``/execution/``.
 
 No trailing slashes and no redirects. The viewsets are routed by a ``SimpleRouter`` (a
-task instance's id must be a UUID); the XCom route, with four path parameters and a
-``run_id`` that arrives unencoded (``manual__2026-01-01T00:00:00+00:00``), is a plain
-``path()``. Anything else under ``/execution/`` is a JSON 404.
+task instance's id must be a UUID); the XCom and DAG run routes, whose ``run_id`` arrives
+unencoded (``manual__2026-01-01T00:00:00+00:00``), are plain ``path()``s. Anything else
+under ``/execution/`` is a JSON 404. ``docs/execution-api.md`` lists Airflow's routes and
+which are served.
 """
 
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from executionapi import views, views_routes, views_secrets
+from executionapi import views, views_dag_runs, views_routes, views_secrets, views_xcoms
 from executionapi.exceptions import not_found
 
 app_name = "executionapi"
@@ -20,9 +21,25 @@ router.register("task-instances", views.TaskInstanceViewSet, basename="ti")
 router.register("assets", views.AssetViewSet, basename="asset")
 router.register("asset-events", views.AssetEventViewSet, basename="asset-events")
 
+XCOM = "xcoms/<str:dag_id>/<str:run_id>/<str:task_id>/<path:key>"
+
 urlpatterns = [
+    path("health", views_dag_runs.HealthView.as_view(), name="health"),
+    path("health/ping", views_dag_runs.HealthPingView.as_view(), name="health-ping"),
     # before the routers' patterns: ``assets/by-alias`` is not an asset's detail route
     path("assets/by-alias", views_routes.AssetsByAliasView.as_view(), name="assets-by-alias"),
+    path("task-instances/count", views_routes.TaskInstanceCountView.as_view(), name="ti-count"),
+    path("task-instances/states", views_routes.TaskInstanceStatesView.as_view(), name="ti-states"),
+    path(
+        "task-instances/breadcrumbs",
+        views_routes.TaskInstanceBreadcrumbsView.as_view(),
+        name="ti-breadcrumbs",
+    ),
+    path(
+        "task-instances/previous/<str:dag_id>/<str:task_id>",
+        views_routes.PreviousTaskInstanceView.as_view(),
+        name="ti-previous",
+    ),
     path(
         "task-instances/<uuid:task_instance_id>/previous-successful-dagrun",
         views_routes.PreviousSuccessfulDagRunView.as_view(),
@@ -34,11 +51,25 @@ urlpatterns = [
         name="task-reschedule-start-date",
     ),
     *router.urls,
+    # a key may hold slashes (Airflow's ``{key:path}``): ``…/slice`` and ``…/item/{offset}``
+    # are matched first, as in Airflow
+    path(f"{XCOM}/item/<str:offset>", views_xcoms.XComItemView.as_view(), name="xcom-item"),
+    path(f"{XCOM}/slice", views_xcoms.XComSliceView.as_view(), name="xcom-slice"),
+    path(XCOM, views.XComView.as_view(), name="xcom"),
+    path("dag-runs/count", views_dag_runs.DagRunCountView.as_view(), name="dag-run-count"),
+    path("dag-runs/previous", views_dag_runs.DagRunPreviousView.as_view(), name="dag-run-previous"),
     path(
-        "xcoms/<str:dag_id>/<str:run_id>/<str:task_id>/<str:key>",
-        views.XComView.as_view(),
-        name="xcom",
+        "dag-runs/<str:dag_id>/<str:run_id>/clear",
+        views_dag_runs.DagRunClearView.as_view(),
+        name="dag-run-clear",
     ),
+    path(
+        "dag-runs/<str:dag_id>/<str:run_id>/state",
+        views_dag_runs.DagRunStateView.as_view(),
+        name="dag-run-state",
+    ),
+    path("dag-runs/<str:dag_id>/<str:run_id>", views_dag_runs.DagRunView.as_view(), name="dag-run"),
+    path("dags/<str:dag_id>", views_dag_runs.DagView.as_view(), name="dag"),
     path("variables/keys", views_secrets.VariableKeysView.as_view(), name="variable-keys"),
     path("variables/<path:variable_key>", views_secrets.VariableView.as_view(), name="variable"),
     path(

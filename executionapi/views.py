@@ -10,23 +10,24 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypedDict, TypeVar, cast
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.http import HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
-from rest_framework.exceptions import ParseError, PermissionDenied
+from rest_framework.exceptions import NotFound, ParseError, PermissionDenied
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer, Serializer
+from rest_framework.serializers import BaseSerializer, ListField, Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
@@ -54,6 +55,10 @@ from task_sdk.jsonvalues import MAX_JSON_DEPTH
 logger = logging.getLogger(__name__)
 
 API_VERSION_HEADER = "Airflow-API-Version"
+#: The newest version of Airflow 3.3.2's execution API, which a request without the header
+#: gets (Cadwyn's default there).
+LATEST_API_VERSION = "2026-06-30"
+_API_VERSION_FORMAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"  # noqa: S105 - a name, not a secret
 
 
@@ -113,6 +118,13 @@ def _body(request: Request) -> Any:
     return request.data
 
 
+def json_answer(data: Any) -> HttpResponseBase:
+    """A 200 with ``data`` as its JSON body, ``null`` included (DRF would send no body)."""
+    if data is None:
+        return JsonResponse(None, safe=False)
+    return Response(data)
+
+
 S = TypeVar("S", bound=BaseSerializer[Any])
 
 
@@ -125,15 +137,27 @@ def _valid(serializer: S, *, location: str = "body") -> S:
 
 
 def _valid_query(serializer_class: type[S], request: Request) -> S:
-    """The query parameters (the last value of a repeated one), once valid; else a 422."""
-    return _valid(serializer_class(data=request.query_params.dict()), location="query")
+    """The query parameters, once valid; else a 422. A list field takes every value of its
+    repeated parameter (``run_ids=a&run_ids=b``), any other field the last one; an empty
+    value is a value (``state=`` is no state: a 422), not an omitted parameter."""
+    params = request.query_params
+    fields: Any = getattr(serializer_class(), "fields", {})
+    data = {
+        name: params.getlist(name) if isinstance(fields.get(name), ListField) else params[name]
+        for name in params
+    }
+    return _valid(serializer_class(data=data), location="query")
 
 
-ERRORS: dict[int | tuple[int, str], OpenApiResponse] = {
-    # answered by gunicorn before the app sees the request (limit_request_line, 8190 bytes)
+#: What any route may answer before the app sees the request: gunicorn's
+#: ``limit_request_line`` (8190 bytes).
+GATEWAY_ERRORS: dict[int | tuple[int, str], OpenApiResponse] = {
     (414, "text/html"): OpenApiResponse(
         OpenApiTypes.STR, description="Request line (path and query) longer than accepted"
     ),
+}
+ERRORS: dict[int | tuple[int, str], OpenApiResponse] = {
+    **GATEWAY_ERRORS,
     401: OpenApiResponse(common.ErrorResponseSerializer, description="No bearer token"),
     403: OpenApiResponse(common.ErrorResponseSerializer, description="Invalid token or wrong sub"),
     422: OpenApiResponse(common.ValidationErrorResponseSerializer, description="Validation error"),
@@ -150,7 +174,8 @@ CONFLICT = {409: OpenApiResponse(common.ErrorResponseSerializer, description="Co
 
 
 class ExecutionAPIView(APIView):
-    """Base: bearer-JWT auth, JSON only, Airflow's error shapes, token refresh, version logging."""
+    """Base: bearer-JWT auth, JSON only, Airflow's error shapes, token refresh, the version
+    header."""
 
     authentication_classes = [TaskRunnerTokenAuthentication]
     permission_classes = [TokenMatchesTaskInstance]
@@ -171,6 +196,11 @@ class ExecutionAPIView(APIView):
         self, request: Request, response: Response, *args: Any, **kwargs: Any
     ) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
+        # as Cadwyn in Airflow: every answer names the version asked for, else the newest
+        asked = request.headers.get(API_VERSION_HEADER, "")
+        response[API_VERSION_HEADER] = (
+            asked if _API_VERSION_FORMAT.fullmatch(asked) else LATEST_API_VERSION
+        )
         claims = getattr(request, "_auth", None)
         if (
             isinstance(claims, TokenClaims)
@@ -472,12 +502,34 @@ class XComView(ExecutionAPIView):
     @extend_schema(
         operation_id="get_xcom",
         summary="Read an XCom value",
+        description=(
+            "With `offset`, the non-null value at that position in map-index order "
+            "(negative: from the end) instead of the one at `map_index`; with "
+            "`include_prior_dates`, the newest of the DAG's runs up to this one."
+        ),
         parameters=[xcom_s.XComGetQuerySerializer],
         responses={200: xcom_s.XComResponseSerializer, **NOT_FOUND, **ERRORS},
     )
     def get(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
-        value = xcom_services.xcom_get(**self._xcom(xcom_s.XComGetQuerySerializer))
-        return Response(xcom_s.XComResponseSerializer({"key": key, "value": value}).data)
+        path = _valid(xcom_s.XComPathSerializer(data=self.kwargs), location="path")
+        query = _valid_query(xcom_s.XComGetQuerySerializer, request).validated_data
+        xcoms = selectors.xcoms_of_task(
+            **path.validated_data, include_prior_dates=query["include_prior_dates"]
+        )
+        offset = query.get("offset")
+        if offset is not None:
+            xcom = selectors.xcom_value_at_offset(xcoms.filter(value__isnull=False), offset=offset)
+            where = f"offset={offset}"
+        else:
+            xcom = xcoms.filter(map_index=query["map_index"]).only("value").first()
+            where = f"map_index={query['map_index']}"
+        if xcom is None:
+            message = (
+                f"XCom with key={key!r} {where} not found for task {task_id!r} in DAG run "
+                f"{run_id!r} of {dag_id!r}"
+            )
+            raise NotFound({"reason": "not_found", "message": message})
+        return Response(xcom_s.XComResponseSerializer({"key": key, "value": xcom.value}).data)
 
     @extend_schema(
         operation_id="set_xcom",

@@ -11,7 +11,6 @@ response that carries a password and an extra, decrypted, to the task that asked
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -19,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from assets_app.exceptions import ConnectionNotFoundError, VariableNotFoundError
-from assets_app.models import SECRET_ID_LENGTH, TaskInstance, TaskInstanceState
+from assets_app.models import SECRET_ID_LENGTH
 from assets_app.selectors_secrets import (
     connection_get,
     connection_secrets,
@@ -28,8 +27,7 @@ from assets_app.selectors_secrets import (
     variable_value,
 )
 from assets_app.services.variables import variable_delete, variable_set
-from executionapi.authentication import TaskRunner
-from executionapi.permissions import IsTaskRunner
+from executionapi.permissions import IsTaskRunner, RunningTaskInstanceWrites
 from executionapi.serializers import common
 from executionapi.serializers import secrets as secret_s
 from executionapi.views import BODY_ERRORS, ERRORS, NOT_FOUND, ExecutionAPIView, _body, _valid
@@ -37,27 +35,13 @@ from executionapi.views import BODY_ERRORS, ERRORS, NOT_FOUND, ExecutionAPIView,
 logger = logging.getLogger(__name__)
 
 
-class WritesNeedRunningTaskInstance(IsTaskRunner):
+class WritesNeedRunningTaskInstance(RunningTaskInstanceWrites):
     """Reads: any valid task token. Writes: the token's task instance must be running."""
 
     message = {
         "reason": "access_denied",
         "message": "The token's task instance is not running, so it may not write variables",
     }
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        if not super().has_permission(request, view):
-            return False
-        if request.method in ("GET", "HEAD", "OPTIONS"):
-            return True
-        runner = request.user
-        assert isinstance(runner, TaskRunner)  # noqa: S101 - checked by IsTaskRunner; narrows the type
-        try:
-            return TaskInstance.objects.filter(
-                pk=runner.task_instance_id, state=TaskInstanceState.RUNNING
-            ).exists()
-        except (ValueError, TypeError):  # a sub that is no task instance id
-            return False
 
 
 def _storable_key(key: str) -> bool:

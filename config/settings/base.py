@@ -132,6 +132,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",  # the default
         "executionapi.schema.request_bodies_required",
+        "executionapi.schema.nullable_answers",
     ],
 }
 

@@ -1,4 +1,5 @@
-"""``/xcoms/{dag_id}/{run_id}/{task_id}/{key}``: its path and query parameters, its answer."""
+"""``/xcoms/{dag_id}/{run_id}/{task_id}/{key}`` (and its ``/slice`` and ``/item/{offset}``):
+their path and query parameters, their answers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from assets_app.models import ID_LENGTH, XCom
-from executionapi.serializers.common import INTEGER_MAX, QueryIntegerField
+from executionapi.serializers.common import BIGINT_MAX, INTEGER_MAX, QueryIntegerField
 
 
 class XComPathSerializer(serializers.Serializer[Any]):
@@ -32,10 +33,6 @@ class XComQuerySerializer(serializers.Serializer[Any]):
     )
 
 
-class XComGetQuerySerializer(XComQuerySerializer):
-    include_prior_dates = serializers.BooleanField(required=False, default=False)
-
-
 class XComSetQuerySerializer(XComQuerySerializer):
     mapped_length = QueryIntegerField(
         required=False, allow_null=True, min_value=0, max_value=INTEGER_MAX
@@ -46,3 +43,34 @@ class XComSetQuerySerializer(XComQuerySerializer):
 class XComResponseSerializer(serializers.Serializer[Any]):
     key = serializers.CharField()
     value = serializers.JSONField(allow_null=True)
+
+
+#: A sequence position beyond a 64-bit ``OFFSET`` is refused (422) rather than sent to the
+#: database, which would fail on it.
+OFFSET_LIMIT = BIGINT_MAX - 1
+
+
+def offset_field(**kwargs: Any) -> QueryIntegerField:
+    return QueryIntegerField(min_value=-OFFSET_LIMIT, max_value=OFFSET_LIMIT, **kwargs)
+
+
+class XComGetQuerySerializer(XComQuerySerializer):
+    include_prior_dates = serializers.BooleanField(required=False, default=False)
+    offset = offset_field(
+        required=False,
+        help_text="The value at this position in map-index order (-1: the last); "
+        "replaces map_index",
+    )
+
+
+class XComSliceQuerySerializer(serializers.Serializer[Any]):
+    """``…/slice``: Python's ``values[start:stop:step]`` over the values by map index."""
+
+    start = offset_field(required=False)
+    stop = offset_field(required=False)
+    step = offset_field(required=False)
+    include_prior_dates = serializers.BooleanField(required=False, default=False)
+
+
+class XComItemPathSerializer(XComPathSerializer):
+    offset = offset_field()

@@ -212,6 +212,7 @@ PAGES_RUN_BY = {
     "pipelines.md": "tests/worker/test_docs_pipelines.py",
     "public-api.md": "tests/publicapi/test_docs_examples.py",
     "schedules.md": "tests/assets_app/test_docs_schedules.py",
+    "execution-api.md": "tests/executionapi/test_execution_api_docs.py",
 }
 
 
