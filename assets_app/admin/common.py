@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlencode
@@ -12,10 +14,10 @@ from django.contrib import admin
 from django.db.models import Count, Model, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from django.utils import formats, timezone
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.html import escape, format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
+from assets_app.formats import duration_human, timestamp_human
 from assets_app.models import (
     Asset,
     AssetAliasAsset,
@@ -44,9 +46,25 @@ def changelist_url(model_name: str, **params: Any) -> str:
     return f"{url}?{query}" if query else url
 
 
+#: Where a long id may wrap: after a run of ``_``, after ``/`` or ``://``, after a ``.`` not
+#: followed by a digit (so ``asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz`` wraps
+#: after ``__`` and before its suffix, never inside the timestamp, a word or a number).
+_ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D))")
+
+
+def ident(value: Any) -> SafeString:
+    """An id (DAG, task, run, asset, alias) that wraps only between its parts
+    (``<span class="ar-id">`` with ``<wbr>`` at ``_ID_BREAK``), never inside a word."""
+    parts = _ID_BREAK.split(str(value))
+    # split() alternates text and separators: a break opportunity after each separator
+    html = "".join(escape(p) + ("<wbr>" if i % 2 else "") for i, p in enumerate(parts))
+    # every part is escaped above; only the <wbr> breaks are markup
+    return format_html('<span class="ar-id">{}</span>', mark_safe(html))  # noqa: S308
+
+
 def change_link(model_name: str, pk: Any, text: Any) -> SafeString:
-    """A link to the change page of one row."""
-    return format_html('<a href="{}">{}</a>', change_url(model_name, pk), text)
+    """A link to the change page of one row, its text an ``ident``."""
+    return format_html('<a href="{}">{}</a>', change_url(model_name, pk), ident(text))
 
 
 def link_list(links: Iterable[tuple[str, Any]]) -> SafeString | str:
@@ -54,7 +72,7 @@ def link_list(links: Iterable[tuple[str, Any]]) -> SafeString | str:
     pairs = list(links)
     if not pairs:
         return EMPTY
-    return format_html_join(", ", '<a href="{}">{}</a>', pairs)
+    return format_html_join(", ", '<a href="{}">{}</a>', ((url, ident(t)) for url, t in pairs))
 
 
 def dag_link(dag_id: str | None) -> SafeString | str:
@@ -71,7 +89,7 @@ def task_link(dag_id: str | None, task_id: str | None) -> SafeString | str:
     return format_html(
         '<a href="{}">{}</a>',
         changelist_url("taskinstance", dag_id=dag_id, task_id=task_id),
-        task_id,
+        ident(task_id),
     )
 
 
@@ -80,7 +98,7 @@ def run_link(run_pk: int | None, run_id: str | None) -> SafeString | str:
     if not run_id:
         return EMPTY
     if run_pk is None:
-        return run_id
+        return ident(run_id)
     return change_link("dagrun", run_pk, run_id)
 
 
@@ -98,12 +116,49 @@ def source_links(
     )
 
 
-def when(value: datetime | None) -> str:
-    """A timestamp the one way the admin shows them (``settings.FORMAT_MODULE_PATH``):
-    ``2026-11-30 21:32:42 UTC``."""
+def when(value: datetime | None) -> SafeString | str:
+    """A timestamp the one way the registry shows them (``assets_app.formats.timestamp_human``,
+    ``2026-11-30 21:32:42 UTC``), on one line, ISO 8601 in its ``datetime`` attribute."""
     if value is None:
         return EMPTY
-    return formats.date_format(timezone.localtime(value), "DATETIME_FORMAT")
+    return format_html(
+        '<time class="ar-when" datetime="{}">{}</time>', value.isoformat(), timestamp_human(value)
+    )
+
+
+#: The states that are wrong (a red badge); running and waiting ones are blue and amber.
+_BAD_STATES = frozenset({"failed", "upstream_failed", "removed"})
+_ACTIVE_STATES = frozenset({"running", "restarting", "deferred"})
+_WAITING_STATES = frozenset({"queued", "scheduled", "up_for_retry", "up_for_reschedule"})
+
+
+def state_badge(state: str | None) -> SafeString | str:
+    """A run's or a task instance's state as a coloured badge (green success, red failed, blue
+    running, amber queued or waiting, grey the rest), as Airflow colours them."""
+    if not state:
+        return format_html('<span class="ar-badge ar-badge-none">{}</span>', "no state")
+    if state == "success":
+        tone = "good"
+    elif state in _BAD_STATES:
+        tone = "bad"
+    elif state in _ACTIVE_STATES:
+        tone = "active"
+    elif state in _WAITING_STATES:
+        tone = "waiting"
+    else:
+        tone = "quiet"
+    return format_html(
+        '<span class="ar-badge ar-badge-{} ar-state-is-{}">{}</span>',
+        tone,
+        state,
+        state.replace("_", " "),
+    )
+
+
+def fact(text: str, *, wrong: bool = False) -> SafeString:
+    """A boolean column's value as the fact it states ("paused", "stale", "active"); red only
+    when ``wrong``."""
+    return format_html('<span class="ar-fact{}">{}</span>', " ar-fact-wrong" if wrong else "", text)
 
 
 def asset_link(asset: Asset | None, asset_id: int | None) -> SafeString | str:
@@ -124,17 +179,47 @@ def pretty_json(value: Any) -> SafeString:
     )
 
 
-def duration(delta: timedelta) -> str:
-    """``1d 02h 03m``, ``2h 03m 04s`` or ``3m 04s`` (a negative delta is ``0m 00s``)."""
-    seconds = max(int(delta.total_seconds()), 0)
-    days, seconds = divmod(seconds, 86_400)
-    hours, seconds = divmod(seconds, 3_600)
-    minutes, seconds = divmod(seconds, 60)
-    if days:
-        return f"{days}d {hours:02d}h {minutes:02d}m"
-    if hours:
-        return f"{hours}h {minutes:02d}m {seconds:02d}s"
-    return f"{minutes}m {seconds:02d}s"
+def duration(value: timedelta | float | None) -> SafeString | str:
+    """A duration as ``assets_app.formats.duration_human`` says it (``1.9 s``, ``2 m 40 s``),
+    on one line."""
+    if value is None:
+        return EMPTY
+    return format_html('<span class="ar-duration">{}</span>', duration_human(value))
+
+
+@dataclass(frozen=True)
+class WaitingDag:
+    """A consumer DAG queued on an event's asset, its run not yet created."""
+
+    dag_id: str
+    is_paused: bool
+
+
+def consumers(runs: Iterable[DagRun], waiting: Iterable[WaitingDag]) -> SafeString | str:
+    """An event's consumers: the runs it triggered (links), then the DAGs still waiting on it
+    (``waiting: dag (paused)``), or ``EMPTY``; the overview and the event list say the same."""
+    run_links = link_list(
+        (change_url("dagrun", run.pk), f"{run.dag_id} @ {run.run_id}") for run in runs
+    )
+    waiting = list(waiting)
+    if not waiting:
+        return run_links
+    dags = format_html_join(
+        ", ",
+        '<a href="{}">{}</a>{}',
+        (
+            (
+                change_url("dag", dag.dag_id),
+                ident(dag.dag_id),
+                format_html(' <span class="ar-fact">(paused)</span>') if dag.is_paused else "",
+            )
+            for dag in waiting
+        ),
+    )
+    waiting_html = format_html('<span class="ar-waiting-list">waiting: {}</span>', dags)
+    if run_links == EMPTY:
+        return waiting_html
+    return format_html('{}<span class="ar-sep"> · </span>{}', run_links, waiting_html)
 
 
 def source_run_pk(*, event: str = "") -> Subquery:
@@ -242,5 +327,5 @@ class LinkedEventColumnsMixin:
         return asset_link(obj.event.asset, obj.event.asset_id)
 
     @admin.display(description="timestamp", ordering="event__timestamp")
-    def event_timestamp(self, obj: AssetAliasAssetEvent | DagRunAssetEvent) -> datetime:
-        return obj.event.timestamp
+    def event_timestamp(self, obj: AssetAliasAssetEvent | DagRunAssetEvent) -> SafeString | str:
+        return when(obj.event.timestamp)

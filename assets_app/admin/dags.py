@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
@@ -22,7 +22,10 @@ from assets_app.admin.common import (
     changelist_url,
     count_of,
     duration,
+    fact,
+    ident,
     pretty_json,
+    when,
 )
 from assets_app.admin.filters import HasScheduleFilter, TargetDagFilter
 from assets_app.admin.panels import dag_panel
@@ -79,14 +82,15 @@ DAG_REFERENCE_INLINES = (
 @admin.register(Dag)
 class DagAdmin(PanelAdmin[Dag]):
     list_display = (
-        "dag_id",
-        "is_paused",
-        "is_stale",
+        "dag",
+        "paused",
+        "stale",
         "schedule",
         "tasks",
         "queued_assets_count",
-        "last_parsed_time",
+        "last_parsed",
     )
+    list_display_links = ("dag",)
     list_filter = ("is_paused", "is_stale", HasScheduleFilter)
     search_fields = ("dag_id", "fileloc")
     ordering = ("dag_id",)
@@ -94,9 +98,9 @@ class DagAdmin(PanelAdmin[Dag]):
     fields = (
         "dag_id",
         "is_paused",
-        "is_stale",
+        "stale",
         "fileloc",
-        "last_parsed_time",
+        "last_parsed",
         "tasks",
         "schedule",
         "asset_expression_pretty",
@@ -105,6 +109,31 @@ class DagAdmin(PanelAdmin[Dag]):
     # everything but the pause flag: the rest comes from the manifest
     readonly_fields = tuple(name for name in fields if name != "is_paused")
     inlines = DAG_REFERENCE_INLINES
+
+    def get_inline_instances(self, request: HttpRequest, obj: Dag | None = None) -> list[Any]:
+        # only the reference tables this DAG has rows in: no empty tables under its page
+        inlines = super().get_inline_instances(request, obj)
+        if obj is None:
+            return inlines
+        return [i for i in inlines if i.model._default_manager.filter(dag=obj).exists()]
+
+    @admin.display(description="DAG", ordering="dag_id")
+    def dag(self, obj: Dag) -> SafeString:
+        return ident(obj.dag_id)
+
+    @admin.display(description="paused", ordering="is_paused")
+    def paused(self, obj: Dag) -> SafeString | str:
+        # a fact, not an error: the scheduler creates no run for a paused DAG
+        return fact("paused") if obj.is_paused else EMPTY
+
+    @admin.display(description="stale", ordering="is_stale")
+    def stale(self, obj: Dag) -> SafeString | str:
+        # gone from its manifest: a fact about its declaration, not an error
+        return fact("stale: no longer declared") if obj.is_stale else "no"
+
+    @admin.display(description="last parsed", ordering="last_parsed_time")
+    def last_parsed(self, obj: Dag) -> SafeString | str:
+        return when(obj.last_parsed_time)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Dag]:
         queued = count_of(AssetDagRunQueue, pointing_at="target_dag")
@@ -132,8 +161,10 @@ class DagAdmin(PanelAdmin[Dag]):
             return "invalid asset expression"
 
     @admin.display(description="tasks")
-    def tasks(self, obj: Dag) -> str:
-        return ", ".join(obj.task_ids) or EMPTY
+    def tasks(self, obj: Dag) -> SafeString | str:
+        if not obj.task_ids:
+            return EMPTY
+        return format_html_join(", ", "{}", ((ident(task_id),) for task_id in obj.task_ids))
 
     @admin.display(description="queued assets", ordering="queued_asset_total")
     def queued_assets_count(self, obj: WithAnnotations[Dag, _QueuedAssets]) -> int:
@@ -173,13 +204,13 @@ class DagAdmin(PanelAdmin[Dag]):
 class AssetDagRunQueueAdmin(
     AssetColumnsMixin, ReadOnlyAdminMixin, admin.ModelAdmin[AssetDagRunQueue]
 ):
-    list_display = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    list_display = ("target_dag_link", "asset_name", "asset_uri", "queued_at", "waiting_for")
     date_hierarchy = "created_at"
     list_select_related = ("asset",)
     list_filter = (TargetDagFilter, ("created_at", admin.DateFieldListFilter))
     search_fields = ("=target_dag__dag_id", "asset__name", "asset__uri")
     ordering = ("created_at", "id")
-    fields = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    fields = ("target_dag_link", "asset_name", "asset_uri", "queued_at", "waiting_for")
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AssetDagRunQueue]:
@@ -189,6 +220,10 @@ class AssetDagRunQueueAdmin(
     def target_dag_link(self, obj: AssetDagRunQueue) -> SafeString:
         return change_link("dag", obj.target_dag_id, obj.target_dag_id)
 
+    @admin.display(description="queued at", ordering="created_at")
+    def queued_at(self, obj: AssetDagRunQueue) -> SafeString | str:
+        return when(obj.created_at)
+
     @admin.display(description="waiting for", ordering="created_at")
-    def waiting_for(self, obj: AssetDagRunQueue) -> str:
+    def waiting_for(self, obj: AssetDagRunQueue) -> SafeString | str:
         return duration(timezone.now() - obj.created_at)

@@ -5,6 +5,7 @@ queries whatever the number of events (pinned by the tests)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from assets_app.admin.charts import Bar, Lineage, Node, bar_chart, lineage_svg
-from assets_app.admin.common import change_url, changelist_url, source_run_pk, when
+from assets_app.admin.common import WaitingDag, change_url, changelist_url, source_run_pk, when
 from assets_app.models import (
     Asset,
     AssetAlias,
@@ -55,7 +56,34 @@ class EventRow:
     event: AssetEvent
     source_run_pk: int | None
     consumer_runs: list[DagRun]
-    waiting_dags: list[str]  # DAGs queued on the event's asset (not yet run)
+    waiting_dags: list[WaitingDag]  # DAGs queued on the event's asset (not yet run)
+
+
+def waiting_consumers(events: Iterable[AssetEvent]) -> dict[int, list[WaitingDag]]:
+    """Per event id, the DAGs queued on its asset since (at or before) the event and not yet
+    run for it: the consumers it is waiting for, paused ones too (a paused DAG stays queued
+    until it is unpaused). One query whatever the number of events; ``events`` have their
+    ``created_dagruns`` prefetched."""
+    events = list(events)
+    asset_ids = {event.asset_id for event in events if event.asset_id is not None}
+    queued: dict[int, list[tuple[WaitingDag, datetime]]] = {}
+    for asset_id, dag_id, is_paused, since in (
+        AssetDagRunQueue.objects.filter(asset_id__in=asset_ids)
+        .order_by("target_dag_id")
+        .values_list("asset_id", "target_dag_id", "target_dag__is_paused", "created_at")
+    ):
+        queued.setdefault(asset_id, []).append((WaitingDag(dag_id, is_paused), since))
+    # a queue row waits since its asset's oldest unconsumed event (registration stamps the
+    # event and the row with the same time)
+    return {
+        event.pk: [
+            dag
+            for dag, since in queued.get(event.asset_id or 0, [])
+            if event.timestamp >= since
+            and not any(run.dag_id == dag.dag_id for run in event.created_dagruns.all())
+        ]
+        for event in events
+    }
 
 
 def latest_events(events: QuerySet[AssetEvent], *, limit: int) -> list[EventRow]:
@@ -69,27 +97,13 @@ def latest_events(events: QuerySet[AssetEvent], *, limit: int) -> list[EventRow]
         )
         .order_by("-timestamp", "-id")[:limit]
     )
-    asset_ids = {event.asset_id for event in rows if event.asset_id is not None}
-    queued: dict[int, list[tuple[str, datetime]]] = {}
-    for asset_id, dag_id, since in (
-        AssetDagRunQueue.objects.filter(asset_id__in=asset_ids)
-        .order_by("target_dag_id")
-        .values_list("asset_id", "target_dag_id", "created_at")
-    ):
-        queued.setdefault(asset_id, []).append((dag_id, since))
+    waiting = waiting_consumers(rows)
     return [
         EventRow(
             event=event,
             source_run_pk=event.source_run_pk,
             consumer_runs=list(event.created_dagruns.all()),
-            # a queue row waits since its asset's oldest unconsumed event (registration stamps
-            # the event and the row with the same time)
-            waiting_dags=[
-                dag_id
-                for dag_id, since in queued.get(event.asset_id or 0, [])
-                if event.timestamp >= since
-                and not any(run.dag_id == dag_id for run in event.created_dagruns.all())
-            ],
+            waiting_dags=waiting[event.pk],
         )
         for event in rows
     ]

@@ -24,12 +24,15 @@ from assets_app.admin.common import (
     count_of,
     dag_link,
     duration,
+    ident,
     pretty_json,
     source_links,
     source_run_pk,
+    state_badge,
     task_link,
+    when,
 )
-from assets_app.admin.filters import DagIdFilter
+from assets_app.admin.filters import DagIdFilter, TaskInstanceDagFilter
 from assets_app.exceptions import AssetsError
 from assets_app.models import (
     DAG_RUN_SUMMARY_FIELDS,
@@ -42,6 +45,19 @@ from assets_app.models import (
 from assets_app.services.clearing import task_instances_clear
 
 CLEAR_PERMISSION = "assets_app.change_taskinstance"
+
+#: The run page shows each summary field (``DAG_RUN_SUMMARY_FIELDS``) as the lists do: a
+#: timestamp in the one format, the state as a badge.
+RUN_PAGE_FIELDS = {
+    "run_id": "run",
+    "state": "state_badge",
+    "logical_date": "logical",
+    "data_interval_start": "interval_start",
+    "data_interval_end": "interval_end",
+    "run_after": "after",
+    "start_date": "started",
+    "end_date": "ended",
+}
 
 
 def _clear(
@@ -112,20 +128,49 @@ class ConsumedEventInline(LinkedEventColumnsMixin, ReadOnlyTabularInline[DagRunA
         )
 
 
-class RunTaskInstanceInline(ReadOnlyTabularInline[TaskInstance, DagRun]):
+class _TryColumnsMixin:
+    """A task instance's state, dates and duration as every page shows them."""
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj: TaskInstance) -> SafeString | str:
+        return state_badge(obj.state)
+
+    @admin.display(description="started", ordering="start_date")
+    def started(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.start_date)
+
+    @admin.display(description="ended", ordering="end_date")
+    def ended(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.end_date)
+
+    @admin.display(description="duration", ordering="duration")
+    def took(self, obj: TaskInstance) -> SafeString | str:
+        if obj.duration is not None:
+            return duration(obj.duration)
+        if obj.start_date is not None and obj.state == "running":
+            return duration(timezone.now() - obj.start_date)
+        return EMPTY
+
+
+class RunTaskInstanceInline(_TryColumnsMixin, ReadOnlyTabularInline[TaskInstance, DagRun]):
     model = TaskInstance
     fields = (
-        "task_id",
+        "task",
         "map_index",
-        "state",
+        "state_badge",
         "try_number",
-        "start_date",
-        "end_date",
+        "started",
+        "ended",
+        "took",
         "failure_reason",
     )
     readonly_fields = fields
     show_change_link = True
     verbose_name_plural = "task instances"
+
+    @admin.display(description="task")
+    def task(self, obj: TaskInstance) -> SafeString:
+        return ident(obj.task_id)
 
 
 @admin.register(DagRun)
@@ -136,29 +181,85 @@ class DagRunAdmin(
     ReadOnlyAdminMixin,
     admin.ModelAdmin[DagRun],
 ):
+    # at 1400 px: the run id (two lines at most) and the DAG get the width; the end is the
+    # start plus the duration (both dates on the run's page)
     list_display = (
-        "run_id",
+        "run",
         "dag_link",
-        "run_type",
-        "state",
-        "run_after",
-        "start_date",
-        "end_date",
+        "kind",
+        "state_badge",
+        "after",
+        "started",
         "run_duration",
         "consumed_events_count",
     )
+    list_display_links = ("run",)
     list_filter = (DagIdFilter, "run_type", "state", ("run_after", admin.DateFieldListFilter))
     search_fields = ("run_id", "=dag__dag_id")
     ordering = ("-run_after", "-id")
     readonly_fields = (
         "dag_link",
-        *DAG_RUN_SUMMARY_FIELDS,
+        *(RUN_PAGE_FIELDS.get(name, name) for name in DAG_RUN_SUMMARY_FIELDS),
+        "run_duration",
         "partition_key",
         "conf_pretty",
-        "created_at",
+        "created_on",
     )
     fields = readonly_fields
     inlines = (ConsumedEventInline, RunTaskInstanceInline)
+
+    def get_inline_instances(self, request: HttpRequest, obj: DagRun | None = None) -> list[Any]:
+        # no empty table: a run that consumed no event shows no consumed-events inline
+        inlines = super().get_inline_instances(request, obj)
+        if obj is None:
+            return inlines
+        return [
+            inline
+            for inline in inlines
+            if not isinstance(inline, ConsumedEventInline)
+            or DagRunAssetEvent.objects.filter(dag_run=obj).exists()
+        ]
+
+    @admin.display(description="run id", ordering="run_id")
+    def run(self, obj: DagRun) -> SafeString:
+        return ident(obj.run_id)
+
+    @admin.display(description="type", ordering="run_type")
+    def kind(self, obj: DagRun) -> SafeString:
+        return ident(obj.run_type)
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj: DagRun) -> SafeString | str:
+        return state_badge(obj.state)
+
+    @admin.display(description="run after", ordering="run_after")
+    def after(self, obj: DagRun) -> SafeString | str:
+        return when(obj.run_after)
+
+    @admin.display(description="started", ordering="start_date")
+    def started(self, obj: DagRun) -> SafeString | str:
+        return when(obj.start_date)
+
+    @admin.display(description="ended", ordering="end_date")
+    def ended(self, obj: DagRun) -> SafeString | str:
+        return when(obj.end_date)
+
+    @admin.display(description="logical date", ordering="logical_date")
+    def logical(self, obj: DagRun) -> SafeString | str:
+        return when(obj.logical_date)
+
+    @admin.display(description="data interval start")
+    def interval_start(self, obj: DagRun) -> SafeString | str:
+        return when(obj.data_interval_start)
+
+    @admin.display(description="data interval end")
+    def interval_end(self, obj: DagRun) -> SafeString | str:
+        return when(obj.data_interval_end)
+
+    @admin.display(description="created at")
+    def created_on(self, obj: DagRun) -> SafeString | str:
+        return when(obj.created_at)
+
     actions = ("clear_runs", "clear_failed_of_runs")
 
     @admin.action(description="Clear: run all their task instances again", permissions=["clear"])
@@ -180,7 +281,7 @@ class DagRunAdmin(
         return super().get_queryset(request).annotate(consumed_event_total=consumed)
 
     @admin.display(description="duration")
-    def run_duration(self, obj: DagRun) -> str:
+    def run_duration(self, obj: DagRun) -> SafeString | str:
         if obj.start_date is None:
             return EMPTY
         return duration((obj.end_date or timezone.now()) - obj.start_date)
@@ -196,6 +297,7 @@ class DagRunAdmin(
 
 @admin.register(TaskInstance)
 class TaskInstanceAdmin(
+    _TryColumnsMixin,
     _ClearPermissionMixin,
     _DagColumnMixin,
     BigTableAdminMixin,
@@ -208,13 +310,12 @@ class TaskInstanceAdmin(
         "task_link",
         "run_link",
         "map",
-        "state",
+        "state_badge",
         "tries",
-        "start_date",
-        "end_date",
-        "duration",
+        "started",
+        "took",
     )
-    list_filter = (DagIdFilter, "state", ("start_date", admin.DateFieldListFilter))
+    list_filter = (TaskInstanceDagFilter, "state", ("start_date", admin.DateFieldListFilter))
     search_fields = ("=dag_id", "task_id", "run_id")
     search_help_text = "Task instance id, exact DAG id, task id or run id (contains)."
     ordering = ("-updated_at",)
@@ -226,16 +327,16 @@ class TaskInstanceAdmin(
         "map_index",
         "try_number",
         "max_tries",
-        "state",
+        "state_badge",
         "failure_reason",
-        "next_retry_at",
-        "start_date",
-        "end_date",
-        "duration",
+        "next_retry",
+        "started",
+        "ended",
+        "took",
         "hostname",
         "unixname",
         "pid",
-        "last_heartbeat_at",
+        "last_heartbeat",
         "earlier_tries",
         "rendered_map_index",
         "rendered_fields_pretty",
@@ -243,10 +344,10 @@ class TaskInstanceAdmin(
         "next_kwargs",
         "trigger_classpath",
         "trigger_kwargs",
-        "trigger_timeout",
-        "reschedule_date",
+        "trigger_timeout_at",
+        "reschedule_at",
         "task_reschedule_count",
-        "updated_at",
+        "updated",
     )
     fields = readonly_fields
     actions = ("clear_task_instances",)
@@ -266,9 +367,9 @@ class TaskInstanceAdmin(
             (
                 (
                     t.try_number,
-                    t.state,
-                    t.start_date or "-",
-                    t.end_date or "-",
+                    state_badge(t.state),
+                    when(t.start_date),
+                    when(t.end_date),
                     t.hostname or "-",
                     t.failure_reason or "-",
                     t.task_instance_id,
@@ -292,6 +393,26 @@ class TaskInstanceAdmin(
             return queryset.filter(pk=uuid.UUID(search_term.strip())), False
         except ValueError:
             return super().get_search_results(request, queryset, search_term)
+
+    @admin.display(description="next retry at")
+    def next_retry(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.next_retry_at)
+
+    @admin.display(description="last heartbeat at")
+    def last_heartbeat(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.last_heartbeat_at)
+
+    @admin.display(description="trigger timeout")
+    def trigger_timeout_at(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.trigger_timeout)
+
+    @admin.display(description="reschedule date")
+    def reschedule_at(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.reschedule_date)
+
+    @admin.display(description="updated at")
+    def updated(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.updated_at)
 
     @admin.display(description="id")
     def short_id(self, obj: TaskInstance) -> str:

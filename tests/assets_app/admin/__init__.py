@@ -33,6 +33,14 @@ def change(model: str, pk: object) -> str:
     return reverse(f"admin:assets_app_{model}_change", args=[pk])
 
 
+def page_text(client: Any, url: str, params: dict[str, Any] | None = None) -> str:
+    """A page's HTML without the ``<wbr>`` break opportunities inside ids
+    (``assets_app.admin.common.ident``), so that an id reads as one string."""
+    response = client.get(url, params or {})
+    assert response.status_code == 200
+    return str(response.content.decode().replace("<wbr>", ""))
+
+
 def listed(client: Any, model: str, params: dict[str, Any]) -> set[Any]:
     """The primary keys of the rows the changelist of ``model`` shows for ``params``."""
     response = client.get(changelist(model), params)

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from assets_app.admin.common import WaitingDag
 from assets_app.admin.panels import asset_lineage, dag_lineage, overview
 from assets_app.models import (
     AssetAliasAssetEvent,
@@ -130,7 +131,7 @@ def test_overview_marks_consumers_waiting_on_the_newest_event(world):
     newest = next(row for row in rows if row.event == world["assetevent"])
 
     # then
-    assert newest.waiting_dags == ["asset_s3_bucket_consumer"]
+    assert newest.waiting_dags == [WaitingDag("asset_s3_bucket_consumer", is_paused=False)]
     assert newest.consumer_runs == [world["dagrun"]]
 
 
@@ -237,7 +238,7 @@ def test_dag_page_shows_lineage_and_recent_runs_with_state_and_duration(admin_cl
     runs = html[html.index('id="ar-dag-runs"') :]
     assert change("dagrun", run.pk) in _hrefs(runs)
     assert "success" in runs
-    assert "3m 04s" in runs
+    assert "3 m 4 s" in runs
 
 
 def test_task_instances_unchanged_by_rendering(admin_client, world):
