@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
@@ -121,7 +122,11 @@ class AssetAdmin(PanelAdmin[Asset]):
     def latest_event(self, obj: WithAnnotations[Asset, _LatestEvent]) -> SafeString | str:
         if obj.latest_event_pk is None:
             return EMPTY
-        return change_link("assetevent", obj.latest_event_pk, when(obj.latest_event_timestamp))
+        return format_html(
+            '<a href="{}">{}</a>',
+            change_url("assetevent", obj.latest_event_pk),
+            when(obj.latest_event_timestamp),
+        )
 
     def get_urls(self) -> list[URLPattern]:
         def emit(request: HttpRequest, object_id: str) -> HttpResponse:

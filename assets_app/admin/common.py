@@ -47,18 +47,40 @@ def changelist_url(model_name: str, **params: Any) -> str:
 
 
 #: Where a long id may wrap: after a run of ``_``, after ``/`` or ``://``, after a ``.`` not
-#: followed by a digit (so ``asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz`` wraps
-#: after ``__`` and before its suffix, never inside the timestamp, a word or a number).
-_ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D))")
+#: followed by a digit, after a ``-`` between two non-digits (so
+#: ``asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz`` wraps after ``__`` and before
+#: its suffix, never inside the timestamp, a word or a number).
+_ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D)|(?<=\D)-(?=\D))")
+
+
+#: Ids up to this long wrap at one place at most (two lines); longer ones wherever they may.
+IDENT_TWO_LINES_MAX = 80
+
+
+def ident_parts(value: Any) -> list[str]:
+    """``value`` as the parts it is shown in, each never broken inside: one part, or two cut
+    at the place (``_ID_BREAK``) nearest its middle, so that the id takes two lines at most and
+    its longer line is as short as it can be. An id longer than ``IDENT_TWO_LINES_MAX`` is cut
+    at every place it may wrap. The parts join back to ``value``."""
+    text = str(value)
+    pieces = _ID_BREAK.split(text)
+    # split() alternates text and separators: each part is a text and the separator after it
+    parts = [p for p in ("".join(pieces[i : i + 2]) for i in range(0, len(pieces), 2)) if p]
+    if len(parts) <= 2 or len(text) > IDENT_TWO_LINES_MAX:
+        return parts
+    cuts = [sum(len(part) for part in parts[:i]) for i in range(1, len(parts))]
+    cut = min(cuts, key=lambda at: max(at, len(text) - at))
+    return [text[:cut], text[cut:]]
 
 
 def ident(value: Any) -> SafeString:
-    """An id (DAG, task, run, asset, alias) that wraps only between its parts
-    (``<span class="ar-id">`` with ``<wbr>`` at ``_ID_BREAK``), never inside a word."""
-    parts = _ID_BREAK.split(str(value))
-    # split() alternates text and separators: a break opportunity after each separator
-    html = "".join(escape(p) + ("<wbr>" if i % 2 else "") for i, p in enumerate(parts))
-    # every part is escaped above; only the <wbr> breaks are markup
+    """An id (DAG, task, run, asset, alias) that wraps only between its parts: each part
+    (``ident_parts``) a ``<span class="ar-idp">`` that never breaks, a ``<wbr>`` between them,
+    all in a ``<span class="ar-id">``."""
+    html = "<wbr>".join(
+        f'<span class="ar-idp">{escape(part)}</span>' for part in ident_parts(value)
+    )
+    # every part is escaped above; only the spans and the <wbr> breaks are markup
     return format_html('<span class="ar-id">{}</span>', mark_safe(html))  # noqa: S308
 
 
@@ -109,7 +131,7 @@ def source_links(
     if not dag_id:
         return "manual"
     return format_html(
-        '{}<span class="ar-sep">.</span>{}<span class="ar-sep"> @ </span>{}',
+        '{}<span class="ar-sep">.</span><wbr>{}<span class="ar-sep"> @ </span>{}',
         dag_link(dag_id),
         task_link(dag_id, task_id),
         run_link(run_pk, run_id),
@@ -118,11 +140,17 @@ def source_links(
 
 def when(value: datetime | None) -> SafeString | str:
     """A timestamp the one way the registry shows them (``assets_app.formats.timestamp_human``,
-    ``2026-11-30 21:32:42 UTC``), on one line, ISO 8601 in its ``datetime`` attribute."""
+    ``2026-11-30 21:32:42 UTC``), ISO 8601 in its ``datetime`` attribute. In a narrow column it
+    wraps between the date and the time, never inside either."""
     if value is None:
         return EMPTY
+    date, _, time = timestamp_human(value).partition(" ")
     return format_html(
-        '<time class="ar-when" datetime="{}">{}</time>', value.isoformat(), timestamp_human(value)
+        '<time class="ar-when" datetime="{}"><span class="ar-idp">{}</span> '
+        '<span class="ar-idp">{}</span></time>',
+        value.isoformat(),
+        date,
+        time,
     )
 
 

@@ -11,7 +11,9 @@ from typing import Any, Self, cast
 from django.contrib import admin
 from django.db.models import Exists, Model, OuterRef, QuerySet
 from django.http import HttpRequest
+from django.utils.safestring import SafeString
 
+from assets_app.admin.common import ident
 from assets_app.models import (
     AssetAlias,
     AssetAliasAssetEvent,
@@ -62,14 +64,14 @@ class DagIdFilter(ChoiceFilter):
     field_path = "dag_id"
     occurs_in: type[Model] = DagRun
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, SafeString]]:
         rows = self.occurs_in._default_manager.order_by().filter(
             **{self.field_path: OuterRef("pk")}
         )
         dag_ids = (
             Dag.objects.filter(Exists(rows)).order_by("dag_id").values_list("dag_id", flat=True)
         )
-        return [(dag_id, dag_id) for dag_id in dag_ids]
+        return [(dag_id, ident(dag_id)) for dag_id in dag_ids]
 
 
 SourceDagFilter = DagIdFilter.on(
@@ -91,14 +93,14 @@ class AliasFilter(ChoiceFilter):
     parameter_name = "alias"
     field_path = "alias_id"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, SafeString]]:
         return self._aliases_in(model_admin.model)
 
     @staticmethod
-    def _aliases_in(model: type[Model]) -> list[tuple[str, str]]:
+    def _aliases_in(model: type[Model]) -> list[tuple[str, SafeString]]:
         rows = model._default_manager.order_by().filter(alias_id=OuterRef("pk"))
         aliases = AssetAlias.objects.filter(Exists(rows)).order_by("name")
-        return [(str(pk), name) for pk, name in aliases.values_list("pk", "name")]
+        return [(str(pk), ident(name)) for pk, name in aliases.values_list("pk", "name")]
 
 
 class SourceAliasFilter(AliasFilter):
@@ -111,7 +113,7 @@ class SourceAliasFilter(AliasFilter):
     title = "source alias"
     parameter_name = "source_alias"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, SafeString]]:
         return self._aliases_in(AssetAliasAssetEvent)  # aliases some event was emitted through
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:

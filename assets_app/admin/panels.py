@@ -15,7 +15,8 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from assets_app.admin.charts import Bar, Lineage, Node, bar_chart, lineage_svg
-from assets_app.admin.common import WaitingDag, change_url, changelist_url, source_run_pk, when
+from assets_app.admin.common import WaitingDag, change_url, changelist_url, source_run_pk
+from assets_app.formats import timestamp_human
 from assets_app.models import (
     Asset,
     AssetAlias,
@@ -212,7 +213,7 @@ def events_per_hour_chart(*, now: datetime) -> SafeString:
                 url=changelist_url(
                     "assetevent", **_timestamp_range(hour, hour + timedelta(hours=1))
                 ),
-                title=f"{counts[hour]} event(s) {when(hour)} + 1 h",
+                title=f"{counts[hour]} event(s) {timestamp_human(hour)} + 1 h",
             )
         )
     return bar_chart(bars, title=f"asset events per hour, last {HOURS} h", label_every=6)

@@ -29,7 +29,6 @@ from assets_app.admin.common import (
     source_links,
     source_run_pk,
     state_badge,
-    task_link,
     when,
 )
 from assets_app.admin.filters import DagIdFilter, TaskInstanceDagFilter
@@ -181,15 +180,14 @@ class DagRunAdmin(
     ReadOnlyAdminMixin,
     admin.ModelAdmin[DagRun],
 ):
-    # at 1400 px: the run id (two lines at most) and the DAG get the width; the end is the
-    # start plus the duration (both dates on the run's page)
+    # at 1400 px: the run id and the DAG (two lines at most) get the width; the start and the
+    # end are on the run's page (the end is the start plus the duration)
     list_display = (
         "run",
         "dag_link",
         "kind",
         "state_badge",
         "after",
-        "started",
         "run_duration",
         "consumed_events_count",
     )
@@ -304,17 +302,17 @@ class TaskInstanceAdmin(
     ReadOnlyAdminMixin,
     admin.ModelAdmin[TaskInstance],
 ):
+    # at 1400 px: the task (its map index in brackets) opens the task instance's page
     list_display = (
-        "short_id",
+        "task_page_link",
         "dag_link",
-        "task_link",
         "run_link",
-        "map",
         "state_badge",
         "tries",
         "started",
         "took",
     )
+    list_display_links = ("task_page_link",)
     list_filter = (TaskInstanceDagFilter, "state", ("start_date", admin.DateFieldListFilter))
     search_fields = ("=dag_id", "task_id", "run_id")
     search_help_text = "Task instance id, exact DAG id, task id or run id (contains)."
@@ -414,21 +412,19 @@ class TaskInstanceAdmin(
     def updated(self, obj: TaskInstance) -> SafeString | str:
         return when(obj.updated_at)
 
-    @admin.display(description="id")
-    def short_id(self, obj: TaskInstance) -> str:
-        return str(obj.pk)[:8]
-
-    @admin.display(description="map", ordering="map_index")
-    def map(self, obj: TaskInstance) -> int:
-        return obj.map_index
-
     @admin.display(description="try", ordering="try_number")
     def tries(self, obj: TaskInstance) -> str:
         return f"{obj.try_number}/{obj.max_tries + 1}"
 
-    @admin.display(description="task", ordering="task_id")
-    def task_link(self, obj: TaskInstance) -> SafeString | str:
-        return task_link(obj.dag_id, obj.task_id)
+    @admin.display(description="task [map index]", ordering="task_id")
+    def task_page_link(self, obj: TaskInstance) -> SafeString:
+        # the changelist links it to the instance's page; a mapped one reads as Airflow writes
+        # it: ``task_id [2]``
+        if obj.map_index < 0:
+            return ident(obj.task_id)
+        return format_html(
+            '{} <span class="ar-nowrap">[{}]</span>', ident(obj.task_id), obj.map_index
+        )
 
     @admin.display(description="run", ordering="run_id")
     def run_link(self, obj: TaskInstance) -> SafeString:

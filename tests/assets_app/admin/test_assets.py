@@ -10,6 +10,7 @@ from tests.assets_app.admin import (
     change,
     changelist,
     listed,
+    page_text,
 )
 from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def test_asset_page_shows_active_flag_aliases_and_latest_events(admin_client, world):
     # when
     content = admin_client.get(change("asset", world["asset"].pk)).content.decode()
-    listing = admin_client.get(changelist("asset")).content.decode()
+    listing = page_text(admin_client, changelist("asset"))
 
     # then
     assert "example-alias" in content
@@ -59,7 +60,7 @@ def test_search_and_filters(admin_client, world, model, params, expected):
 
 
 def test_asset_alias_mapping_changelist_lists_links(admin_client, world):
-    content = admin_client.get(changelist("assetaliasasset")).content.decode()
+    content = page_text(admin_client, changelist("assetaliasasset"))
     assert "example-alias" in content
     assert "s3://bucket/my-task" in content
 

@@ -88,7 +88,7 @@ def test_one_timestamp_format_whatever_the_precision_or_zone():
     assert timestamp_human(None) == "-"
     assert when(aware) == (
         '<time class="ar-when" datetime="2026-12-01T19:25:28.244731+00:00">'
-        "2026-12-01 19:25:28 UTC</time>"
+        '<span class="ar-idp">2026-12-01</span> <span class="ar-idp">19:25:28 UTC</span></time>'
     )
 
 
@@ -97,16 +97,29 @@ def test_one_timestamp_format_whatever_the_precision_or_zone():
     [
         pytest.param(
             "asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz",
-            "asset_<wbr>triggered__<wbr>2026-12-01T19:25:28.244731+00:00_<wbr>AbC12xYz",
+            ["asset_triggered__", "2026-12-01T19:25:28.244731+00:00_AbC12xYz"],
             id="run id: between its parts, never inside the timestamp",
         ),
-        pytest.param("s3://bucket/my-task", "s3://<wbr>bucket/<wbr>my-task", id="uri"),
-        pytest.param("v1.2.3", "v1.2.3", id="a version stays whole"),
-        pytest.param("a<b>_c", "a&lt;b&gt;_<wbr>c", id="escaped"),
+        pytest.param(
+            "scheduled__2026-12-01T19:25:28+00:00",
+            ["scheduled__", "2026-12-01T19:25:28+00:00"],
+            id="scheduled run id",
+        ),
+        pytest.param(
+            "warehouse_orders_daily_export_to_s3_and_customer_dimension_refresh",
+            ["warehouse_orders_daily_export_to_", "s3_and_customer_dimension_refresh"],
+            id="a long DAG id: cut nearest its middle",
+        ),
+        pytest.param("s3://bucket/my-task", ["s3://bucket/", "my-task"], id="uri"),
+        pytest.param("x" * 81 + "_a_b", ["x" * 81 + "_", "a_", "b"], id="past 80: every place"),
+        pytest.param("v1.2.3", ["v1.2.3"], id="a version stays whole"),
+        pytest.param("daily-exports", ["daily-", "exports"], id="a hyphen between words"),
+        pytest.param("a<b>_c", ["a&lt;b&gt;_", "c"], id="escaped"),
     ],
 )
 def test_ident_wraps_only_between_parts(value, html):
-    assert ident(value) == f'<span class="ar-id">{html}</span>'
+    parts = "<wbr>".join(f'<span class="ar-idp">{part}</span>' for part in html)
+    assert ident(value) == f'<span class="ar-id">{parts}</span>'
 
 
 def test_states_are_badges_coloured_by_meaning():
@@ -133,7 +146,8 @@ def test_asset_link_names_a_deleted_asset_by_id():
     assert asset_link(None, 42) == "deleted asset #42"
     assert asset_link(None, None) == "-"
     assert asset_link(asset, asset.pk) == (
-        f'<a href="{change("asset", asset.pk)}"><span class="ar-id">a&lt;b</span></a>'  # escaped
+        f'<a href="{change("asset", asset.pk)}"><span class="ar-id">'
+        '<span class="ar-idp">a&lt;b</span></span></a>'  # escaped
     )
 
 
