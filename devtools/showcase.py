@@ -34,6 +34,23 @@ from assets_app.models import (
 from devtools.processes import REPO
 
 MANIFEST = REPO / "examples" / "dags.yaml"
+GRAPH_MANIFEST = REPO / "devtools" / "showcase_dags.yaml"
+#: The DAG with a task graph (``GRAPH_MANIFEST``): its tasks in order, with how long each takes
+#: (seconds) and what each leaves in a run (``GRAPH_STATES``).
+GRAPH_DAG = "warehouse_orders_daily_export_and_customer_dimension_refresh"
+GRAPH_TASKS = (
+    ("extract_orders", 12.4),
+    ("transform_orders", 95.0),
+    ("export_orders", 41.2),
+    ("refresh_customers", 160.0),
+    ("publish_report", 3.1),
+)
+#: Per graph run (oldest first): the run's state and its task instances' states, by task.
+GRAPH_STATES = (
+    ("success", ("success",) * 5),
+    ("failed", ("success", "success", "success", "failed", "success")),
+    ("running", ("success", "success", "running", "success", "scheduled")),
+)
 PRODUCER = ("asset_s3_bucket_producer", "produce_asset_events")
 CONSUMER = ("asset_s3_bucket_consumer", "consume_asset_events")
 ALIAS_PRODUCER = ("asset_alias_example_alias_producer", "produce_asset_events_through_asset_alias")
@@ -128,6 +145,7 @@ def showcase_seed(*, now: datetime | None = None) -> Showcase:
     if not get_user_model().objects.filter(username=USERNAME).exists():
         get_user_model().objects.create_superuser(USERNAME, "operator@example.com", PASSWORD)
     call_command("declare_dags", str(MANIFEST), stdout=None)
+    call_command("declare_dags", str(GRAPH_MANIFEST), stdout=None)
     asset = Asset.objects.get(uri=MY_TASK)
     other, _ = Asset.objects.get_or_create(name="other-output", uri=OTHER)
     alias = AssetAlias.objects.get(name="example-alias")
@@ -186,4 +204,62 @@ def showcase_seed(*, now: datetime | None = None) -> Showcase:
         state=DagRunState.RUNNING,
         run_type=DagRunType.MANUAL,
     )
+    _graph_runs(now)
     return Showcase(asset=asset, alias=alias, newest_event=newest, waiting_dag_id=CONSUMER[0])
+
+
+def _graph_runs(now: datetime) -> None:
+    """Three runs of ``GRAPH_DAG`` (``GRAPH_STATES``), the tasks one after the other along
+    their edges; finished ``export_orders`` write ``orders`` and, through ``daily-exports``, the
+    day's export file; ``refresh_customers`` writes ``customers`` (its ``Asset.ref``)."""
+    orders = Asset.objects.get(name="orders")
+    customers, _ = Asset.objects.get_or_create(
+        name="customers", uri="postgres://warehouse/public/customers"
+    )
+    exports = AssetAlias.objects.get(name="daily-exports")
+    durations = dict(GRAPH_TASKS)
+    for days_ago, (run_state, ti_states) in zip((2, 1, 0), GRAPH_STATES, strict=True):
+        start = (now - timedelta(days=days_ago, hours=1)).replace(microsecond=0)
+        run = DagRun.objects.create(
+            dag_id=GRAPH_DAG,
+            run_id=_run_id(DagRunType.SCHEDULED, start),
+            run_type=DagRunType.SCHEDULED,
+            state=run_state,
+            run_after=start,
+            start_date=start,
+        )
+        ends: dict[str, datetime] = {}
+        upstream = {"transform_orders": ["extract_orders"], "export_orders": ["transform_orders"]}
+        upstream |= {"refresh_customers": ["transform_orders"]}
+        upstream |= {"publish_report": ["export_orders", "refresh_customers"]}
+        for (task_id, _), ti_state in zip(GRAPH_TASKS, ti_states, strict=True):
+            began = max((ends[up] for up in upstream.get(task_id, [])), default=start)
+            began += timedelta(seconds=2)
+            finished = ti_state not in ("running", "scheduled")
+            end = began + timedelta(seconds=durations[task_id]) if finished else None
+            ends[task_id] = end or now
+            TaskInstance.objects.create(
+                dag_run=run,
+                dag_id=GRAPH_DAG,
+                run_id=run.run_id,
+                task_id=task_id,
+                state=ti_state,
+                start_date=began if ti_state != "scheduled" else None,
+                end_date=end,
+                duration=durations[task_id] if finished else None,
+                hostname="worker-2",
+            )
+            if ti_state != "success" or end is None:
+                continue
+            if task_id == "export_orders":
+                _emit(run, task_id, orders, end, rows=5200 + days_ago)
+                day = f"s3://warehouse/exports/{start.date().isoformat()}.csv"
+                export, _ = Asset.objects.get_or_create(name=day, uri=day)
+                AssetAliasAsset.objects.get_or_create(alias=exports, asset=export)
+                event = _emit(run, task_id, export, end)
+                AssetAliasAssetEvent.objects.create(alias=exports, event=event)
+            elif task_id == "refresh_customers":
+                _emit(run, task_id, customers, end, rows=880)
+        if run_state != "running":
+            run.end_date = max(ends.values())
+            run.save(update_fields=["end_date"])

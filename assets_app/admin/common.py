@@ -11,9 +11,16 @@ from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlencode
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Model, OuterRef, Subquery
-from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
+from django.urls import URLPattern, path, reverse
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
@@ -57,28 +64,30 @@ _ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D)|(?<=\D)-(?=\D))")
 IDENT_TWO_LINES_MAX = 80
 
 
-def ident_parts(value: Any) -> list[str]:
+def ident_parts(value: Any, *, two_lines: bool = True) -> list[str]:
     """``value`` as the parts it is shown in, each never broken inside: one part, or two cut
     at the place (``_ID_BREAK``) nearest its middle, so that the id takes two lines at most and
     its longer line is as short as it can be. An id longer than ``IDENT_TWO_LINES_MAX`` is cut
-    at every place it may wrap. The parts join back to ``value``."""
+    at every place it may wrap, and so is every id when not ``two_lines`` (a narrow sidebar).
+    The parts join back to ``value``."""
     text = str(value)
     pieces = _ID_BREAK.split(text)
     # split() alternates text and separators: each part is a text and the separator after it
     parts = [p for p in ("".join(pieces[i : i + 2]) for i in range(0, len(pieces), 2)) if p]
-    if len(parts) <= 2 or len(text) > IDENT_TWO_LINES_MAX:
+    if not two_lines or len(parts) <= 2 or len(text) > IDENT_TWO_LINES_MAX:
         return parts
     cuts = [sum(len(part) for part in parts[:i]) for i in range(1, len(parts))]
     cut = min(cuts, key=lambda at: max(at, len(text) - at))
     return [text[:cut], text[cut:]]
 
 
-def ident(value: Any) -> SafeString:
+def ident(value: Any, *, two_lines: bool = True) -> SafeString:
     """An id (DAG, task, run, asset, alias) that wraps only between its parts: each part
     (``ident_parts``) a ``<span class="ar-idp">`` that never breaks, a ``<wbr>`` between them,
     all in a ``<span class="ar-id">``."""
     html = "<wbr>".join(
-        f'<span class="ar-idp">{escape(part)}</span>' for part in ident_parts(value)
+        f'<span class="ar-idp">{escape(part)}</span>'
+        for part in ident_parts(value, two_lines=two_lines)
     )
     # every part is escaped above; only the spans and the <wbr> breaks are markup
     return format_html('<span class="ar-id">{}</span>', mark_safe(html))  # noqa: S308
@@ -320,6 +329,76 @@ class PanelAdmin(admin.ModelAdmin[_ModelT]):
     ) -> HttpResponse:
         if obj is not None:
             context.update(self.panel_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+@dataclass(frozen=True)
+class ObjectAction:
+    """A button on a change page: a POST to ``<object_id>/do/<name>/`` that calls the admin's
+    ``do_<name>(request, obj)`` (which goes through a service, says what happened with
+    ``message_user`` and records it in the object's History), then comes back to the page."""
+
+    name: str
+    label: str
+    permission: str  # the model permission it needs ("change", "view", ...), as for actions
+
+
+class ObjectActionsAdmin(PanelAdmin[_ModelT]):
+    """A change page with ``object_actions`` buttons above its panel."""
+
+    object_actions: ClassVar[tuple[ObjectAction, ...]] = ()
+
+    def get_urls(self) -> list[URLPattern]:
+        def run(request: HttpRequest, object_id: str, name: str) -> HttpResponse:
+            return self._object_action_view(request, object_id, name)
+
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "<path:object_id>/do/<slug:name>/",
+                self.admin_site.admin_view(run),
+                name="{}_{}_do".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def _object_action_view(self, request: HttpRequest, object_id: str, name: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        action = next((a for a in self.object_actions if a.name == name), None)
+        if action is None:
+            raise Http404(f"no action {name!r}")
+        obj = self.get_object(request, object_id)
+        if obj is None:
+            raise Http404(f"no {self.opts.verbose_name} {object_id!r}")
+        if not self._may(request, action):
+            raise PermissionDenied
+        getattr(self, f"do_{name}")(request, obj)
+        return HttpResponseRedirect(change_url(str(self.opts.model_name), obj.pk))
+
+    def _may(self, request: HttpRequest, action: ObjectAction) -> bool:
+        return bool(getattr(self, f"has_{action.permission}_permission")(request))
+
+    def object_actions_for(self, request: HttpRequest, obj: _ModelT) -> list[tuple[str, str]]:
+        """``(url, label)`` of the buttons the user may press on ``obj``'s page."""
+        url = f"admin:{self.opts.app_label}_{self.opts.model_name}_do"
+        return [
+            (reverse(url, args=[obj.pk, action.name]), action.label)
+            for action in self.object_actions
+            if self._may(request, action)
+        ]
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: _ModelT | None = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context["object_actions"] = self.object_actions_for(request, obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 

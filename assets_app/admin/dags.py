@@ -15,10 +15,12 @@ from django_stubs_ext import WithAnnotations
 from assets_app.admin.common import (
     EMPTY,
     AssetColumnsMixin,
-    PanelAdmin,
+    ObjectAction,
+    ObjectActionsAdmin,
     ReadOnlyAdminMixin,
     ReadOnlyTabularInline,
     change_link,
+    change_url,
     changelist_url,
     count_of,
     duration,
@@ -30,7 +32,7 @@ from assets_app.admin.common import (
 from assets_app.admin.filters import HasScheduleFilter, TargetDagFilter
 from assets_app.admin.panels import dag_panel
 from assets_app.conditions import condition_parse, condition_summary
-from assets_app.exceptions import InvalidAssetExpression
+from assets_app.exceptions import AssetsError, InvalidAssetExpression
 from assets_app.models import (
     AssetDagRunQueue,
     Dag,
@@ -41,6 +43,7 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
+from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_set_paused
 
 
@@ -80,7 +83,7 @@ DAG_REFERENCE_INLINES = (
 
 
 @admin.register(Dag)
-class DagAdmin(PanelAdmin[Dag]):
+class DagAdmin(ObjectActionsAdmin[Dag]):
     list_display = (
         "dag",
         "paused",
@@ -94,7 +97,12 @@ class DagAdmin(PanelAdmin[Dag]):
     list_filter = ("is_paused", "is_stale", HasScheduleFilter)
     search_fields = ("dag_id", "fileloc")
     ordering = ("dag_id",)
-    actions = ("pause", "unpause")
+    actions = ("trigger", "pause", "unpause")
+    object_actions = (
+        ObjectAction("trigger", "Trigger a run", "change"),
+        ObjectAction("pause", "Pause", "change"),
+        ObjectAction("unpause", "Unpause", "change"),
+    )
     fields = (
         "dag_id",
         "is_paused",
@@ -151,6 +159,24 @@ class DagAdmin(PanelAdmin[Dag]):
     def save_model(self, request: HttpRequest, obj: Dag, form: Any, change: bool) -> None:
         dags_set_paused(dag_ids=[obj.dag_id], is_paused=obj.is_paused)
 
+    def object_actions_for(self, request: HttpRequest, obj: Dag) -> list[tuple[str, str]]:
+        # a paused DAG offers "Unpause", an active one "Pause"
+        hidden = "/do/pause/" if obj.is_paused else "/do/unpause/"
+        return [
+            (url, label)
+            for url, label in super().object_actions_for(request, obj)
+            if hidden not in url
+        ]
+
+    def do_trigger(self, request: HttpRequest, obj: Dag) -> None:
+        self._trigger(request, Dag.objects.filter(pk=obj.pk))
+
+    def do_pause(self, request: HttpRequest, obj: Dag) -> None:
+        self._set_paused(request, Dag.objects.filter(pk=obj.pk), is_paused=True)
+
+    def do_unpause(self, request: HttpRequest, obj: Dag) -> None:
+        self._set_paused(request, Dag.objects.filter(pk=obj.pk), is_paused=False)
+
     @admin.display(description="schedule")
     def schedule(self, obj: Dag) -> str:
         if obj.asset_expression is None:
@@ -182,6 +208,33 @@ class DagAdmin(PanelAdmin[Dag]):
             changelist_url("assetdagrunqueue", target_dag=obj.dag_id),
         )
 
+    @admin.action(description="Trigger a run of each selected DAG", permissions=["change"])
+    def trigger(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
+        self._trigger(request, queryset)
+
+    def _trigger(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
+        """A manual run of each DAG (``dag_run_trigger``, as ``manage.py trigger_dag``), each
+        recorded in its DAG's History; a DAG that cannot be triggered says why."""
+        for dag in queryset.order_by("dag_id"):
+            try:
+                run = dag_run_trigger(dag_id=dag.dag_id)
+            except AssetsError as exc:
+                self.message_user(request, f"{dag.dag_id} not triggered: {exc}", messages.ERROR)
+                continue
+            self.log_change(request, dag, f"Triggered run {run.run_id}")
+            waits = " (it waits: the DAG is paused)" if dag.is_paused else ""
+            self.message_user(
+                request,
+                format_html(
+                    'Triggered {} run <a href="{}">{}</a>{}.',
+                    dag.dag_id,
+                    change_url("dagrun", run.pk),
+                    run.run_id,
+                    waits,
+                ),
+                messages.SUCCESS,
+            )
+
     @admin.action(description="Pause selected DAGs", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
         self._set_paused(request, queryset, is_paused=True)
@@ -193,10 +246,11 @@ class DagAdmin(PanelAdmin[Dag]):
     def _set_paused(
         self, request: HttpRequest, queryset: QuerySet[Dag], *, is_paused: bool
     ) -> None:
-        changed = dags_set_paused(
-            dag_ids=queryset.values_list("pk", flat=True), is_paused=is_paused
-        )
+        dags = list(queryset.exclude(is_paused=is_paused).order_by("dag_id"))
+        changed = dags_set_paused(dag_ids=[dag.dag_id for dag in dags], is_paused=is_paused)
         verb = "Paused" if is_paused else "Unpaused"
+        for dag in dags:
+            self.log_change(request, dag, verb)
         self.message_user(request, f"{verb} {changed} DAG(s).", messages.SUCCESS)
 
 

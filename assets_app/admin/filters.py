@@ -71,7 +71,7 @@ class DagIdFilter(ChoiceFilter):
         dag_ids = (
             Dag.objects.filter(Exists(rows)).order_by("dag_id").values_list("dag_id", flat=True)
         )
-        return [(dag_id, ident(dag_id)) for dag_id in dag_ids]
+        return [(dag_id, ident(dag_id, two_lines=False)) for dag_id in dag_ids]
 
 
 SourceDagFilter = DagIdFilter.on(
@@ -100,7 +100,10 @@ class AliasFilter(ChoiceFilter):
     def _aliases_in(model: type[Model]) -> list[tuple[str, SafeString]]:
         rows = model._default_manager.order_by().filter(alias_id=OuterRef("pk"))
         aliases = AssetAlias.objects.filter(Exists(rows)).order_by("name")
-        return [(str(pk), ident(name)) for pk, name in aliases.values_list("pk", "name")]
+        return [
+            (str(pk), ident(name, two_lines=False))
+            for pk, name in aliases.values_list("pk", "name")
+        ]
 
 
 class SourceAliasFilter(AliasFilter):

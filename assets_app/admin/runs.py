@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any, TypedDict
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -18,6 +19,8 @@ from assets_app.admin.common import (
     EMPTY,
     BigTableAdminMixin,
     LinkedEventColumnsMixin,
+    ObjectAction,
+    ObjectActionsAdmin,
     ReadOnlyAdminMixin,
     ReadOnlyTabularInline,
     change_link,
@@ -32,6 +35,7 @@ from assets_app.admin.common import (
     when,
 )
 from assets_app.admin.filters import DagIdFilter, TaskInstanceDagFilter
+from assets_app.admin.panels import run_panel
 from assets_app.exceptions import AssetsError
 from assets_app.models import (
     DAG_RUN_SUMMARY_FIELDS,
@@ -60,9 +64,15 @@ RUN_PAGE_FIELDS = {
 
 
 def _clear(
-    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, selected: QuerySet[TaskInstance]
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    selected: QuerySet[TaskInstance],
+    *,
+    history: Iterable[Model],
 ) -> None:
-    """Clear the selected task instances and say what happened (or why nothing did)."""
+    """Clear the selected task instances and say what happened (or why nothing did); what
+    was cleared is recorded in the History of each of ``history`` (the runs or the task
+    instances the operator picked)."""
     try:
         result = task_instances_clear(task_instances=selected)
     except AssetsError as exc:
@@ -73,6 +83,10 @@ def _clear(
             request, "Nothing cleared: no finished task instance selected", messages.WARNING
         )
         return
+    for obj in history:
+        modeladmin.log_change(
+            request, obj, f"Cleared {len(result.cleared)} task instance(s) as new tries"
+        )
     tries = ", ".join(f"{c.label} (try {c.try_number})" for c in result.cleared[:10])
     more = f" and {len(result.cleared) - 10} more" if len(result.cleared) > 10 else ""
     modeladmin.message_user(
@@ -178,7 +192,7 @@ class DagRunAdmin(
     _DagColumnMixin,
     BigTableAdminMixin,
     ReadOnlyAdminMixin,
-    admin.ModelAdmin[DagRun],
+    ObjectActionsAdmin[DagRun],
 ):
     # at 1400 px: the run id and the DAG (two lines at most) get the width; the start and the
     # end are on the run's page (the end is the start plus the duration)
@@ -259,10 +273,19 @@ class DagRunAdmin(
         return when(obj.created_at)
 
     actions = ("clear_runs", "clear_failed_of_runs")
+    object_actions = (
+        ObjectAction("clear", "Clear: run all its task instances again", "clear"),
+        ObjectAction("clear_failed", "Clear failed task instances", "clear"),
+    )
 
     @admin.action(description="Clear: run all their task instances again", permissions=["clear"])
     def clear_runs(self, request: HttpRequest, queryset: QuerySet[DagRun]) -> None:
-        _clear(self, request, TaskInstance.objects.filter(dag_run__in=queryset))
+        _clear(
+            self,
+            request,
+            TaskInstance.objects.filter(dag_run__in=queryset),
+            history=list(queryset),
+        )
 
     @admin.action(
         description="Clear failed: run their failed task instances again", permissions=["clear"]
@@ -272,7 +295,17 @@ class DagRunAdmin(
             self,
             request,
             TaskInstance.objects.filter(dag_run__in=queryset, state__in=FAILED_TI_STATES),
+            history=list(queryset),
         )
+
+    def do_clear(self, request: HttpRequest, obj: DagRun) -> None:
+        self.clear_runs(request, DagRun.objects.filter(pk=obj.pk))
+
+    def do_clear_failed(self, request: HttpRequest, obj: DagRun) -> None:
+        self.clear_failed_of_runs(request, DagRun.objects.filter(pk=obj.pk))
+
+    def panel_context(self, request: HttpRequest, obj: DagRun) -> dict[str, Any]:
+        return {"run_panel": run_panel(obj)}  # the task graph in the run's states, the Gantt
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DagRun]:
         consumed = count_of(DagRunAssetEvent, pointing_at="dag_run")
@@ -300,7 +333,7 @@ class TaskInstanceAdmin(
     _DagColumnMixin,
     BigTableAdminMixin,
     ReadOnlyAdminMixin,
-    admin.ModelAdmin[TaskInstance],
+    ObjectActionsAdmin[TaskInstance],
 ):
     # at 1400 px: the task (its map index in brackets) opens the task instance's page
     list_display = (
@@ -349,10 +382,17 @@ class TaskInstanceAdmin(
     )
     fields = readonly_fields
     actions = ("clear_task_instances",)
+    object_actions = (ObjectAction("clear", "Clear: run again as a new try", "clear"),)
 
     @admin.action(description="Clear: run again as a new try", permissions=["clear"])
     def clear_task_instances(self, request: HttpRequest, queryset: QuerySet[TaskInstance]) -> None:
-        _clear(self, request, queryset)
+        _clear(self, request, queryset, history=list(queryset))
+
+    def do_clear(self, request: HttpRequest, obj: TaskInstance) -> None:
+        self.clear_task_instances(request, TaskInstance.objects.filter(pk=obj.pk))
+
+    def panel_context(self, request: HttpRequest, obj: TaskInstance) -> dict[str, Any]:
+        return {}
 
     @admin.display(description="earlier tries")
     def earlier_tries(self, obj: TaskInstance) -> SafeString | str:
