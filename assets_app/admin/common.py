@@ -336,7 +336,8 @@ class PanelAdmin(admin.ModelAdmin[_ModelT]):
 class ObjectAction:
     """A button on a change page: a POST to ``<object_id>/do/<name>/`` that calls the admin's
     ``do_<name>(request, obj)`` (which goes through a service, says what happened with
-    ``message_user`` and records it in the object's History), then comes back to the page."""
+    ``message_user`` and records it in the object's History), then comes back to the page, or
+    goes to the page of the object ``do_<name>`` returns (a cleared task instance's new try)."""
 
     name: str
     label: str
@@ -373,8 +374,8 @@ class ObjectActionsAdmin(PanelAdmin[_ModelT]):
             raise Http404(f"no {self.opts.verbose_name} {object_id!r}")
         if not self._may(request, action):
             raise PermissionDenied
-        getattr(self, f"do_{name}")(request, obj)
-        return HttpResponseRedirect(change_url(str(self.opts.model_name), obj.pk))
+        target = getattr(self, f"do_{name}")(request, obj) or obj
+        return HttpResponseRedirect(change_url(str(self.opts.model_name), target.pk))
 
     def _may(self, request: HttpRequest, action: ObjectAction) -> bool:
         return bool(getattr(self, f"has_{action.permission}_permission")(request))

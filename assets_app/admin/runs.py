@@ -68,25 +68,33 @@ def _clear(
     request: HttpRequest,
     selected: QuerySet[TaskInstance],
     *,
-    history: Iterable[Model],
-) -> None:
-    """Clear the selected task instances and say what happened (or why nothing did); what
-    was cleared is recorded in the History of each of ``history`` (the runs or the task
-    instances the operator picked)."""
+    history: Iterable[Model] | None = None,
+) -> list[TaskInstance]:
+    """Clear the selected task instances and say what happened (or why nothing did); returns
+    the new tries. What was cleared is recorded in the History of each of ``history`` (the
+    runs the operator picked), or else of each new try (a cleared task instance is a new row:
+    its History starts with how it came to be)."""
     try:
         result = task_instances_clear(task_instances=selected)
     except AssetsError as exc:
         modeladmin.message_user(request, f"Nothing cleared: {exc}", messages.ERROR)
-        return
+        return []
     if not result.cleared:
         modeladmin.message_user(
             request, "Nothing cleared: no finished task instance selected", messages.WARNING
         )
-        return
-    for obj in history:
-        modeladmin.log_change(
-            request, obj, f"Cleared {len(result.cleared)} task instance(s) as new tries"
-        )
+        return []
+    new_tries = list(
+        TaskInstance.objects.filter(pk__in=[c.task_instance_id for c in result.cleared])
+    )
+    if history is None:
+        for ti in new_tries:
+            modeladmin.log_change(request, ti, f"Cleared: try {ti.try_number} scheduled")
+    else:
+        for obj in history:
+            modeladmin.log_change(
+                request, obj, f"Cleared {len(result.cleared)} task instance(s) as new tries"
+            )
     tries = ", ".join(f"{c.label} (try {c.try_number})" for c in result.cleared[:10])
     more = f" and {len(result.cleared) - 10} more" if len(result.cleared) > 10 else ""
     modeladmin.message_user(
@@ -96,6 +104,7 @@ def _clear(
         f"{len(result.left_alone)} unfinished task instance(s) left alone.",
         messages.SUCCESS,
     )
+    return new_tries
 
 
 class _ClearPermissionMixin:
@@ -386,10 +395,12 @@ class TaskInstanceAdmin(
 
     @admin.action(description="Clear: run again as a new try", permissions=["clear"])
     def clear_task_instances(self, request: HttpRequest, queryset: QuerySet[TaskInstance]) -> None:
-        _clear(self, request, queryset, history=list(queryset))
+        _clear(self, request, queryset)
 
-    def do_clear(self, request: HttpRequest, obj: TaskInstance) -> None:
-        self.clear_task_instances(request, TaskInstance.objects.filter(pk=obj.pk))
+    def do_clear(self, request: HttpRequest, obj: TaskInstance) -> TaskInstance | None:
+        # the new try is a new row: its page is where the operator goes next
+        new_tries = _clear(self, request, TaskInstance.objects.filter(pk=obj.pk))
+        return new_tries[0] if new_tries else None
 
     def panel_context(self, request: HttpRequest, obj: TaskInstance) -> dict[str, Any]:
         return {}

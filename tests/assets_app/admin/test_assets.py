@@ -35,7 +35,7 @@ def test_asset_page_shows_active_flag_aliases_and_latest_events(admin_client, wo
 
 def test_asset_page_draws_the_dags_declaring_it(admin_client, world):
     content = admin_client.get(change("asset", world["asset"].pk)).content.decode()
-    lineage = content[content.index('<svg class="ar-lineage"') :]
+    lineage = content[content.index('<svg class="ar-lineage ar-flow-') :]
     for dag_id in ("asset_s3_bucket_consumer", "asset_s3_bucket_producer"):
         assert dag_id in lineage, dag_id
 
