@@ -219,7 +219,7 @@ def _graph_runs(now: datetime) -> None:
     exports = AssetAlias.objects.get(name="daily-exports")
     durations = dict(GRAPH_TASKS)
     for days_ago, (run_state, ti_states) in zip((2, 1, 0), GRAPH_STATES, strict=True):
-        start = (now - timedelta(days=days_ago, hours=1)).replace(microsecond=0)
+        start = (now - timedelta(days=days_ago, hours=3)).replace(microsecond=0)
         run = DagRun.objects.create(
             dag_id=GRAPH_DAG,
             run_id=_run_id(DagRunType.SCHEDULED, start),

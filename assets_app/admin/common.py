@@ -90,7 +90,8 @@ def ident(value: Any, *, two_lines: bool = True) -> SafeString:
         for part in ident_parts(value, two_lines=two_lines)
     )
     # every part is escaped above; only the spans and the <wbr> breaks are markup
-    return format_html('<span class="ar-id">{}</span>', mark_safe(html))  # noqa: S308
+    css = "ar-id" if two_lines else "ar-id ar-id-any"  # any: as many lines as it needs
+    return format_html('<span class="{}">{}</span>', css, mark_safe(html))  # noqa: S308
 
 
 def change_link(model_name: str, pk: Any, text: Any) -> SafeString:
@@ -235,8 +236,13 @@ class WaitingDag:
 def consumers(runs: Iterable[DagRun], waiting: Iterable[WaitingDag]) -> SafeString | str:
     """An event's consumers: the runs it triggered (links), then the DAGs still waiting on it
     (``waiting: dag (paused)``), or ``EMPTY``; the overview and the event list say the same."""
-    run_links = link_list(
-        (change_url("dagrun", run.pk), f"{run.dag_id} @ {run.run_id}") for run in runs
+    run_links: SafeString | str = (
+        format_html_join(
+            ", ",
+            '<a href="{}">{}<span class="ar-sep"> @ </span>{}</a>',
+            ((change_url("dagrun", run.pk), ident(run.dag_id), ident(run.run_id)) for run in runs),
+        )
+        or EMPTY
     )
     waiting = list(waiting)
     if not waiting:
