@@ -3,7 +3,9 @@
 ``showcase_seed()`` declares the example DAGs (``examples/dags.yaml``) and writes what a month
 of their runs would have left: producer runs whose tasks emitted events (hourly over the last
 two days, a few a day before), the consumer runs those events triggered, a failed and a running
-task instance, and the consumers still queued on the newest events. Deterministic: the same
+task instance, the consumers still queued on the newest events, and three runs of a DAG with
+a task graph (``showcase_dags.yaml``: a 60-character id, five tasks, an alias and an
+``Asset.ref`` outlet; one succeeded, one failed, one running). Deterministic: the same
 rows on every call on an empty database, times relative to now.
 """
 
@@ -67,6 +69,7 @@ class Showcase:
     alias: AssetAlias
     newest_event: AssetEvent
     waiting_dag_id: str  # a consumer queued on ``asset``
+    graph_run: DagRun  # the running run of ``GRAPH_DAG``
 
 
 def _run_id(run_type: str, at: datetime) -> str:
@@ -204,14 +207,21 @@ def showcase_seed(*, now: datetime | None = None) -> Showcase:
         state=DagRunState.RUNNING,
         run_type=DagRunType.MANUAL,
     )
-    _graph_runs(now)
-    return Showcase(asset=asset, alias=alias, newest_event=newest, waiting_dag_id=CONSUMER[0])
+    graph_run = _graph_runs(now)
+    return Showcase(
+        asset=asset,
+        alias=alias,
+        newest_event=newest,
+        waiting_dag_id=CONSUMER[0],
+        graph_run=graph_run,
+    )
 
 
-def _graph_runs(now: datetime) -> None:
+def _graph_runs(now: datetime) -> DagRun:
     """Three runs of ``GRAPH_DAG`` (``GRAPH_STATES``), the tasks one after the other along
     their edges; finished ``export_orders`` write ``orders`` and, through ``daily-exports``, the
-    day's export file; ``refresh_customers`` writes ``customers`` (its ``Asset.ref``)."""
+    day's export file; ``refresh_customers`` writes ``customers`` (its ``Asset.ref``). Returns
+    the running one."""
     orders = Asset.objects.get(name="orders")
     customers, _ = Asset.objects.get_or_create(
         name="customers", uri="postgres://warehouse/public/customers"
@@ -263,3 +273,4 @@ def _graph_runs(now: datetime) -> None:
         if run_state != "running":
             run.end_date = max(ends.values())
             run.save(update_fields=["end_date"])
+    return run  # the last: running

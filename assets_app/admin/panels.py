@@ -558,7 +558,7 @@ def _produced_assets(
         .order_by("-last")[:PRODUCED_ASSETS]
     )
     through = {
-        (row["event__source_task_id"], row["event__asset_id"]): row["alias__name"]
+        (row["event__source_task_id"] or "", row["event__asset_id"]): row["alias__name"]
         for row in AssetAliasAssetEvent.objects.filter(
             event__source_dag_id=dag.dag_id, event__source_run_id__in=run_ids
         )
@@ -567,7 +567,9 @@ def _produced_assets(
         .distinct()
     }
     for row in produced:
-        task_id, asset_id, n = row["source_task_id"], row["asset_id"], row["events"]
+        task_id: str = row["source_task_id"] or ""
+        asset_id: int = row["asset_id"]
+        n = row["events"]
         said = f"produced · {n} event(s)"
         declared = outlets.get((task_id, asset_id))
         if declared is not None:
@@ -575,10 +577,12 @@ def _produced_assets(
             lineage.nodes[declared] = replace(node, note=f"outlet · {said}")
             continue
         parent = (
-            leaves.get((task_id, TaskLeafReference.Kind.ALIAS, through.get((task_id, asset_id))))
+            leaves.get(
+                (task_id, TaskLeafReference.Kind.ALIAS, through.get((task_id, asset_id), ""))
+            )
             or leaves.get((task_id, TaskLeafReference.Kind.NAME_REF, row["asset__name"]))
             or leaves.get((task_id, TaskLeafReference.Kind.URI_REF, row["asset__uri"]))
-            or tasks.get(task_id or "")
+            or tasks.get(task_id)
         )
         if parent is None:
             continue

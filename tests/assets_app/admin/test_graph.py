@@ -321,3 +321,27 @@ def test_buttons_need_the_permission(client, graph_dag):
     assert "/do/trigger/" not in page
     assert client.post(_do("dag", DAG_ID, "trigger")).status_code == 403
     assert not DagRun.objects.exists()
+
+
+# --- docs/admin.md -----------------------------------------------------------------------------
+
+
+def test_the_docs_manifest_declares_and_draws_what_the_page_says(tmp_path):
+    # given the YAML block of docs/admin.md
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "admin.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", doc, re.S)
+    manifest = tmp_path / "dags.yaml"
+    manifest.write_text(block)
+
+    # when
+    call_command("declare_dags", str(manifest), stdout=None)
+
+    # then: five tasks, an alias and a reference drawn, the trigger rule said
+    graph = dag_lineage(Dag.objects.get(pk=DAG_ID))
+    tasks = [n for n in graph.nodes.values() if n.kind == "task"]
+    assert len(tasks) == 5
+    assert [n.label for n in graph.nodes.values() if n.kind == "alias"] == ["daily-exports"]
+    assert [n.label for n in graph.nodes.values() if n.kind == "reference"] == ["customers"]
+    assert graph.nodes[f"task:{LAST}"].note == "trigger rule all_done"
+    # and it is the showcase's DAG, as the screenshot shows
+    assert block == "dags:\n" + GRAPH.read_text().split("dags:\n", 1)[1]
