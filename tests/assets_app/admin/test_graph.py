@@ -165,6 +165,15 @@ def test_dag_graph_reads_a_fixed_number_of_queries(graph_dag, django_assert_num_
         dag_lineage(graph_dag, recent_run_ids=["scheduled__1"])
 
 
+def test_run_panel_reads_a_fixed_number_of_queries(graph_dag, django_assert_num_queries):
+    # given a run of its five tasks, and one reread (run.dag is then a fetch of its own)
+    run = DagRun.objects.get(pk=_run_with_states(graph_dag, dict.fromkeys(TASKS, "success")).pk)
+
+    # then: the task instances, the DAG, the graph's 12
+    with django_assert_num_queries(14):
+        run_panel(run)
+
+
 def test_dag_page_draws_the_graph_top_to_bottom_with_every_box_a_link(admin_client, graph_dag):
     html = page_text(admin_client, change("dag", DAG_ID))
     svg = html[html.index('<svg class="ar-lineage ar-flow-down"') :]
