@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MANIFEST ?= examples/dags.yaml
 
-.PHONY: run test install install-test demo lint clean screenshots
+.PHONY: run test install install-test demo lint clean screenshots docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,airflow]"
+	$(BIN)/python -m pip install --quiet -e ".[test,airflow,docs]"
 	touch $@ $(STAMP)
 
 run: install
@@ -43,6 +43,10 @@ demo: install
 # the README's pictures of the admin: headless Chromium (apt-get install chromium chromium-driver)
 screenshots: install-test
 	$(BIN)/python manage.py screenshots --out docs/screenshots
+
+# the docs site (mkdocs.yml, docs/) into site/; --strict fails on a broken link or anchor
+docs: install-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,5 +1,6 @@
-"""gunicorn settings read whenever gunicorn starts in the repository root (the README's
-deployment command, the test suite's and the benchmarks' servers); command-line options win.
+"""gunicorn settings read whenever gunicorn starts in the repository root (the deployment
+command of docs/deployment.md, the test suite's and the benchmarks' servers); command-line
+options win.
 
 - ``limit_request_line``: the largest request line gunicorn accepts (8190 bytes; its default
   is 4094): an asset's name or uri of up to 1500 characters travels in the query string of

@@ -206,7 +206,7 @@ class FernetKeyMissingError(SecretsError):
     code = "fernet_key_missing"
     default_message = (
         "No FERNET_KEY is configured, so secrets cannot be stored encrypted; set FERNET_KEY "
-        "(see the README, 'Variables and connections, and the Fernet key')"
+        "(see docs/secrets.md)"
     )
 
 

@@ -1,4 +1,4 @@
-"""The data model, mirroring Apache Airflow 3's metadata tables (SPEC §2).
+"""The data model, mirroring Apache Airflow 3's metadata tables (docs/concepts.md, "The tables").
 
 Association tables carry a surrogate ``id`` plus the unique constraint Airflow uses as its
 composite key, because Django 5.2's admin cannot show composite-primary-key models.

@@ -1,4 +1,4 @@
-"""Notifications sent after asset changes are committed (SPEC §4 step 8).
+"""Notifications sent after asset changes are committed (docs/concepts.md, "Signals").
 
 Both signals are sent from ``transaction.on_commit`` callbacks, so receivers only ever see
 committed rows, and with ``send_robust``, so a failing receiver is logged and never breaks

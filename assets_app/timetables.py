@@ -7,7 +7,10 @@ and ``create_delta_data_intervals`` off, its defaults): a cron string or preset 
 instant (start = end = logical date) and ``run_after`` is the same moment.
 
 With ``catchup`` off only the latest due moment is run (missed ones are skipped); with it on,
-every moment from ``start_date`` (or the last run) on, one after another. Cron expressions are
+every moment from ``start_date`` (or the last run) on, one after another. Without a start
+date or an earlier run, a cron schedule runs its latest moment only if it passed less than a
+tenth of its period ago (at least 5 minutes), else it waits for the next (Airflow's
+``CronTriggerTimetable._calc_first_run``); a timedelta runs at once. Cron expressions are
 read in the DAG's timezone, so ``0 2 * * *`` in Europe/Berlin stays 02:00 local across a DST
 change; results are always UTC. The caller passes ``now``.
 """
@@ -78,8 +81,17 @@ class Timetable:
         it = croniter(self.cron, start_time=naive)
         scheduled: datetime = it.get_next(datetime) if forward else it.get_prev(datetime)
         if it.expanded[1] == ["*"]:  # every hour: step in elapsed time, not wall time
-            return (local + (scheduled - naive)).astimezone(UTC)
-        return scheduled.replace(tzinfo=self.zone).astimezone(UTC)
+            return current.astimezone(UTC) + (scheduled - naive)
+        return self._localize(scheduled)
+
+    def _localize(self, naive: datetime) -> datetime:
+        """A wall time of the zone in UTC, as Airflow's ``make_aware`` (pendulum) places it: an
+        ambiguous time (the hour repeated when DST ends) is its second instance; a time that
+        does not exist (skipped when DST starts) is moved forward by the gap."""
+        second = naive.replace(tzinfo=self.zone, fold=1).astimezone(UTC)
+        if second.astimezone(self.zone).replace(tzinfo=None) == naive:
+            return second
+        return naive.replace(tzinfo=self.zone, fold=0).astimezone(UTC)  # in the gap
 
     def _align_to_next(self, current: datetime) -> datetime:
         """``current`` if it is a cron moment, else the next one."""
@@ -90,6 +102,17 @@ class Timetable:
         """``current`` if it is a cron moment, else the previous one."""
         prev = self._cron_step(current, forward=False)
         return current if self._cron_step(prev, forward=True) == current else prev
+
+    def _first_run(self, now: datetime) -> datetime:
+        """The first run of a schedule without a start date or an earlier run (Airflow's
+        ``_calc_first_run``): a timedelta runs now; a cron runs its latest moment if that was
+        at most a tenth of the gap between its moments ago (and at least 5 minutes), else it
+        waits for the next one."""
+        if self.delta is not None:
+            return now
+        past, upcoming = self._align_to_prev(now), self._align_to_next(now)
+        buffer = max((upcoming - past) / 10, timedelta(minutes=5))
+        return past if now - past <= buffer else upcoming
 
     def _get_next(self, current: datetime) -> datetime:
         if self.delta is not None:
@@ -124,13 +147,15 @@ class Timetable:
             if last_run_after is not None:
                 at = self._get_next(last_run_after)
             elif start_date is None:
-                at = align_prev(now)
+                at = self._first_run(now)
             else:
                 at = align_next(start_date)
         else:
             candidates = [align_prev(now)]
             if last_run_after is not None:
                 candidates.append(self._get_next(last_run_after))
+            elif start_date is None:
+                candidates.append(self._first_run(now))
             if start_date is not None:
                 candidates.append(align_next(start_date))
             at = max(candidates)

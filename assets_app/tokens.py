@@ -1,4 +1,4 @@
-"""JWT tokens that authenticate a task runner for one task instance (SPEC §3).
+"""JWT tokens that authenticate a task runner for one task instance (docs/api-execution.md, "Auth").
 
 A domain concept: services issue them (``create_task_instance``, the worker), the execution
 API checks them.

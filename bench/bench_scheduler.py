@@ -433,6 +433,9 @@ class Workload:
             {
                 "dag_id": c.dag_id,
                 "schedule": tree_document(c.tree),
+                # no worker ends the runs here: uncapped, so that every run is created
+                # (Airflow's default of 16 would stop each consumer after 16 runs)
+                "max_active_runs": 100_000,
                 "tasks": [{"task_id": "consume"}],
             }
             for c in self.consumers

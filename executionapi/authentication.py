@@ -1,4 +1,4 @@
-"""Bearer-JWT authentication of task runners (SPEC §3)."""
+"""Bearer-JWT authentication of task runners (docs/api-execution.md, "Auth")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Errors of the execution API and the one handler that shapes every error body (SPEC §3).
+"""Errors of the execution API and the one handler that shapes every error body
+(docs/api-execution.md).
 
 - ``{"detail": {"reason": "<code>", "message": "<text>", ...}}`` for every error, with the
   domain error's extra context (``previous_state``, ``current_hostname`` …) merged in;

@@ -150,7 +150,7 @@ CONFLICT = {409: OpenApiResponse(common.ErrorResponseSerializer, description="Co
 
 
 class ExecutionAPIView(APIView):
-    """Base: bearer-JWT auth, JSON only, SPEC error shapes, token refresh, version logging."""
+    """Base: bearer-JWT auth, JSON only, Airflow's error shapes, token refresh, version logging."""
 
     authentication_classes = [TaskRunnerTokenAuthentication]
     permission_classes = [TokenMatchesTaskInstance]
@@ -228,6 +228,28 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         if outcome == ti_services.StateUpdateOutcome.UNCHANGED:
             message = {"message": f"Task instance is already in state {payload.state}"}
             return Response(common.MessageSerializer(message).data, status=status.HTTP_200_OK)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        operation_id="ti_skip_downstream",
+        summary="Skip the given tasks of the task instance's run (a branch's or short-circuit's)",
+        description=(
+            "Each task (a task id, or `[task_id, map_index]`) of the same run becomes `skipped` "
+            "unless it is running or already succeeded or failed (Airflow's rule); the run's "
+            "next tasks are decided when the calling task instance finishes."
+        ),
+        request=ti_s.TISkippedDownstreamTasksSerializer,
+        responses={
+            204: OpenApiResponse(description="Skipped"),
+            **BODY_ERRORS,
+            **NOT_FOUND,
+            **ERRORS,
+        },
+    )
+    @action(detail=True, methods=["patch"], url_path="skip-downstream")
+    def skip_downstream(self, request: Request, task_instance_id: uuid.UUID) -> Response:
+        data = _valid(ti_s.TISkippedDownstreamTasksSerializer(data=_body(request))).validated_data
+        ti_services.task_instances_skip(task_instance_id=task_instance_id, tasks=data["tasks"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(

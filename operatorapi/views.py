@@ -213,9 +213,11 @@ class DagViewSet(ReadOnlyViewSet):
 
     @extend_schema(
         summary="Trigger a DAG run",
-        description="A manual run of the DAG, as Airflow's *trigger*: `queued`, one scheduled "
-        "task instance per declared task for a worker to run (a paused DAG's run waits until "
-        "it is unpaused). 409 `dag_run_exists` for a taken run id, 409 `dag_stale` for a stale "
+        description="A manual run of the DAG, as Airflow's *trigger*, with one task instance "
+        "per declared task: `running` at once with its first tasks scheduled for a worker "
+        "when the DAG has room (`max_active_runs`), else `queued` until it has (a paused DAG's "
+        "run waits until it is unpaused); each next task is scheduled as its upstreams finish "
+        "(its trigger rule). 409 `dag_run_exists` for a taken run id, 409 `dag_stale` for a stale "
         "DAG. Needs `assets_app.add_dagrun`.",
         request=s.DagRunTriggerSerializer,
         responses={

@@ -107,6 +107,25 @@ def queued_event(row: AssetDagRunQueue) -> dict[str, Any]:
     }
 
 
+def _timetable_summary(row: Dag) -> str | None:
+    """As Airflow summarises a schedule: the cron/preset/timedelta, ``Asset``, or both."""
+    if row.asset_expression and row.timetable:
+        return f"Asset or {row.timetable_summary}"
+    if row.asset_expression:
+        return "Asset"
+    return row.timetable_summary or None
+
+
+def _timetable_description(row: Dag) -> str:
+    if row.asset_expression and row.timetable:
+        return f"Triggered by assets or {row.timetable_summary}"
+    if row.asset_expression:
+        return "Triggered by assets"
+    if row.timetable:
+        return "Once" if row.timetable.get("once") else f"Time schedule {row.timetable_summary}"
+    return "Never, external triggers only"
+
+
 def dag(row: Dag) -> dict[str, Any]:
     return {
         "dag_id": row.dag_id,
@@ -121,22 +140,20 @@ def dag(row: Dag) -> dict[str, Any]:
         "relative_fileloc": None,
         "fileloc": row.fileloc,
         "description": None,
-        "timetable_summary": "Asset" if row.asset_expression else None,
-        "timetable_description": (
-            "Triggered by assets" if row.asset_expression else "Never, external triggers only"
-        ),
+        "timetable_summary": _timetable_summary(row),
+        "timetable_description": _timetable_description(row),
         "timetable_partitioned": False,
-        "timetable_periodic": False,
-        "tags": [],
-        "max_active_tasks": 16,
-        "max_active_runs": 16,
+        "timetable_periodic": bool(row.timetable) and not row.timetable.get("once"),
+        "tags": [{"name": tag, "dag_id": row.dag_id} for tag in row.tags],
+        "max_active_tasks": row.max_active_tasks,
+        "max_active_runs": row.max_active_runs,
         "max_consecutive_failed_dag_runs": 0,
         "has_task_concurrency_limits": False,
         "has_import_errors": False,
-        "next_dagrun_logical_date": None,
-        "next_dagrun_data_interval_start": None,
-        "next_dagrun_data_interval_end": None,
-        "next_dagrun_run_after": None,
+        "next_dagrun_logical_date": when(row.next_dagrun),
+        "next_dagrun_data_interval_start": when(row.next_dagrun),
+        "next_dagrun_data_interval_end": when(row.next_dagrun),
+        "next_dagrun_run_after": when(row.next_dagrun_create_after),
         "allowed_run_types": None,
         "owners": [],
         "is_backfillable": False,

@@ -1,6 +1,6 @@
 """Runner side of the asset registry: a small task SDK speaking Airflow 3's execution API.
 
-Importable without Django. See the README, "Running tasks on workers: `task_sdk`".
+Importable without Django. See docs/task-sdk.md.
 """
 
 from task_sdk.decorators import Task, task

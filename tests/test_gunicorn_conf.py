@@ -1,5 +1,5 @@
-"""``gunicorn.conf.py`` (README, "Deployment notes"): one control socket per server or none, and
-request lines up to gunicorn's maximum, with real gunicorn processes."""
+"""``gunicorn.conf.py`` (docs/deployment.md, "Deployment notes"): one control socket per server
+or none, and request lines up to gunicorn's maximum, with real gunicorn processes."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def stamp(venv: Path, name: str, *, seconds_after_pyproject: float) -> None:
     ("target", "stamp_name", "extras"),
     [
         ("install", ".installed", "-e ."),
-        ("install-test", ".installed-test", '-e ".[test,airflow]"'),
+        ("install-test", ".installed-test", '-e ".[test,airflow,docs]"'),
     ],
 )
 def test_an_install_runs_only_when_pyproject_is_newer_than_its_stamp(

@@ -1,4 +1,4 @@
-"""The operator's view of the registry (SPEC §6), one module per area.
+"""The operator's view of the registry (docs/admin.md), one module per area.
 
 - ``assets``: assets, aliases and the alias → asset links (editable);
 - ``events``: asset events and the alias → event links;

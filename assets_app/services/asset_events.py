@@ -1,4 +1,4 @@
-"""Operator use cases on asset events: a manual event, pruning old events (SPEC §6)."""
+"""Operator use cases on asset events: a manual event, pruning old events (docs/commands.md)."""
 
 from __future__ import annotations
 

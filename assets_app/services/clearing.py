@@ -6,14 +6,17 @@ the operator API). In one transaction, with the task instances and their runs lo
 - a selection holding a ``running`` task instance is refused as a whole
   (``TaskInstanceClearRefusedError``) and nothing is written;
 - each finished (or ``up_for_retry``) task instance has its try kept in
-  ``TaskInstanceHistory`` (an ``up_for_retry`` one's already is), gets a new id and becomes
-  ``scheduled`` with ``try_number + 1``; ``max_tries`` becomes the old ``try_number`` + the
-  task's declared ``retries`` (Airflow's ``clear_task_instances``), so it gets its retries
-  again; without a declared task, ``max(max_tries, try_number)``;
+  ``TaskInstanceHistory`` (an ``up_for_retry`` one's already is), gets a new id and loses its
+  state (as Airflow's clear), with ``try_number + 1``; ``max_tries`` becomes the old
+  ``try_number`` + the task's declared ``retries`` (Airflow's ``clear_task_instances``), so
+  it gets its retries again; without a declared task, ``max(max_tries, try_number)``;
 - other task instances (scheduled, queued, deferred …) are left alone: they will run anyway;
 - each finished or running run of a cleared task instance goes back to ``queued`` (no start or
-  end date), as Airflow's clear; the first of its task instances to start makes it
-  ``running`` again.
+  end date), as Airflow's clear.
+
+After the commit the runs are admitted again (``task_flow.dag_runs_admit``: at once when the
+DAG has room) and their cleared task instances decided by their trigger rules, so a cleared
+task runs again after its upstreams, and a cleared upstream runs before its downstreams.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from assets_app.models import (
     TaskInstanceHistory,
     TaskInstanceState,
 )
-from assets_app.services.dag_runs import FINISHED_RUN_STATES
+from assets_app.services.task_flow import FINISHED_RUN_STATES, dag_runs_admit
 from assets_app.services.task_instances import task_instance_history_record, task_instance_renew
 
 logger = logging.getLogger(__name__)
@@ -156,6 +159,7 @@ def task_instances_clear(
         if dry_run or not to_clear:
             return result
         _write(to_clear, result.cleared, run_ids=list(runs))
+    dag_runs_admit(dag_ids={run.dag_id for run in runs.values()})
     logger.info(
         "cleared %s task instance(s); %s run(s) back to queued",
         len(result.cleared),
@@ -189,7 +193,7 @@ def _write(
         task_instance_renew(
             ti,
             new_id=new.task_instance_id,
-            state=TaskInstanceState.SCHEDULED,
+            state=None,
             now=now,
             try_number=new.try_number,
             max_tries=new.max_tries,

@@ -11,16 +11,14 @@ unfinished (``dag_run_settle``; ``failed`` if any failed or is upstream_failed: 
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db import transaction
 from django.utils import timezone
 
 from assets_app.exceptions import (
@@ -31,20 +29,20 @@ from assets_app.exceptions import (
     TaskInstanceNotFoundError,
 )
 from assets_app.models import (
-    FAILED_TI_STATES,
-    FINISHED_TI_STATES,
     Dag,
     DagRun,
     DagRunState,
     DagRunType,
     DagTask,
-    TaskInletAssetReference,
     TaskInstance,
     TaskInstanceState,
-    TaskOutletAssetReference,
 )
-from assets_app.notify import RUNS_CHANNEL, notify
-from assets_app.services.sql import column, table
+from assets_app.services.task_flow import (
+    FINISHED_RUN_STATES,
+    RunSpec,
+    dag_run_start,
+    dag_runs_insert,
+)
 from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import validate_id
 
@@ -52,9 +50,6 @@ logger = logging.getLogger(__name__)
 
 #: The largest ``map_index`` and ``max_tries``: their columns are 32-bit integers.
 INTEGER_MAX = 2**31 - 1
-FINISHED_RUN_STATES = (DagRunState.SUCCESS, DagRunState.FAILED)
-#: The most runs ``dag_runs_settle_finished`` ends in one call (the rest wait for the next).
-SETTLE_LIMIT = 500
 
 #: States a task instance may be created in: waiting for a runner, or already claimed.
 CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
@@ -199,13 +194,14 @@ def dag_run_trigger(
     partition_key: str | None = None,
 ) -> DagRun:
     """Trigger a run of a declared DAG, as Airflow's ``airflow dags trigger`` and
-    ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run, ``queued``, with ``logical_date`` and
-    data interval = ``logical_date`` (default now), ``run_after`` now, run id
+    ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run with ``logical_date`` and data
+    interval = ``logical_date`` (default now), ``run_after`` now, run id
     ``manual__<logical date>`` unless given (``data_interval``, ``run_after`` and
-    ``partition_key`` as given, if given), and one ``scheduled`` task instance per declared
-    task (``max_tries`` = its ``retries``) for a worker to claim; the workers are woken at
-    commit. A paused DAG's run waits, as in Airflow: workers claim nothing of a paused DAG
-    until it is unpaused.
+    ``partition_key`` as given, if given), and one task instance per declared task
+    (``max_tries`` = its ``retries``), created by ``task_flow.dag_runs_insert``: ``running``
+    at once with its first tasks ``scheduled`` when the DAG has room (``max_active_runs``),
+    else ``queued`` until it has. A paused DAG's run waits ``queued``, as in Airflow, until
+    the DAG is unpaused.
 
     Raises ``DagNotFoundError`` (no such DAG), ``DagStaleError`` (gone from its file),
     ``DagRunExistsError`` (the run id is taken) and ``TaskInstanceInputError`` (a bad run id,
@@ -235,72 +231,28 @@ def dag_run_trigger(
         raise DagRunExistsError(
             f"DAG {dag_id!r} has a run {run_id!r} already", dag_id=dag_id, run_id=run_id
         )
-    dag_run = DagRun.objects.create(
-        dag=dag,
-        run_id=run_id,
-        run_type=DagRunType.MANUAL,
-        state=DagRunState.QUEUED,
-        logical_date=logical_date,
-        data_interval_start=data_interval[0] if data_interval else logical_date,
-        data_interval_end=data_interval[1] if data_interval else logical_date,
-        run_after=run_after or now,
-        conf=dict(conf or {}),
-        partition_key=partition_key,
-        created_at=now,
-    )
-    task_ids = dags_task_ids({dag_id: dag.task_ids})[dag_id]
-    retries = dags_task_retries([dag_id])
-    TaskInstance.objects.bulk_create(
+    (created,) = dag_runs_insert(
         [
-            TaskInstance(
-                dag_run=dag_run,
+            RunSpec(
                 dag_id=dag_id,
                 run_id=run_id,
-                task_id=task_id,
-                max_tries=retries.get((dag_id, task_id), 0),
-                state=TaskInstanceState.SCHEDULED,
+                run_type=DagRunType.MANUAL,
+                logical_date=logical_date,
+                data_interval_start=data_interval[0] if data_interval else logical_date,
+                data_interval_end=data_interval[1] if data_interval else logical_date,
+                run_after=run_after or now,
+                conf=dict(conf or {}),
+                partition_key=partition_key,
             )
-            for task_id in task_ids
-        ]
+        ],
+        now=now,
     )
-    notify(RUNS_CHANNEL)  # workers wake up when this commits
-    count = len(task_ids)
+    dag_run = DagRun.objects.get(pk=created.dag_run_pk)
+    count = len(created.task_ids)
     transaction.on_commit(
         lambda: logger.info("triggered %s run %s (%d task instance(s))", dag_id, run_id, count)
     )
     return dag_run
-
-
-def dags_task_retries(dag_ids: Collection[str]) -> dict[tuple[str, str], int]:
-    """``(dag_id, task_id)`` → the declared task's ``retries`` (a new task instance's
-    ``max_tries``; 0 for a task no manifest declares): 1 query."""
-    return {
-        (dag_id, task_id): retries
-        for dag_id, task_id, retries in DagTask.objects.filter(dag_id__in=dag_ids).values_list(
-            "dag_id", "task_id", "retries"
-        )
-    }
-
-
-def dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:
-    """The task instances a new run of each DAG gets: its declared tasks (``declared``: its
-    ``Dag.task_ids``), or, without a declared list, the tasks its asset references name (0
-    queries if every DAG declares its tasks, else 2)."""
-    task_ids = {
-        dag_id: list(dict.fromkeys(str(task_id) for task_id in tasks))
-        for dag_id, tasks in declared.items()
-        if tasks
-    }
-    undeclared = [dag_id for dag_id, tasks in declared.items() if not tasks]
-    if undeclared:
-        found: dict[str, set[str]] = {dag_id: set() for dag_id in undeclared}
-        for model in (TaskOutletAssetReference, TaskInletAssetReference):
-            for dag_id, task_id in model.objects.filter(dag_id__in=undeclared).values_list(
-                "dag_id", "task_id"
-            ):
-                found[dag_id].add(task_id)
-        task_ids.update((dag_id, sorted(tasks)) for dag_id, tasks in found.items())
-    return task_ids
 
 
 def _declared_retries(dag_id: str, task_id: str) -> int:
@@ -331,97 +283,3 @@ def task_instance_token_issue(
     if not TaskInstance.objects.filter(pk=ti_id).exists():
         raise TaskInstanceNotFoundError(f"no task instance with id {ti_id}")
     return token_issue(task_instance_id=ti_id, ttl_seconds=ttl_seconds)
-
-
-def dag_run_start(dag_run: DagRun, *, start_date: datetime) -> None:
-    """A task instance of the run started: a ``queued`` run becomes ``running``.
-
-    Call in the transaction that starts the task instance. No statement when the run is not
-    ``queued``; two first task instances starting at once move it once (the ``UPDATE``
-    re-checks the state).
-    """
-    if dag_run.state != DagRunState.QUEUED:
-        return
-    DagRun.objects.filter(pk=dag_run.pk, state=DagRunState.QUEUED).update(
-        state=DagRunState.RUNNING, start_date=start_date, end_date=None
-    )
-    dag_run.state, dag_run.start_date, dag_run.end_date = DagRunState.RUNNING, start_date, None
-
-
-def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool:
-    """End a ``running`` run if none of its task instances is unfinished; ``True`` if it ended
-    now.
-
-    ``end_date`` defaults to now (as Airflow's ``DagRun.set_state``: the server's clock, not a
-    runner's).
-
-    Call **after** the transaction that finished a task instance has committed, outside any
-    transaction: the statement then reads every task instance as committed when it starts.
-    Of two last task instances finishing at once, the settle that starts later sees both
-    finished (each starts after its own commit), and the ``UPDATE`` re-checks the run's state
-    on the row it waited for, so the run ends once. Only a ``running`` run settles: clearing
-    puts the run of a cleared task instance back to ``queued`` in the transaction that holds
-    its lock, so a settle that read the task instances before a clear committed finds the run
-    no longer ``running`` and does nothing. One fixed ``UPDATE`` statement (raw SQL: the ORM
-    spent more time building it than PostgreSQL spends running it, on every finished task
-    instance).
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _settle_sql(),
-            [
-                dag_run_id,
-                *(state.value for state in FAILED_TI_STATES),
-                DagRunState.FAILED.value,
-                DagRunState.SUCCESS.value,
-                connection.ops.adapt_datetimefield_value(end_date or timezone.now()),
-                dag_run_id,
-                DagRunState.RUNNING.value,
-                dag_run_id,
-                *(state.value for state in FINISHED_TI_STATES),
-            ],
-        )
-        settled = cursor.rowcount
-    if settled:
-        logger.info("DAG run %s finished", dag_run_id)
-    return bool(settled)
-
-
-def dag_runs_settle_finished(*, end_date: datetime | None = None) -> int:
-    """Settle every ``running`` run none of whose task instances is unfinished: the runs a
-    process that died between a task instance's commit and its run's settle left behind (the
-    runner's retried report settles them too). ``upkeep`` calls it; returns how many ended."""
-    unfinished = TaskInstance.objects.filter(dag_run=OuterRef("pk")).exclude(
-        state__in=FINISHED_TI_STATES
-    )
-    stuck = DagRun.objects.filter(state=DagRunState.RUNNING).exclude(Exists(unfinished))
-    return sum(
-        dag_run_settle(dag_run_id=pk, end_date=end_date)
-        for pk in stuck.values_list("pk", flat=True)[:SETTLE_LIMIT]
-    )
-
-
-@functools.cache
-def _settle_sql() -> str:
-    run_table, ti_table = table(DagRun), table(TaskInstance)
-    run_id, run_state, run_end = (column(DagRun, f) for f in ("id", "state", "end_date"))
-    ti_run, ti_state = (column(TaskInstance, f) for f in ("dag_run", "state"))
-
-    def placeholders(values: Collection[str]) -> str:
-        return ", ".join(["%s"] * len(values))
-
-    return " ".join(
-        f"""
-        UPDATE {run_table} SET
-            {run_state} = CASE WHEN EXISTS (
-                SELECT 1 FROM {ti_table} WHERE {ti_run} = %s
-                AND {ti_state} IN ({placeholders(FAILED_TI_STATES)})
-            ) THEN %s ELSE %s END,
-            {run_end} = %s
-        WHERE {run_id} = %s AND {run_state} = %s
-        AND NOT EXISTS (
-            SELECT 1 FROM {ti_table} WHERE {ti_run} = %s
-            AND ({ti_state} IS NULL OR {ti_state} NOT IN ({placeholders(FINISHED_TI_STATES)}))
-        )
-        """.split()  # noqa: S608 - names from the models, values bound as parameters
-    )

@@ -1,4 +1,5 @@
-"""Declaring DAGs from a manifest, like Airflow's DAG processor (SPEC §6), and pausing them.
+"""Declaring DAGs from a manifest, like Airflow's DAG processor, and pausing them
+(docs/manifest.md).
 
 ``assets_app.services.manifest`` reads and validates a manifest (its format is documented
 there); this module stores it. The schedule is stored in ``Dag.asset_expression`` in the form
@@ -49,6 +50,7 @@ from assets_app.services.manifest import (
     asset_describe,
     manifest_load,
 )
+from assets_app.services.time_schedules import dags_next_run_refresh
 from task_sdk.definitions import (
     DEFAULT_GROUP,
     AssetAliasUniqueKey,
@@ -141,6 +143,8 @@ def dags_declare(
     activated, deactivated = _active_assets_sync(
         asset_ids=assets.ids, referenced_before=referenced_before
     )
+
+    dags_next_run_refresh(dag_ids=dag_ids, now=now)
 
     transaction.on_commit(
         lambda: logger.info(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from assets_app.models import AssetDagRunQueue, Dag
+from assets_app.models import AssetDagRunQueue, Dag, DagRun, DagRunState
 from assets_app.services.sql import Dialect, of, table
 
 #: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
@@ -30,6 +30,8 @@ class QueuedDag:
     expression: str | None
     asset_ids: frozenset[int]
     row_ids: tuple[int, ...]
+    #: as many runs queued or running as its ``max_active_runs``: no new run until one ends
+    capped: bool = False
 
 
 def queued_dags(dag_ids: Collection[str] | None = None) -> list[QueuedDag]:
@@ -37,25 +39,39 @@ def queued_dags(dag_ids: Collection[str] | None = None) -> list[QueuedDag]:
     longest-waiting first (their oldest queue row), with their queued assets; no locks.
 
     One row per DAG, its expression included, and no datetime to convert: a full scan of tens
-    of thousands of queue rows is one cheap statement.
+    of thousands of queue rows is one cheap statement. Each says whether the DAG is
+    ``capped`` (its active runs, counted once per DAG, reach its ``max_active_runs``).
     """
     sql = Dialect.current()
-    d, q = of("d", Dag), of("q", AssetDagRunQueue)
+    d, q, r = of("d", Dag), of("q", AssetDagRunQueue), of("r", DagRun)
     only = f"AND {q('target_dag')} IN (SELECT r.dag_id FROM {sql.rows(dag_id='text')})"  # noqa: S608 - names from the models, values bound as parameters
     with connection.cursor() as cursor:
         sql.execute(
             cursor,
             f"""
-            SELECT {d("dag_id")}, {d("asset_expression")}, {sql.joined_integers(q("asset"))},
-                {sql.joined_integers(q("id"))}
-            FROM {table(AssetDagRunQueue)} q JOIN {table(Dag)} d
-                ON {d("dag_id")} = {q("target_dag")}
-            WHERE NOT {d("is_paused")} AND NOT {d("is_stale")}
-                {only if dag_ids is not None else ""}
-            GROUP BY {d("dag_id")}
-            ORDER BY min({q("created_at")}), {d("dag_id")}
+            SELECT w.dag_id, w.expression, w.asset_ids, w.row_ids, (
+                SELECT COUNT(*) FROM {table(DagRun)} r
+                WHERE {r("dag")} = w.dag_id AND {r("state")} IN (%s, %s)
+            ) >= w.cap
+            FROM (
+                SELECT {d("dag_id")} AS dag_id, {d("asset_expression")} AS expression,
+                    {d("max_active_runs")} AS cap,
+                    {sql.joined_integers(q("asset"))} AS asset_ids,
+                    {sql.joined_integers(q("id"))} AS row_ids,
+                    min({q("created_at")}) AS waiting_since
+                FROM {table(AssetDagRunQueue)} q JOIN {table(Dag)} d
+                    ON {d("dag_id")} = {q("target_dag")}
+                WHERE NOT {d("is_paused")} AND NOT {d("is_stale")}
+                    {only if dag_ids is not None else ""}
+                GROUP BY {d("dag_id")}
+            ) w
+            ORDER BY w.waiting_since, w.dag_id
             """,  # noqa: S608 - names from the models, values bound as parameters
-            [] if dag_ids is None else [sql.json({"dag_id": dag_id} for dag_id in dag_ids)],
+            [
+                DagRunState.QUEUED.value,
+                DagRunState.RUNNING.value,
+                *([] if dag_ids is None else [sql.json({"dag_id": d} for d in dag_ids)]),
+            ],
         )
         return [
             QueuedDag(
@@ -63,8 +79,9 @@ def queued_dags(dag_ids: Collection[str] | None = None) -> list[QueuedDag]:
                 expression=expression,
                 asset_ids=frozenset(map(int, asset_ids.split(","))),
                 row_ids=tuple(map(int, row_ids.split(","))),
+                capped=bool(capped),
             )
-            for dag_id, expression, asset_ids, row_ids in cursor.fetchall()
+            for dag_id, expression, asset_ids, row_ids, capped in cursor.fetchall()
         ]
 
 

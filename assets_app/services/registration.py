@@ -1,4 +1,4 @@
-"""Registering the asset changes of a task that succeeded (SPEC §4).
+"""Registering the asset changes of a task that succeeded (docs/concepts.md).
 
 One entry point, :func:`asset_changes_register`. It turns the task's declared outlets and the
 outlet events it wrote into rows of ``asset_event`` (plus ``asset``, ``asset_alias``,
@@ -173,9 +173,10 @@ def asset_changes_register(
 ) -> RegistrationResult:
     """Record the asset events of ``task_instance``'s success and queue consumer DAGs.
 
-    Implements SPEC §4: one event per declared active asset (per declared ref, per distinct
-    partition key), one event per group of alias events sharing asset, dest_asset_extra, extra
-    and partition key; alias targets and aliases created when missing; consumers queued.
+    As docs/concepts.md describes it: one event per declared active asset (per declared ref,
+    per distinct partition key), one event per group of alias events sharing asset,
+    dest_asset_extra, extra and partition key; alias targets and aliases created when missing;
+    consumers queued.
     Declared assets or refs that match no active asset are skipped with a warning. Runs the
     statements of the module docstring (at most eight), none when the task declares no outlet.
 

@@ -80,14 +80,11 @@ import json
 import logging
 import secrets
 import string
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from django.db import DatabaseError, connection, transaction
-from django.utils import timezone
 
 from assets_app.conditions import Condition, condition_is_met, condition_references
 from assets_app.exceptions import InvalidAssetExpression
@@ -98,18 +95,15 @@ from assets_app.models import (
     DagRunAssetEvent,
     DagRunState,
     DagRunType,
-    TaskInstance,
-    TaskInstanceState,
 )
-from assets_app.notify import RUNS_CHANNEL, notify
 from assets_app.services.consumption import (
     condition_of,
     condition_resolve,
     unconsumed_event_ids,
 )
-from assets_app.services.dag_runs import dags_task_ids, dags_task_retries
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
-from assets_app.services.sql import Dialect, model_rows_insert, of, table
+from assets_app.services.sql import Dialect, of, table
+from assets_app.services.task_flow import DagRoom, RunSpec, dag_runs_insert
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +127,7 @@ class Outcome(enum.StrEnum):
     LOCKED = "locked"  # another scheduler holds the DAG this pass
     INACTIVE = "inactive"  # paused or stale (or gone); rows wait
     NOTHING_TO_CONSUME = "nothing_to_consume"  # met, but every event was already consumed
+    CAPPED = "capped"  # max_active_runs reached: rows wait for a slot (retried every pass)
     DROPPED = "dropped"  # the DAG is no longer asset-scheduled; its rows were deleted
     INVALID = "invalid"  # asset_expression unreadable; rows wait, error logged
     FAILED = "failed"  # database error; rolled back, retried next pass
@@ -154,7 +149,10 @@ class AssetTriggeredRun:
 class DagOutcome:
     dag_id: str
     outcome: Outcome
-    run: AssetTriggeredRun | None = None
+    #: the runs created (several for a ``one_run_per_event`` DAG)
+    runs: tuple[AssetTriggeredRun, ...] = ()
+    #: events are left for later runs (``one_run_per_event`` with fewer slots than events)
+    more: bool = False
 
 
 @dataclass
@@ -165,7 +163,7 @@ class SchedulerPassResult:
 
     @property
     def created(self) -> list[AssetTriggeredRun]:
-        return [o.run for o in self.outcomes if o.run is not None]
+        return [run for o in self.outcomes for run in o.runs]
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for o in self.outcomes if o.outcome is outcome)
@@ -205,7 +203,8 @@ def scheduler_pass(
         if watch is not None:
             watch.forget()  # the rows it just saw were not evaluated
         raise
-    retry: list[str] = []
+    # capped: looked at again each pass (in the watch's one read), until a slot frees
+    retry: list[str] = [o.dag_id for o in result.outcomes if o.outcome is Outcome.CAPPED]
     if max_dags is not None:
         retry += ready[max_dags:]
         ready = ready[:max_dags]
@@ -219,7 +218,7 @@ def scheduler_pass(
         result.outcomes += outcomes
         # Met when the pass looked, but not under lock: look again next pass even if no new
         # queue row arrives (e.g. a producer held one of its rows: it keeps its id).
-        retry += [o.dag_id for o in outcomes if o.outcome in _RETRIED]
+        retry += [o.dag_id for o in outcomes if o.outcome in _RETRIED or o.more]
         # Claimed in the window's order: the DAGs before the last one claimed that were not
         # claimed are another transaction's (or served); a short claim exhausted the window.
         claimed = {o.dag_id for o in outcomes}
@@ -233,7 +232,7 @@ def scheduler_pass(
     return result
 
 
-_RETRIED = frozenset({Outcome.LOCKED, Outcome.FAILED, Outcome.NOT_READY})
+_RETRIED = frozenset({Outcome.LOCKED, Outcome.FAILED, Outcome.NOT_READY, Outcome.CAPPED})
 
 
 def _ready_dag_ids(queued: Sequence[QueuedDag], *, result: SchedulerPassResult) -> list[str]:
@@ -245,6 +244,8 @@ def _ready_dag_ids(queued: Sequence[QueuedDag], *, result: SchedulerPassResult) 
     for dag in queued:
         if dag.expression is None:
             continue  # ready: its rows are dropped under lock
+        if dag.capped:
+            continue  # left out below: no transaction until one of its runs ends
         try:
             conditions[dag.dag_id] = condition_of(dag.dag_id, dag.expression)
         except InvalidAssetExpression as exc:
@@ -254,7 +255,9 @@ def _ready_dag_ids(queued: Sequence[QueuedDag], *, result: SchedulerPassResult) 
     ready: list[str] = []
     for dag in queued:
         condition = conditions.get(dag.dag_id)
-        if condition is None:
+        if dag.capped and dag.expression is not None:
+            result.outcomes.append(DagOutcome(dag_id=dag.dag_id, outcome=Outcome.CAPPED))
+        elif condition is None:
             if dag.expression is None:
                 ready.append(dag.dag_id)
         elif condition_is_met(condition, resolution=resolution, ready_asset_ids=dag.asset_ids):
@@ -297,6 +300,8 @@ def dags_asset_triggered_runs_create(
                 batch.settle(dag_id, Outcome.LOCKED)
             elif dag.is_paused or dag.is_stale:
                 batch.settle(dag_id, Outcome.INACTIVE)
+            elif dag.active_runs >= dag.max_active_runs:
+                batch.settle(dag_id, Outcome.CAPPED)  # created as soon as a run ends
             else:
                 active[dag_id] = dag
         queued = _queue_rows_lock(active)
@@ -311,19 +316,13 @@ def dags_asset_triggered_runs_create(
                 batch.settle(dag_id, Outcome.NOT_READY)
 
         consumed = unconsumed_event_ids(conditions=met, resolution=resolution)
-        runs: list[tuple[str, datetime]] = []  # (dag_id, run_after)
-        for dag_id in met:
-            batch.delete_pks += [pk for pk, _, _ in queued[dag_id]]
-            if not consumed.get(dag_id):
-                batch.settle(dag_id, Outcome.NOTHING_TO_CONSUME)
-                continue
-            runs.append((dag_id, max(created_at for _, _, created_at in queued[dag_id])))
+        runs, more = _runs_plan(met, consumed, queued=queued, active=active, batch=batch)
         if runs:
             _runs_insert(
                 runs,
-                declared_tasks={dag_id: dag.task_ids for dag_id, dag in active.items()},
-                consumed=consumed,
+                rooms={dag_id: dag.room for dag_id, dag in active.items()},
                 settle=batch.settle,
+                more=more,
             )
         if batch.delete_pks:
             AssetDagRunQueue.objects.filter(pk__in=batch.delete_pks).delete()
@@ -342,8 +341,15 @@ class _Batch:
     outcomes: dict[str, DagOutcome] = field(default_factory=dict)
     delete_pks: list[int] = field(default_factory=list)
 
-    def settle(self, dag_id: str, outcome: Outcome, run: AssetTriggeredRun | None = None) -> None:
-        self.outcomes[dag_id] = DagOutcome(dag_id=dag_id, outcome=outcome, run=run)
+    def settle(
+        self,
+        dag_id: str,
+        outcome: Outcome,
+        runs: tuple[AssetTriggeredRun, ...] = (),
+        *,
+        more: bool = False,
+    ) -> None:
+        self.outcomes[dag_id] = DagOutcome(dag_id=dag_id, outcome=outcome, runs=runs, more=more)
 
 
 def _queue_rows_lock(active: Mapping[str, _LockedDag]) -> dict[str, _QueueRows]:
@@ -391,7 +397,17 @@ class _LockedDag:
     is_stale: bool
     #: as stored (JSON text), ``None`` if not asset-scheduled
     asset_expression: str | None
-    task_ids: list[Any]
+    one_run_per_event: bool
+    room: DagRoom
+
+    @property
+    def max_active_runs(self) -> int:
+        return self.room.max_active_runs
+
+    @property
+    def active_runs(self) -> int:
+        """Its runs queued or running."""
+        return self.room.running + self.room.queued
 
 
 def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]:
@@ -399,7 +415,7 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
     (``FOR NO KEY UPDATE SKIP LOCKED``); with a ``limit``, only the first ``limit`` of them
     that still have queue rows (1 statement)."""
     sql = Dialect.current()
-    d, q = of("d", Dag), of("q", AssetDagRunQueue)
+    d, q, r = of("d", Dag), of("q", AssetDagRunQueue), of("a", DagRun)
     claim = (
         f"WHERE EXISTS (SELECT 1 FROM {table(AssetDagRunQueue)} q "  # noqa: S608 - names from the models, values bound as parameters
         f"WHERE {q('target_dag')} = {d('dag_id')}) ORDER BY r.n LIMIT {int(limit)}"
@@ -412,12 +428,20 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
             cursor,
             f"""
             SELECT {d("dag_id")}, {d("is_paused")}, {d("is_stale")}, {d("asset_expression")},
-                {d("task_ids")}
+                {d("max_active_runs")}, {d("one_run_per_event")}, {d("task_ids")},
+                (SELECT COUNT(*) FROM {table(DagRun)} a WHERE {r("dag")} = {d("dag_id")}
+                    AND {r("state")} = %s),
+                (SELECT COUNT(*) FROM {table(DagRun)} a WHERE {r("dag")} = {d("dag_id")}
+                    AND {r("state")} = %s)
             FROM {sql.rows(dag_id="text", n="integer")} JOIN {table(Dag)} d
                 ON {d("dag_id")} = r.dag_id
             {claim} {lock}
             """,  # noqa: S608 - names from the models, values bound as parameters
-            [sql.json({"dag_id": dag_id, "n": n} for n, dag_id in enumerate(dag_ids))],
+            [
+                DagRunState.RUNNING.value,
+                DagRunState.QUEUED.value,
+                sql.json({"dag_id": dag_id, "n": n} for n, dag_id in enumerate(dag_ids)),
+            ],
         )
         return [
             _LockedDag(
@@ -425,81 +449,110 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
                 is_paused=bool(is_paused),
                 is_stale=bool(is_stale),
                 asset_expression=expression,
-                task_ids=json.loads(task_ids) if task_ids else [],
+                one_run_per_event=bool(per_event),
+                room=DagRoom(
+                    is_paused=bool(is_paused),
+                    max_active_runs=cap,
+                    running=running,
+                    queued=queued,
+                    task_ids=json.loads(task_ids) if isinstance(task_ids, str) else task_ids or [],
+                ),
             )
-            for dag_id, is_paused, is_stale, expression, task_ids in cursor.fetchall()
+            for (
+                dag_id,
+                is_paused,
+                is_stale,
+                expression,
+                cap,
+                per_event,
+                task_ids,
+                running,
+                queued,
+            ) in cursor.fetchall()
         ]
+
+
+def _runs_plan(
+    met: Collection[str],
+    consumed: Mapping[str, list[int]],
+    *,
+    queued: Mapping[str, _QueueRows],
+    active: Mapping[str, _LockedDag],
+    batch: _Batch,
+) -> tuple[list[_NewRun], set[str]]:
+    """The runs to create for the DAGs whose condition is met, and the ``one_run_per_event``
+    DAGs that keep their queue rows because more events wait than they have free slots; the
+    rows of the others go (``batch.delete_pks``), and a DAG with nothing new to consume is
+    settled."""
+    runs: list[_NewRun] = []
+    more: set[str] = set()  # one_run_per_event DAGs with events left for later runs
+    for dag_id in met:
+        events = consumed.get(dag_id)
+        run_after = max(created_at for _, _, created_at in queued[dag_id])
+        if not events:
+            batch.delete_pks += [pk for pk, _, _ in queued[dag_id]]
+            batch.settle(dag_id, Outcome.NOTHING_TO_CONSUME)
+        elif active[dag_id].one_run_per_event:
+            free = active[dag_id].max_active_runs - active[dag_id].active_runs
+            runs += [_NewRun(dag_id, run_after, (event,)) for event in sorted(events)[:free]]
+            if len(events) > free:
+                more.add(dag_id)  # its rows stay: the rest wait for free slots
+            else:
+                batch.delete_pks += [pk for pk, _, _ in queued[dag_id]]
+        else:
+            runs.append(_NewRun(dag_id, run_after, tuple(events)))
+            batch.delete_pks += [pk for pk, _, _ in queued[dag_id]]
+    return runs, more
+
+
+@dataclass(frozen=True)
+class _NewRun:
+    dag_id: str
+    run_after: datetime
+    event_ids: tuple[int, ...]
 
 
 def _runs_insert(
-    runs: list[tuple[str, datetime]],
+    runs: list[_NewRun],
     *,
-    declared_tasks: Mapping[str, list[Any]],
-    consumed: Mapping[str, list[int]],
-    settle: Callable[[str, Outcome, AssetTriggeredRun], None],
+    rooms: Mapping[str, DagRoom],
+    settle: Callable[..., None],
+    more: set[str],
 ) -> None:
-    """Insert the runs (``(dag_id, run_after)``: one per DAG), their consumed events and their
-    task instances, and notify the workers (4-7 statements; the notification is none on
-    SQLite)."""
-    now = Dialect.json_datetime(timezone.now())
-    run_ids = {dag_id: asset_triggered_run_id(run_after=run_after) for dag_id, run_after in runs}
-    dag_run_pks: dict[str, int] = {
-        dag_id: pk
-        for pk, dag_id in model_rows_insert(
-            DagRun,
-            [
-                {
-                    "dag": dag_id,
-                    "run_id": run_ids[dag_id],
-                    "run_after": Dialect.json_datetime(run_after),
-                    "run_type": DagRunType.ASSET_TRIGGERED.value,
-                    "state": DagRunState.QUEUED.value,
-                    "created_at": now,
-                }
-                for dag_id, run_after in runs
-            ],
-            returning=("id", "dag"),
-        )
-    }
+    """Insert the runs with their task instances (``task_flow.dag_runs_insert``) and their
+    consumed events (5-6 statements; the notification is none on SQLite)."""
+    created = dag_runs_insert(
+        [
+            RunSpec(
+                dag_id=run.dag_id,
+                run_id=asset_triggered_run_id(run_after=run.run_after),
+                run_type=DagRunType.ASSET_TRIGGERED,
+                run_after=run.run_after,
+            )
+            for run in runs
+        ],
+        rooms=rooms,
+    )
     DagRunAssetEvent.objects.bulk_create(
         [
-            DagRunAssetEvent(dag_run_id=dag_run_pks[dag_id], event_id=event_id)
-            for dag_id, _ in runs
-            for event_id in consumed[dag_id]
+            DagRunAssetEvent(dag_run_id=new.dag_run_pk, event_id=event_id)
+            for run, new in zip(runs, created, strict=True)
+            for event_id in run.event_ids
         ]
     )
-    task_ids = dags_task_ids({dag_id: declared_tasks[dag_id] for dag_id, _ in runs})
-    retries = dags_task_retries([dag_id for dag_id, _ in runs])
-    ti_pk = TaskInstance._meta.pk
-    assert ti_pk is not None  # noqa: S101 - narrows the type for mypy
-    instances = [
-        {
-            "id": str(ti_pk.get_db_prep_value(uuid.uuid4(), connection)),
-            "dag_run": dag_run_pks[dag_id],
-            "dag_id": dag_id,
-            "run_id": run_ids[dag_id],
-            "task_id": task_id,
-            "max_tries": retries.get((dag_id, task_id), 0),
-            "state": TaskInstanceState.SCHEDULED.value,
-        }
-        for dag_id, _ in runs
-        for task_id in task_ids[dag_id]
-    ]
-    if instances:
-        model_rows_insert(TaskInstance, instances)
-    for dag_id, run_after in runs:
-        settle(
-            dag_id,
-            Outcome.CREATED,
+    by_dag: dict[str, list[AssetTriggeredRun]] = {}
+    for run, new in zip(runs, created, strict=True):
+        by_dag.setdefault(run.dag_id, []).append(
             AssetTriggeredRun(
-                dag_id=dag_id,
-                run_id=run_ids[dag_id],
-                dag_run_pk=dag_run_pks[dag_id],
-                run_after=run_after,
-                event_ids=tuple(consumed[dag_id]),
-                task_ids=tuple(task_ids[dag_id]),
-            ),
+                dag_id=run.dag_id,
+                run_id=new.run_id,
+                dag_run_pk=new.dag_run_pk,
+                run_after=run.run_after,
+                event_ids=run.event_ids,
+                task_ids=new.task_ids,
+            )
         )
-    notify(RUNS_CHANNEL)  # workers wake up when this commits
+    for dag_id, dag_runs in by_dag.items():
+        settle(dag_id, Outcome.CREATED, tuple(dag_runs), more=dag_id in more)
     count = len(runs)
     transaction.on_commit(lambda: logger.info("created %d asset-triggered run(s)", count))

@@ -1,4 +1,4 @@
-"""Task-instance state transitions driven by the execution API (SPEC §3.1, §3.2).
+"""Task-instance state transitions driven by the execution API (docs/api-execution.md).
 
 Each public function is one transaction that first locks the task-instance row
 (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the ``BEGIN IMMEDIATE`` transaction
@@ -25,6 +25,7 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from assets_app.exceptions import (
@@ -35,6 +36,7 @@ from assets_app.exceptions import (
 )
 from assets_app.models import (
     TRY_FIELDS,
+    Dag,
     DagTask,
     TaskInstance,
     TaskInstanceHistory,
@@ -42,8 +44,8 @@ from assets_app.models import (
     TaskReschedule,
 )
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
-from assets_app.services.dag_runs import dag_run_settle, dag_run_start
 from assets_app.services.sql import Dialect, column, columns, model_from_row, table
+from assets_app.services.task_flow import dag_run_progress, dag_run_start
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +206,7 @@ def _apply_rendered_map_index(
 def task_instance_state_update(
     *, task_instance_id: uuid.UUID | str, payload: StatePayload
 ) -> StateUpdateOutcome:
-    """Apply a state patch (SPEC §3.1) to a ``running`` task instance.
+    """Apply a state patch (docs/api-execution.md) to a ``running`` task instance.
 
     The same state as stored → ``UNCHANGED`` and nothing is written (a retried success never
     duplicates events); otherwise the TI must be ``running``. A success also registers the
@@ -212,6 +214,8 @@ def task_instance_state_update(
     """
     if isinstance(payload, SuccessPayload | TerminalPayload):
         return _finish(task_instance_id, payload)
+    if isinstance(payload, DeferredPayload):
+        return _defer_refused(task_instance_id, payload)
     with transaction.atomic():
         task_instance = _lock(task_instance_id)
         if task_instance.state == payload.state:
@@ -225,6 +229,43 @@ def task_instance_state_update(
             task_instance.save(update_fields=[*fields, "updated_at"])
     logger.debug("task instance %s moved to %s", task_instance_id, payload.state)
     return StateUpdateOutcome.UPDATED
+
+
+#: Why a task instance that asked to defer failed.
+NO_TRIGGERER_REASON = (
+    "deferred to trigger {classpath}, but this registry runs no triggerer: the task failed "
+    "instead of waiting for ever (use a sensor in reschedule mode, or a non-deferrable operator)"
+)
+
+
+def _defer_refused(
+    task_instance_id: uuid.UUID | str, payload: DeferredPayload
+) -> StateUpdateOutcome:
+    """A running task instance asked to defer: with no triggerer to resume it, it fails at
+    once (its run moves on as for any failure) and says why, instead of staying ``deferred``
+    for ever. One stored ``deferred`` already (from an older version) → ``UNCHANGED``; any
+    other state → ``TaskInstanceInvalidStateError``, as for every state patch."""
+    current = TaskInstance.objects.filter(pk=task_instance_id).values_list("state").first()
+    if current is None:
+        raise TaskInstanceNotFoundError(
+            _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
+        )
+    if current[0] == TaskInstanceState.DEFERRED:
+        return _unchanged(task_instance_id, TaskInstanceState.DEFERRED)
+    if current[0] != TaskInstanceState.RUNNING:
+        raise TaskInstanceInvalidStateError(previous_state=current[0])
+    outcome = _finish(
+        task_instance_id,
+        TerminalPayload(
+            state=TaskInstanceState.FAILED,
+            end_date=timezone.now(),
+            rendered_map_index=payload.rendered_map_index,
+        ),
+    )
+    reason = NO_TRIGGERER_REASON.format(classpath=payload.classpath)
+    task_instance_failure_reason_record(task_instance_id=task_instance_id, reason=reason)
+    logger.warning("task instance %s: %s", task_instance_id, reason)
+    return outcome
 
 
 def _unchanged(task_instance_id: uuid.UUID | str, state: str) -> StateUpdateOutcome:
@@ -244,22 +285,25 @@ def _finish(
     more query tells an unknown id (404), a retried report (``UNCHANGED``) and a task instance
     in another state (409) apart.
 
-    Then, as its own statement after the commit, the run settles (``dag_run_settle`` says why
-    that order makes two last task instances finishing at once settle it exactly once). A
-    retried report settles it again, so a process that died between the two leaves no run
-    running for ever; ``upkeep`` sweeps any other.
+    The ``UPDATE`` also returns whether the task has downstreams. Then, after the commit, the
+    run moves on (``task_flow.dag_run_progress``: its ready downstreams ``scheduled`` and the
+    workers woken — the hand-over —, and the run settled when nothing is left; see
+    ``task_flow`` for why after the commit makes two upstreams finishing at once hand over
+    exactly once). A retried report does it again, so a process that died between the two
+    leaves nothing waiting; the scheduler's passes sweep any other.
     """
     registers = isinstance(payload, SuccessPayload) and bool(payload.task_outlets)
     with transaction.atomic() if registers else contextlib.nullcontext():
-        finished = _finish_update(task_instance_id, payload)
+        finished, has_downstream = _finish_update(task_instance_id, payload)
         if finished is None:
             dag_run_id = _finish_refused(task_instance_id, payload.state)
+            has_downstream = True  # a retried report: hand over again (it may have died before)
         else:
             dag_run_id = finished.dag_run_id
             if registers:
                 assert isinstance(payload, SuccessPayload)  # noqa: S101 - narrows the type for mypy
                 _register_asset_changes(finished, payload)
-    dag_run_settle(dag_run_id=dag_run_id)
+    dag_run_progress(dag_run_id=dag_run_id, has_downstream=has_downstream)
     if finished is None:
         return _unchanged(task_instance_id, payload.state)
     logger.debug("task instance %s moved to %s", task_instance_id, payload.state)
@@ -272,8 +316,9 @@ _FINISH_RETURNING = ("id", "dag_id", "task_id", "run_id", "map_index", "dag_run"
 
 def _finish_update(
     task_instance_id: uuid.UUID | str, payload: SuccessPayload | TerminalPayload
-) -> TaskInstance | None:
-    """The finishing ``UPDATE``; the task instance as it is now, or ``None`` if not running."""
+) -> tuple[TaskInstance | None, bool]:
+    """The finishing ``UPDATE``: the task instance as it is now (``None`` if it was not
+    running) and whether its task has downstreams."""
     sql = Dialect.current()
     sets_rendered_map_index = payload.rendered_map_index is not KEEP
     end_date = sql.datetime(payload.end_date)
@@ -290,18 +335,23 @@ def _finish_update(
         clears_next=isinstance(payload, SuccessPayload),
         sets_rendered_map_index=sets_rendered_map_index,
     )
+    params.append(False)  # dag_task.is_leaf
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
-    return None if row is None else model_from_row(TaskInstance, _FINISH_RETURNING, row)
+    if row is None:
+        return None, False
+    *values, has_downstream = row
+    return model_from_row(TaskInstance, _FINISH_RETURNING, values), bool(has_downstream)
 
 
 @functools.cache
 def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: bool) -> str:
     """``UPDATE`` one running task instance to a finished state ``RETURNING`` what
-    registration reads. Parameters: state, end_date twice, [rendered_map_index], updated_at,
-    id, the ``running`` state. A success also clears a deferral's ``next_method``/``_kwargs``
-    (as ``_apply_success`` did)."""
+    registration reads, and whether the task has downstreams (a declared task that is no
+    leaf). Parameters: state, end_date twice, [rendered_map_index], updated_at, id, the
+    ``running`` state, ``False`` (``is_leaf``). A success also clears a deferral's
+    ``next_method``/``_kwargs`` (as ``_apply_success`` did)."""
     col = functools.partial(column, TaskInstance)
     sets = [
         f"{col('state')} = %s",
@@ -313,10 +363,17 @@ def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: boo
     if sets_rendered_map_index:
         sets.append(f"{col('rendered_map_index')} = %s")
     sets.append(f"{col('updated_at')} = %s")
+    ti_table = table(TaskInstance)
+    task = functools.partial(column, DagTask)
+    has_downstream = (
+        f"EXISTS (SELECT 1 FROM {table(DagTask)} t WHERE t.{task('dag')} = {ti_table}."  # noqa: S608 - names from the models, values bound as parameters
+        f"{col('dag_id')} AND t.{task('task_id')} = {ti_table}.{col('task_id')} "
+        f"AND t.{task('is_leaf')} = %s)"
+    )
     return (
-        f"UPDATE {table(TaskInstance)} SET {', '.join(sets)} "  # noqa: S608 - names from the models, values bound as parameters
+        f"UPDATE {ti_table} SET {', '.join(sets)} "  # noqa: S608 - names from the models, values bound as parameters
         f"WHERE {col('id')} = %s AND {col('state')} = %s "
-        f"RETURNING {columns(TaskInstance, *_FINISH_RETURNING)}"
+        f"RETURNING {columns(TaskInstance, *_FINISH_RETURNING)}, {has_downstream}"
     )
 
 
@@ -368,7 +425,12 @@ def task_instance_history_record(task_instance: TaskInstance, **ended: Any) -> T
 
 
 def task_instance_renew(
-    task_instance: TaskInstance, *, new_id: uuid.UUID, state: str, now: datetime, **changes: Any
+    task_instance: TaskInstance,
+    *,
+    new_id: uuid.UUID,
+    state: str | None,
+    now: datetime,
+    **changes: Any,
 ) -> None:
     """Move a locked task instance to a new try's id, in ``state`` with ``changes``: its old
     id then finds nothing, so a late report from the old try's runner gets a 404. A
@@ -453,34 +515,13 @@ def _apply_reschedule(task_instance: TaskInstance, payload: ReschedulePayload) -
     return ["state", "reschedule_date", "end_date", "duration", "task_reschedule_count"]
 
 
-def _apply_deferred(task_instance: TaskInstance, payload: DeferredPayload) -> list[str]:
-    task_instance.state = TaskInstanceState.DEFERRED
-    task_instance.trigger_classpath = payload.classpath
-    task_instance.trigger_kwargs = payload.trigger_kwargs
-    task_instance.trigger_timeout = (
-        timezone.now() + payload.trigger_timeout if payload.trigger_timeout is not None else None
-    )
-    task_instance.next_method = payload.next_method
-    task_instance.next_kwargs = payload.next_kwargs
-    return [
-        "state",
-        "trigger_classpath",
-        "trigger_kwargs",
-        "trigger_timeout",
-        "next_method",
-        "next_kwargs",
-        *_apply_rendered_map_index(task_instance, payload),
-    ]
-
-
 _APPLY: dict[type, Any] = {
     ReschedulePayload: _apply_reschedule,
-    DeferredPayload: _apply_deferred,
 }
 
 
 def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart) -> RunStartResult:
-    """Move a ``queued``/``restarting`` TI to ``running`` (SPEC §3.2 ``/run``).
+    """Move a ``queued``/``restarting`` TI to ``running`` (``/run``, docs/api-execution.md).
 
     A repeat from the same hostname, unixname and pid while running succeeds again without
     writing; anything else raises ``TaskInstanceInvalidStateError``.
@@ -529,6 +570,51 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
     return RunStartResult(task_instance=task_instance, previous_state=previous_state)
 
 
+#: What ``skip-downstream`` leaves alone (Airflow's rule, apache/airflow#59378): task
+#: instances executing or already finished one way or the other.
+UNSKIPPABLE_STATES = (
+    TaskInstanceState.RUNNING,
+    TaskInstanceState.SUCCESS,
+    TaskInstanceState.FAILED,
+)
+
+
+def task_instances_skip(
+    *, task_instance_id: uuid.UUID | str, tasks: Collection[tuple[str, int]]
+) -> int:
+    """Skip ``tasks`` (``(task_id, map_index)``) of the task instance's run, as a branch or a
+    short-circuit asks (``PATCH …/skip-downstream``): each becomes ``skipped`` (start and end
+    now) unless it is running, succeeded or failed. The run's next task instances are decided
+    when the calling one finishes. Two statements; returns how many were skipped.
+    ``TaskInstanceNotFoundError`` for an unknown id."""
+    found = TaskInstance.objects.filter(pk=task_instance_id).values_list("dag_run_id").first()
+    if found is None:
+        raise TaskInstanceNotFoundError(
+            _not_found_message(task_instance_id), task_instance_id=str(task_instance_id)
+        )
+    if not tasks:
+        return 0
+    keys = Q()
+    for task_id, map_index in tasks:
+        keys |= Q(task_id=task_id, map_index=map_index)
+    now = timezone.now()
+    skipped = (
+        TaskInstance.objects.filter(keys, dag_run_id=found[0])
+        .filter(Q(state__isnull=True) | ~Q(state__in=UNSKIPPABLE_STATES))
+        .update(
+            state=TaskInstanceState.SKIPPED,
+            start_date=now,
+            end_date=now,
+            duration=0.0,
+            updated_at=now,
+        )
+    )
+    logger.info(
+        "task instance %s skipped %d downstream task instance(s)", task_instance_id, skipped
+    )
+    return skipped
+
+
 def task_instance_failure_reason_record(*, task_instance_id: uuid.UUID | str, reason: str) -> bool:
     """Keep why a ``failed`` task instance failed when its runner could not say (the execution
     API's ``failed`` patch has no reason field): the worker's "no code to run". One ``UPDATE``;
@@ -571,15 +657,19 @@ def task_instance_rendered_fields_set(
 def task_instances_claim(*, limit: int) -> list[TaskInstance]:
     """Claim up to ``limit`` runnable task instances for a worker: ``scheduled`` → ``queued``.
 
-    Oldest runs first; DAGs that are paused or stale are left alone. ``FOR UPDATE SKIP LOCKED``
-    (PostgreSQL) means two workers claiming at once never get the same task instance; on SQLite
-    the ``IMMEDIATE`` transaction serializes claims. The caller then issues each a token and
-    starts it (``/run`` moves it to ``running``).
+    Oldest runs first; DAGs that are paused or stale are left alone, and no DAG gets more
+    than its ``max_active_tasks`` task instances queued or running (Airflow's
+    ``max_active_tasks``). ``FOR UPDATE SKIP LOCKED`` (PostgreSQL) means two workers claiming
+    at once never get the same task instance, and the DAG rows are locked the same way while
+    their active task instances are counted, so two claims never both fill a DAG's last
+    slot (a DAG another transaction holds waits for the next claim); on SQLite the
+    ``IMMEDIATE`` transaction serializes claims. Four statements. The caller then issues
+    each a token and starts it (``/run`` moves it to ``running``).
     """
     if limit < 1:
         return []
     with transaction.atomic():
-        claimed = list(
+        candidates = list(
             TaskInstance.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(
                 state=TaskInstanceState.SCHEDULED,
@@ -588,6 +678,27 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
             )
             .order_by("dag_run__run_after", "dag_run_id", "task_id", "map_index")[:limit]
         )
+        if not candidates:
+            return []
+        caps = dict(
+            Dag.objects.select_for_update(skip_locked=True, no_key=True)
+            .filter(dag_id__in={ti.dag_id for ti in candidates})
+            .values_list("dag_id", "max_active_tasks")
+        )
+        free = dict(caps)
+        for dag_id, active in (
+            TaskInstance.objects.filter(dag_id__in=caps, state__in=ACTIVE_STATES)
+            .values("dag_id")
+            .annotate(active=Count("pk"))
+            .order_by()
+            .values_list("dag_id", "active")
+        ):
+            free[dag_id] -= active
+        claimed = []
+        for task_instance in candidates:
+            if free.get(task_instance.dag_id, 0) > 0:
+                free[task_instance.dag_id] -= 1
+                claimed.append(task_instance)
         if claimed:
             TaskInstance.objects.filter(pk__in=[ti.pk for ti in claimed]).update(
                 state=TaskInstanceState.QUEUED, updated_at=timezone.now()
@@ -595,6 +706,10 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
             for task_instance in claimed:
                 task_instance.state = TaskInstanceState.QUEUED
     return claimed
+
+
+#: Task instances that count against their DAG's ``max_active_tasks``.
+ACTIVE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
 
 
 def task_instances_unclaim(*, task_instance_ids: Collection[uuid.UUID | str]) -> int:

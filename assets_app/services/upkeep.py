@@ -10,15 +10,24 @@
 - **Due retries**: an ``up_for_retry`` task instance whose ``next_retry_at`` has passed
   becomes ``scheduled`` with ``try_number + 1`` (and a due ``up_for_reschedule`` one
   ``scheduled`` with the same try), for a worker to claim.
+- **Stuck in queued** (Airflow's ``task_queued_timeout``): a ``queued`` task instance that
+  no runner started within ``settings.TASK_QUEUED_TIMEOUT`` seconds fails (or is retried
+  while tries remain), saying why, like a reaped one.
 - **Unsettled runs**: a ``running`` run whose task instances have all finished ends
   (``dag_runs_settle_finished``): a process that died between a task instance's commit and
   its run's settle leaves one behind.
+
+The scheduler's every pass also admits queued runs and decides waiting task instances
+(``task_flow.dag_runs_admit`` and ``task_instances_advance``), which is not upkeep: they are
+how runs move on.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -28,7 +37,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from assets_app.models import TaskInstance, TaskInstanceState
-from assets_app.services.dag_runs import dag_run_settle, dag_runs_settle_finished
+from assets_app.services.task_flow import dag_run_progress, dag_runs_settle_finished
 from assets_app.services.task_instances import is_eligible_to_retry, task_instance_next_try
 
 logger = logging.getLogger(__name__)
@@ -48,6 +57,8 @@ class ReapedTaskInstance:
 @dataclass
 class UpkeepResult:
     reaped: list[ReapedTaskInstance] = field(default_factory=list)
+    #: queued task instances no runner started in time (``TASK_QUEUED_TIMEOUT``)
+    unstarted: list[ReapedTaskInstance] = field(default_factory=list)
     retries_scheduled: int = 0
     reschedules_scheduled: int = 0
     runs_settled: int = 0  # left running by a process that died before settling them
@@ -56,7 +67,9 @@ class UpkeepResult:
 def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
     """Reap task instances whose heartbeat timed out, then schedule the due retries."""
     now = now or timezone.now()
-    result = UpkeepResult(reaped=task_instances_reap(now=now))
+    result = UpkeepResult(
+        reaped=task_instances_reap(now=now), unstarted=task_instances_fail_unstarted(now=now)
+    )
     result.retries_scheduled, result.reschedules_scheduled = task_instances_schedule_due(now=now)
     result.runs_settled = dag_runs_settle_finished(end_date=now)
     return result
@@ -82,31 +95,69 @@ def task_instances_reap(*, now: datetime | None = None) -> list[ReapedTaskInstan
     )
     reaped = []
     for task_instance_id in candidates:
-        one = _reap(task_instance_id, cutoff=cutoff, now=now, timeout=timeout)
+        one = _reap(
+            task_instance_id,
+            still=Q(_timed_out(cutoff), state=TaskInstanceState.RUNNING),
+            now=now,
+            reason=functools.partial(_heartbeat_reason, timeout=timeout),
+        )
         if one is not None:
             reaped.append(one)
     return reaped
 
 
+def _heartbeat_reason(task_instance: TaskInstance, *, timeout: float) -> str:
+    last = task_instance.last_heartbeat_at or task_instance.start_date
+    return (
+        f"heartbeat timeout: no heartbeat for more than {timeout:g} s from "
+        f"{task_instance.hostname or '?'} pid {task_instance.pid} "
+        f"(last {'heartbeat' if task_instance.last_heartbeat_at else 'start'} "
+        f"{last.isoformat() if last else 'never'})"
+    )
+
+
+def task_instances_fail_unstarted(*, now: datetime | None = None) -> list[ReapedTaskInstance]:
+    """Fail (or retry) the ``queued`` task instances no runner started within
+    ``TASK_QUEUED_TIMEOUT`` seconds of being queued."""
+    now = now or timezone.now()
+    timeout = float(settings.TASK_QUEUED_TIMEOUT)
+    still = Q(state=TaskInstanceState.QUEUED, updated_at__lt=now - timedelta(seconds=timeout))
+    reason = (
+        f"queued timeout: no runner started it within {timeout:g} s of being queued "
+        "(TASK_QUEUED_TIMEOUT; is a worker running?)"
+    )
+    candidates = list(
+        TaskInstance.objects.filter(still)
+        .order_by("updated_at")
+        .values_list("pk", flat=True)[:REAP_LIMIT]
+    )
+    failed = []
+    for task_instance_id in candidates:
+        one = _reap(task_instance_id, still=still, now=now, reason=lambda _ti: reason)
+        if one is not None:
+            failed.append(one)
+    return failed
+
+
 def _reap(
-    task_instance_id: uuid.UUID, *, cutoff: datetime, now: datetime, timeout: float
+    task_instance_id: uuid.UUID,
+    *,
+    still: Q,
+    now: datetime,
+    reason: Callable[[TaskInstance], str],
 ) -> ReapedTaskInstance | None:
+    """Fail (or retry) one task instance that is ``still`` stuck, under its lock; its run moves
+    on after the commit."""
     with transaction.atomic():
         # re-checked under the lock: it may have heartbeated, finished or been reaped since
         task_instance = (
             TaskInstance.objects.select_for_update(skip_locked=True)
-            .filter(_timed_out(cutoff), pk=task_instance_id, state=TaskInstanceState.RUNNING)
+            .filter(still, pk=task_instance_id)
             .first()
         )
         if task_instance is None:
             return None
-        last = task_instance.last_heartbeat_at or task_instance.start_date
-        reason = (
-            f"heartbeat timeout: no heartbeat for more than {timeout:g} s from "
-            f"{task_instance.hostname or '?'} pid {task_instance.pid} "
-            f"(last {'heartbeat' if task_instance.last_heartbeat_at else 'start'} "
-            f"{last.isoformat() if last else 'never'})"
-        )
+        why = reason(task_instance)
         label = f"{task_instance.dag_id}.{task_instance.task_id} @ {task_instance.run_id}"
         try_number = task_instance.try_number
         if is_eligible_to_retry(
@@ -114,19 +165,19 @@ def _reap(
             try_number=task_instance.try_number,
             max_tries=task_instance.max_tries,
         ):
-            task_instance_next_try(task_instance, end_date=now, failure_reason=reason)
+            task_instance_next_try(task_instance, end_date=now, failure_reason=why)
         else:
             task_instance.state = TaskInstanceState.FAILED
             task_instance.end_date = now
             if task_instance.start_date is not None:
                 task_instance.duration = (now - task_instance.start_date).total_seconds()
-            task_instance.failure_reason = reason
+            task_instance.failure_reason = why
             task_instance.save(
                 update_fields=["state", "end_date", "duration", "failure_reason", "updated_at"]
             )
-    if task_instance.state == TaskInstanceState.FAILED:
-        dag_run_settle(dag_run_id=task_instance.dag_run_id, end_date=now)  # after the commit
-    logger.warning("reaped %s (try %s) → %s: %s", label, try_number, task_instance.state, reason)
+    if task_instance.state == TaskInstanceState.FAILED:  # after the commit: its run moves on
+        dag_run_progress(dag_run_id=task_instance.dag_run_id, has_downstream=True, end_date=now)
+    logger.warning("reaped %s (try %s) → %s: %s", label, try_number, task_instance.state, why)
     return ReapedTaskInstance(
         label=label,
         try_number=try_number,

@@ -161,6 +161,10 @@ ASSET_EVENT_EXTRA_MAX_BYTES = env.int("ASSET_EVENT_EXTRA_MAX_BYTES", default=102
 # fails a running task instance, or sets it up_for_retry while tries remain (Airflow's
 # [scheduler] task_instance_heartbeat_timeout).
 TASK_INSTANCE_HEARTBEAT_TIMEOUT = env.float("TASK_INSTANCE_HEARTBEAT_TIMEOUT", default=300.0)
+# Seconds a task instance may stay queued (claimed or created for an outside runner) without
+# its runner starting it; then the scheduler fails it, or sets it up_for_retry while tries
+# remain (Airflow's [scheduler] task_queued_timeout).
+TASK_QUEUED_TIMEOUT = env.float("TASK_QUEUED_TIMEOUT", default=600.0)
 # Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
 # it writes one log file per task-instance try.
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")

@@ -3,7 +3,7 @@
 from config.env import env
 from config.settings.base import *  # noqa: F403
 
-# the demo and the README's screenshots (manage.py demo, manage.py screenshots): not in production
+# the demo and the docs' screenshots (manage.py demo, manage.py screenshots): not in production
 INSTALLED_APPS = [*INSTALLED_APPS, "devtools"]  # noqa: F405
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)

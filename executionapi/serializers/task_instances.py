@@ -32,6 +32,7 @@ from assets_app.services.task_instances import (
     SuccessPayload,
     TerminalPayload,
 )
+from assets_app.validators import validate_id
 from executionapi.serializers.common import (
     INTEGER_MAX,
     AwareDateTimeField,
@@ -297,6 +298,55 @@ class TIEnterRunningPayloadSerializer(StrictSerializer):
 class TIHeartbeatInfoSerializer(StrictSerializer):
     hostname = JSONStringField(min_length=1, max_length=1000)
     pid = JSONIntegerField()
+
+
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "string"},
+            {  # [task_id, map_index] (OpenAPI 3.0 has no prefixItems)
+                "type": "array",
+                "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        ]
+    }
+)
+class TaskKeyField(serializers.Field[tuple[str, int], Any, Any, Any]):
+    """A task id, or ``[task_id, map_index]`` (Airflow's ``str | tuple[str, int]``)."""
+
+    def to_internal_value(self, data: Any) -> tuple[str, int]:
+        if isinstance(data, str) and data:
+            return (validate_task_id(data), -1)
+        if (
+            isinstance(data, list)
+            and len(data) == 2
+            and isinstance(data[0], str)
+            and isinstance(data[1], int)
+            and not isinstance(data[1], bool)
+            and -1 <= data[1] <= INTEGER_MAX
+        ):
+            return (validate_task_id(data[0]), data[1])
+        raise serializers.ValidationError(
+            "expected a task id or a [task_id, map_index] pair", code="invalid"
+        )
+
+    def to_representation(self, value: tuple[str, int]) -> Any:
+        return value[0] if value[1] == -1 else list(value)
+
+
+def validate_task_id(value: str) -> str:
+    try:
+        return validate_id(value)
+    except ValueError as exc:
+        raise serializers.ValidationError(str(exc), code="invalid") from exc
+
+
+class TISkippedDownstreamTasksSerializer(StrictSerializer):
+    """``PATCH …/skip-downstream``: the tasks a branch or short-circuit leaves out."""
+
+    tasks = serializers.ListField(child=TaskKeyField(), allow_empty=True, max_length=10_000)
 
 
 # --- the run context (PATCH run's answer) ---------------------------------------------------

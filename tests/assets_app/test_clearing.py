@@ -6,14 +6,15 @@ from __future__ import annotations
 import re
 import shlex
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from assets_app.models import DagRun, DagTask, TaskInstance, TaskInstanceHistory
+from assets_app.models import Dag, DagRun, DagTask, TaskInstance, TaskInstanceHistory
+from assets_app.services.task_flow import dag_runs_admit
 from assets_app.services.task_instances import task_instances_claim
+from tests.docs.examples import doc_blocks
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
@@ -64,7 +65,8 @@ def test_a_cleared_failed_run_runs_again_and_succeeds(dag):
     # when it is cleared
     lines = clear("--dag-id=d", "--run-id=manual__1")
 
-    # then it is a new try, scheduled; the run is queued again; try 1 is history
+    # then it is a new try, scheduled; the run was queued again and, its DAG having room,
+    # started at once (a task without upstreams is ready); try 1 is history
     assert lines == [
         "cleared d.t @ manual__1: failed → scheduled as try 2 (max_tries 1)",
         "requeued run d / manual__1",
@@ -74,7 +76,8 @@ def test_a_cleared_failed_run_runs_again_and_succeeds(dag):
     assert second.pk != first.pk
     assert (second.state, second.try_number, second.end_date) == ("scheduled", 2, None)
     run.refresh_from_db()
-    assert (run.state, run.start_date, run.end_date) == ("queued", None, None)
+    assert (run.state, run.end_date) == ("running", None)
+    assert run.start_date is not None
     assert TaskInstanceHistory.objects.get().task_instance_id == first.pk
 
     # and it runs again (claimed by a worker) and succeeds: the run succeeds
@@ -102,11 +105,12 @@ def test_clearing_a_running_task_instance_is_refused_and_changes_nothing(dag):
     assert TaskInstance.objects.get(pk=failed.pk).state == "failed"
     assert not TaskInstanceHistory.objects.exists()
     # narrowed to the failed one, it is cleared, and its running run goes back to queued (as
-    # Airflow's clear): the first task instance to start makes it running again
+    # Airflow's clear), to be started again at once: its DAG has room
     assert clear("--dag-id=d", "--only-failed")[-1] == (
         "cleared 1 task instance(s), 1 run(s) back to queued"
     )
-    assert _run_of(failed).state == "queued"
+    assert _run_of(failed).state == "running"
+    assert _ti(run, "t").state == "scheduled"
 
 
 def test_a_run_requeued_by_a_clear_ends_only_once_the_cleared_task_instance_ran(dag):
@@ -123,7 +127,7 @@ def test_a_run_requeued_by_a_clear_ends_only_once_the_cleared_task_instance_ran(
 
     # then
     assert finish.status_code == 204
-    assert _run_of(other).state == "queued"
+    assert _run_of(other).state == "running"
     # and once the cleared one has been claimed, run and succeeded, the run ends
     [cleared] = task_instances_claim(limit=1)
     _start_and_finish(cleared, "success")
@@ -230,14 +234,16 @@ def test_create_task_instance_on_a_finished_one_says_how_to_clear_it():
     )
 
 
-def test_the_readme_clear_example_prints_what_the_readme_shows():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    match = re.search(
-        r"```sh\n\$ \.venv/bin/python manage\.py (clear_task_instances [^\n]*)\n(.*?)```",
-        readme,
-        re.DOTALL,
+def test_the_docs_clear_example_prints_what_the_docs_show():
+    [block] = [
+        b.body
+        for b in doc_blocks()
+        if b.body.startswith("$ .venv/bin/python manage.py clear_task_instances ")
+    ]
+    match = re.match(
+        r"\$ \.venv/bin/python manage\.py (clear_task_instances [^\n]*)\n(.*)", block, re.DOTALL
     )
-    assert match, "no clear_task_instances example in the README"
+    assert match, block
     command, *args = shlex.split(match.group(1))
     run = DagRunFactory(dag=DagFactory(dag_id="orders"), run_id="manual__1", state="failed")
     TaskInstanceFactory(dag_run=run, task_id="export_orders", state="failed")
@@ -246,3 +252,31 @@ def test_the_readme_clear_example_prints_what_the_readme_shows():
     call_command(command, *args, stdout=out)
 
     assert out.getvalue().splitlines() == match.group(2).splitlines()
+
+
+def test_a_cleared_run_of_a_paused_dag_waits_queued_until_the_dag_is_unpaused(dag):
+    run = DagRunFactory(dag=dag, run_id="manual__1", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="t", state="failed")
+    Dag.objects.filter(pk=dag.pk).update(is_paused=True)
+
+    clear("--dag-id=d")
+
+    assert (_run_of(_ti(run)).state, _ti(run).state) == ("queued", None)
+    Dag.objects.filter(pk=dag.pk).update(is_paused=False)
+    assert dag_runs_admit() == [run.pk]
+    assert (_run_of(_ti(run)).state, _ti(run).state) == ("running", "scheduled")
+
+
+def test_a_cleared_upstream_runs_before_its_downstream(dag):
+    DagTask.objects.create(dag=dag, task_id="t", is_leaf=False)
+    DagTask.objects.create(dag=dag, task_id="u", upstream=["t"])
+    run = DagRunFactory(dag=dag, run_id="manual__1", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="t", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="u", state="upstream_failed")
+
+    clear("--dag-id=d")
+
+    assert (_ti(run, "t").state, _ti(run, "u").state) == ("scheduled", None)
+    [claimed] = task_instances_claim(limit=5)
+    _start_and_finish(claimed, "success")
+    assert _ti(run, "u").state == "scheduled"  # handed over when t finished

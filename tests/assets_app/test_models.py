@@ -1,4 +1,4 @@
-"""Integrity rules the database itself enforces (SPEC §2)."""
+"""Integrity rules the database itself enforces (docs/concepts.md, "The tables")."""
 
 from __future__ import annotations
 

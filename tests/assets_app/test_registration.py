@@ -1,4 +1,4 @@
-"""Service-level tests of asset_changes_register (SPEC §4), against the database."""
+"""Service-level tests of asset_changes_register (docs/concepts.md), against the database."""
 
 from __future__ import annotations
 
@@ -712,9 +712,10 @@ def count_statements(ti: TaskInstance, outlets, events) -> list[str]:
     return [statement_step(query["sql"]) for query in captured.captured_queries]
 
 
-# The fixed plan of the calls that declare an outlet, on PostgreSQL and SQLite alike (SPEC
-# §4: constant whatever the sizes). Each statement takes its rows as one JSON parameter, so
-# nothing is ever split into batches; a step with no rows is not sent.
+# The fixed plan of the calls that declare an outlet, on PostgreSQL and SQLite alike
+# (docs/concepts.md, "Guarantees": constant whatever the sizes). Each statement takes its
+# rows as one JSON parameter, so nothing is ever split into batches; a step with no rows is
+# not sent.
 FIXED_PLAN = [
     "INSERT asset",  # 1. alias targets, ON CONFLICT (name, uri) DO NOTHING
     "INSERT asset_alias",  # 2. aliases, ON CONFLICT (name) DO NOTHING

@@ -1,4 +1,4 @@
-"""Concurrent registrations on PostgreSQL (SPEC §4 "Concurrency").
+"""Concurrent registrations on PostgreSQL (docs/concepts.md, "Guarantees").
 
 Each thread has its own database connection and transaction, locks its own task instance as
 the execution API does, and registers alias events whose targets do not exist yet.

@@ -142,7 +142,7 @@ def test_seed_alias_event_triggers_both_consumers_once(seed_consumers):
         (run,) = runs_of(dag)
         assert consumed(run) == {event.pk}
         assert run.run_type == "asset_triggered"
-        assert run.state == "queued"
+        assert run.state == "running"  # started at once: its DAG has room
         assert run.logical_date is None
         assert run.data_interval_start is None
         assert RUN_ID.fullmatch(run.run_id)
@@ -619,10 +619,11 @@ def test_created_rows_hold_what_the_models_would_have_written():
         "defaults",
         created.run_id,
         "asset_triggered",
-        "queued",
+        "running",
     )
     assert (run.logical_date, run.data_interval_start, run.data_interval_end) == (None,) * 3
-    assert (run.start_date, run.end_date, run.partition_key, run.conf) == (None, None, None, {})
+    assert (run.end_date, run.partition_key, run.conf) == (None, None, {})
+    assert run.start_date == run.created_at
     assert run.run_after == AssetDagRunQueue(created_at=created.run_after).created_at
     assert before <= run.created_at <= timezone.now()
     ti = TaskInstance.objects.get(dag_run=run)
@@ -735,9 +736,9 @@ def test_query_count_of_a_batch_does_not_grow_with_its_dags(django_assert_num_qu
     # each run consumed exactly its own DAG's events
     for dag, outcome in zip(dags, outcomes, strict=True):
         (run,) = runs_of(dag)
-        assert run.pk == outcome.run.dag_run_pk
-        assert consumed(run) == set(outcome.run.event_ids)
-        assert len(outcome.run.event_ids) == (2 if dag.asset_expression.get("all") else 1)
+        assert run.pk == outcome.runs[0].dag_run_pk
+        assert consumed(run) == set(outcome.runs[0].event_ids)
+        assert len(outcome.runs[0].event_ids) == (2 if dag.asset_expression.get("all") else 1)
 
 
 def test_a_batch_settles_each_dag_on_its_own():

@@ -89,10 +89,35 @@ def test_hourly_steps_one_real_hour_over_the_dst_gap() -> None:
 
 def test_daily_in_a_timezone_is_due_at_local_midnight() -> None:
     berlin = timetable_parse(schedule="@daily", timezone="Europe/Berlin")
-    info = berlin.next_run(
-        last_run_after=None, start_date=None, end_date=None, catchup=False, now=NOW
-    )
-    assert info == DagRunInfo.exact(utc(2026, 3, 9, 23))  # 10 March 00:00 CET
+    kwargs: dict[str, Any] = {"last_run_after": None, "start_date": None, "end_date": None}
+    # without a start date or a run, 16 h after local midnight is too late (more than a tenth
+    # of a day): the first run waits for the next midnight, 11 March 00:00 CET
+    late = berlin.next_run(catchup=False, now=NOW, **kwargs)
+    assert late == DagRunInfo.exact(utc(2026, 3, 10, 23))
+    # two hours after it (under 2.4 h) it still runs the one just passed, 10 March 00:00 CET
+    early = berlin.next_run(catchup=True, now=utc(2026, 3, 10, 1), **kwargs)
+    assert early == DagRunInfo.exact(utc(2026, 3, 9, 23))
+
+
+def test_ambiguous_and_missing_wall_times_fall_where_airflow_puts_them() -> None:
+    berlin = timetable_parse(schedule="30 2 * * *", timezone="Europe/Berlin")
+    kwargs: dict[str, Any] = {"start_date": None, "end_date": None, "catchup": True}
+    # 02:30 does not exist on 29 March: moved forward by the gap, 03:30 CEST (01:30 UTC)
+    spring = berlin.next_run(last_run_after=utc(2026, 3, 28, 1, 30), now=NOW, **kwargs)
+    assert spring == DagRunInfo.exact(utc(2026, 3, 29, 1, 30))
+    # 02:30 happens twice on 25 October: the second one, 02:30 CET (01:30 UTC)
+    autumn = berlin.next_run(last_run_after=utc(2026, 10, 24, 0, 30), now=NOW, **kwargs)
+    assert autumn == DagRunInfo.exact(utc(2026, 10, 25, 1, 30))
+
+
+def test_hourly_counts_the_repeated_hour_when_dst_ends() -> None:
+    berlin = timetable_parse(schedule="@hourly", timezone="Europe/Berlin")
+    kwargs: dict[str, Any] = {"start_date": None, "end_date": None, "catchup": True, "now": NOW}
+    # 02:00 CEST (00:00 UTC) -> 02:00 CET (01:00 UTC) -> 03:00 CET (02:00 UTC)
+    first = berlin.next_run(last_run_after=utc(2026, 10, 25, 0), **kwargs)
+    assert first == DagRunInfo.exact(utc(2026, 10, 25, 1))
+    second = berlin.next_run(last_run_after=first.run_after, **kwargs)
+    assert second == DagRunInfo.exact(utc(2026, 10, 25, 2))
 
 
 def test_timedelta_without_catchup_runs_now_after_a_long_pause() -> None:

@@ -29,14 +29,14 @@ def seed() -> None:
     call_command("declare_dags", SEED, stdout=StringIO())
 
 
-def test_a_triggered_run_is_queued_with_a_scheduled_task_instance_per_task(seed):
+def test_a_triggered_run_starts_with_a_scheduled_task_instance_per_task(seed):
     DagTask.objects.filter(dag_id=PRODUCER).update(retries=2)
     when = datetime(2026, 12, 1, 6, 30, tzinfo=UTC)
 
     run = dag_run_trigger(dag_id=PRODUCER, conf={"rows": 3}, logical_date=when)
 
     assert run.run_id == "manual__2026-12-01T06:30:00+00:00"
-    assert (run.run_type, run.state, run.conf) == ("manual", "queued", {"rows": 3})
+    assert (run.run_type, run.state, run.conf) == ("manual", "running", {"rows": 3})
     assert run.logical_date == run.data_interval_start == run.data_interval_end == when
     [ti] = TaskInstance.objects.filter(dag_run=run)
     assert (ti.task_id, ti.state, ti.max_tries) == ("produce_asset_events", "scheduled", 2)
@@ -68,7 +68,7 @@ def test_the_command_prints_the_run_and_refuses_bad_options(seed):
         "2026-12-01T00:00:00+01:00",
         stdout=out,
     )
-    assert out.getvalue() == f"Triggered {PRODUCER} run by-hand (1 task instance(s))\n"
+    assert out.getvalue() == f"Triggered {PRODUCER} run by-hand (running, 1 task instance(s))\n"
     run = DagRun.objects.get(run_id="by-hand")
     assert run.conf == {"k": 1}
     assert run.logical_date == datetime(2026, 11, 30, 23, 0, tzinfo=UTC)

@@ -1,8 +1,8 @@
 """The admin in a real browser, as an operator uses it, against a live gunicorn server.
 
-One walk through the README's admin pages: log in, find an asset by uri, read its page, filter
-the events by source DAG, read one event, pause a DAG with the list action, read the DAG's page,
-look at the queue.
+One walk through the admin pages of docs/admin.md: log in, find an asset by uri, read its page,
+filter the events by source DAG, read one event, pause a DAG with the list action, read the
+DAG's page, look at the queue.
 Screenshots of every step are saved under the test's tmp_path.
 """
 

@@ -1,4 +1,4 @@
-"""``manage.py screenshots`` (``make screenshots``, the README's pictures) run as a real
+"""``manage.py screenshots`` (``make screenshots``, the docs' pictures) run as a real
 subprocess: it writes one 1400 px wide PNG per page and leaves the database it ran on alone."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def test_screenshots_command_writes_the_readme_pictures(transactional_db, tmp_path):
+def test_screenshots_command_writes_the_docs_pictures(transactional_db, tmp_path):
     # given a browser, and a row in the configured database that must survive
     try:
         chromium_start(tmp_path / "probe").quit()
@@ -58,9 +58,10 @@ def test_screenshots_command_writes_the_readme_pictures(transactional_db, tmp_pa
         assert width == 1400, (name, width, height)
         assert height >= 600, (name, width, height)
     assert list(Asset.objects.values_list("name", flat=True)) == ["keep-me"]
-    # the README shows what the command writes
-    readme = (REPO / "README.md").read_text()
-    for name in ("overview.png", "asset.png", "dag.png"):
-        assert f"(docs/screenshots/{name})" in readme
+    # the docs show what the command writes (the README the overview, the admin page the rest)
+    assert "(docs/screenshots/overview.png)" in (REPO / "README.md").read_text()
+    admin_page = (REPO / "docs" / "admin.md").read_text()
+    for name in ("overview.png", "asset.png", "dag.png", "events.png"):
+        assert f"(screenshots/{name})" in admin_page
         assert (REPO / "docs" / "screenshots" / name).is_file()
     assert "manage.py screenshots --out docs/screenshots" in (REPO / "Makefile").read_text()

@@ -25,7 +25,7 @@ from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 WIRE_SAMPLES = Path(__file__).parent / "wire_samples"
 
-#: The keys of an asset-event item (SPEC §3.2), in the API and ``asset_events --json``.
+#: The keys of an asset-event item (docs/api-execution.md), in the API and ``asset_events --json``.
 ASSET_EVENT_ITEM_KEYS = {
     "id",
     "timestamp",

@@ -52,7 +52,8 @@ PRODUCED = {"name": "worker_asset", "uri": "s3://registry-tests/worker/produced"
 DYNAMIC = {"name": "worker_dynamic", "uri": "s3://registry-tests/worker/dynamic"}
 ALIAS = "worker_alias"
 
-# The DAG file's DAG as the registry must know it, and consumers of every kind (SPEC §4.7).
+# The DAG file's DAG as the registry must know it, and consumers of every kind
+# (docs/concepts.md, "What one success writes", step 6).
 MANIFEST = {
     "dags": [
         {
@@ -236,7 +237,7 @@ def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
 def test_airflow_execute_workload_command_runs_a_task_without_a_metadata_db(
     airflow_sdk, server, tmp_path
 ):
-    # given a task instance made the way an operator makes one (the README recipe)
+    # given a task instance made the way an operator makes one (docs/airflow-worker.md)
     declare(tmp_path)
     out = io.StringIO()
     call_command(
@@ -250,7 +251,7 @@ def test_airflow_execute_workload_command_runs_a_task_without_a_metadata_db(
         stdout=out,
     )
     created = json.loads(out.getvalue())
-    # the workload Airflow's executors hand over, as the worker builds it (the README's recipe)
+    # the workload Airflow's executors hand over, as the worker builds it (docs/airflow-worker.md)
     workload = airflow_workload(
         ti=TaskInstance.objects.get(pk=created["id"]),
         token=created["token"],

@@ -148,7 +148,7 @@ def test_a_retried_report_settles_a_run_its_first_request_left_running(monkeypat
     def settle_fails(**kwargs):
         raise ConnectionError("the server went away")
 
-    monkeypatch.setattr(task_instances, "dag_run_settle", settle_fails)
+    monkeypatch.setattr(task_instances, "dag_run_progress", settle_fails)
     assert _finish(ti, "success") == 500
     monkeypatch.undo()
     assert (TaskInstance.objects.get(pk=ti.pk).state, _run_of(ti).state) == ("success", "running")
@@ -191,7 +191,7 @@ def test_two_last_task_instances_finishing_at_once_settle_their_run_once(server)
 
 def test_settling_is_logged(caplog):
     [ti] = _run_with("running")
-    with caplog.at_level(logging.INFO, logger="assets_app.services.dag_runs"):
+    with caplog.at_level(logging.INFO, logger="assets_app.services.task_flow"):
         _finish(ti, "success")
     assert f"DAG run {ti.dag_run_id} finished" in caplog.text
 

@@ -108,8 +108,8 @@ def test_openapi_schema_describes_every_answer(schema):
         for path, item in schema["paths"].items()
         for method, operation in item.items()
     ]
-    assert len(operations) == 20  # 12; variables get/put/delete/keys, connections get; by-alias,
-    # previous-successful-dagrun, task-reschedules start_date
+    assert len(operations) == 21  # 12; variables get/put/delete/keys, connections get; by-alias,
+    # previous-successful-dagrun, task-reschedules start_date, skip-downstream
     for path, method, operation in operations:
         responses = operation["responses"]
         assert {"401", "403", "422"} <= set(responses), (path, method)

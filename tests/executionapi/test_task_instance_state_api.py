@@ -320,7 +320,8 @@ def test_state_patch_from_running(make_ti, body):
     assert response.status_code == 204, response.content
     # by its natural key: up_for_retry gives the task instance a new id (its next try)
     ti = TaskInstance.objects.get(dag_id=ti.dag_id, run_id=ti.run_id, task_id=ti.task_id)
-    assert ti.state == body["state"]
+    # no triggerer: a deferral fails at once, saying so, instead of waiting for ever
+    assert ti.state == ("failed" if body["state"] == "deferred" else body["state"])
     if "end_date" in body:
         assert ti.end_date == datetime.fromisoformat(body["end_date"]).astimezone(UTC)
         assert ti.duration == pytest.approx((ti.end_date - ti.start_date).total_seconds())
@@ -330,10 +331,9 @@ def test_state_patch_from_running(make_ti, body):
         assert ti.task_reschedule_count == 1
         assert ti.reschedule_date is not None
     if body["state"] == "deferred":
-        assert ti.trigger_classpath == body["classpath"]
-        assert ti.trigger_kwargs == {"moment": END}
-        assert ti.trigger_timeout is not None
-        assert (ti.next_method, ti.next_kwargs) == ("execute_complete", {"a": 1})
+        assert "runs no triggerer" in ti.failure_reason
+        assert body["classpath"] in ti.failure_reason
+        assert ti.end_date is not None
     if body["state"] == "removed":
         assert ti.rendered_map_index == "x"
 

@@ -58,6 +58,7 @@ class Command(BaseCommand):
         count = dag_run.task_instances.count()
         self.stdout.write(
             self.style.SUCCESS(
-                f"Triggered {dag_run.dag_id} run {dag_run.run_id} ({count} task instance(s))"
+                f"Triggered {dag_run.dag_id} run {dag_run.run_id} ({dag_run.state}, "
+                f"{count} task instance(s))"
             )
         )

@@ -1,4 +1,4 @@
-"""``manage.py screenshots``: the admin's key pages as PNG files, for the README.
+"""``manage.py screenshots``: the admin's key pages as PNG files, for the docs.
 
 On a scratch database (created and dropped again; the configured one is not touched) it seeds a
 month of the example DAGs' history (``devtools.showcase``), serves the app from a child
@@ -35,7 +35,7 @@ TOP = 1300
 
 
 def pages(showcase: Showcase) -> list[tuple[str, str, int | None]]:
-    """(file name, path, height cut or None for the whole page) of every page the README
+    """(file name, path, height cut or None for the whole page) of every page the docs
     shows."""
     asset, dag = showcase.asset.pk, showcase.waiting_dag_id
     graph_run = showcase.graph_run.pk

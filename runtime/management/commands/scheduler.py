@@ -1,36 +1,52 @@
-"""``manage.py scheduler``: create asset-triggered DAG runs from the queue, pass after pass,
-each pass also doing the task instances' upkeep (reaping timed-out ones, scheduling due
-retries: ``assets_app.services.upkeep``)."""
+"""``manage.py scheduler``: create asset-triggered DAG runs from the queue and the due
+time-scheduled runs (``assets_app.services.time_schedules``), pass after pass, each pass also
+doing the task instances' upkeep (reaping timed-out ones, scheduling due retries:
+``assets_app.services.upkeep``)."""
 
 from __future__ import annotations
 
 import signal
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
+from django.utils import timezone
 
 from assets_app.management.base import optional_int_argument
 from assets_app.notify import QUEUE_CHANNEL, Listener
 from assets_app.services.queue_watch import QueueWatch
 from assets_app.services.scheduler import Outcome, SchedulerPassResult, scheduler_pass
+from assets_app.services.task_flow import AdvanceResult, dag_runs_admit, task_instances_advance
+from assets_app.services.time_schedules import (
+    TimeSchedulesResult,
+    dags_time_scheduled_runs_create,
+)
 from assets_app.services.upkeep import UpkeepResult, upkeep_pass
 from runtime.daemon import connection_close, connection_refresh, stop_signals, wait_for_work
 
 #: How often (seconds) a waiting scheduler checks whether it was asked to stop.
 STOP_CHECK = 0.25
+#: How far back a pass between the full ones looks for changed task instances: more than a
+#: pass and a commit's delay take.
+FLOW_LOOKBACK = timedelta(seconds=10)
 
 
 class Command(BaseCommand):
     help = (
         "Turn asset_dag_run_queue rows into asset-triggered DAG runs when a consumer's asset "
-        "condition is met; fail (or retry) running task instances whose heartbeat timed out "
-        "(TASK_INSTANCE_HEARTBEAT_TIMEOUT) and schedule retries whose delay has passed. Runs "
-        "passes until stopped (SIGTERM or Ctrl-C), or one pass with --once: on PostgreSQL as "
-        "soon as producers commit queue rows (LISTEN), at the latest every --interval seconds "
-        "(the upkeep at most once per interval). Several schedulers may run at once."
+        "condition is met; create the scheduled runs of time-scheduled DAGs (cron, preset or "
+        "timedelta schedule) when they are due, each once, catching up missed ones only for "
+        "DAGs with catchup, up to max_active_runs; start queued runs as max_active_runs allows "
+        "and schedule each run's task instances as their upstreams finish (trigger rules); "
+        "fail (or retry) running task instances whose heartbeat timed out "
+        "(TASK_INSTANCE_HEARTBEAT_TIMEOUT) or that no runner started (TASK_QUEUED_TIMEOUT), "
+        "and schedule retries whose delay has passed. Runs passes until stopped (SIGTERM or "
+        "Ctrl-C), or one pass with --once: on PostgreSQL as soon as producers commit queue "
+        "rows (LISTEN), at the latest every --interval seconds (the upkeep at most once per "
+        "interval). Several schedulers may run at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -100,13 +116,22 @@ class Command(BaseCommand):
             if upkeep:
                 self._report_upkeep(upkeep_pass())
             result = scheduler_pass(max_dags=max_dags, watch=watch)
+            timed = dags_time_scheduled_runs_create()
+            admitted = dag_runs_admit()
+            # every run with waiting task instances once per interval (with the upkeep), else
+            # only those where something changed lately: the hand-over did the rest
+            advanced = task_instances_advance(
+                changed_since=None if upkeep else timezone.now() - FLOW_LOOKBACK
+            )
         except DatabaseError as exc:
             self.stderr.write(f"scheduler pass failed: {exc}")
             connection_close()
             return 0
         self._report(result)
+        self._report_time(timed)
+        self._report_flow(admitted, advanced)
         self.stdout.flush()
-        return len(result.created)
+        return len(result.created) + len(timed.created)
 
     def _report(self, result: SchedulerPassResult) -> None:
         self._write(
@@ -120,10 +145,25 @@ class Command(BaseCommand):
         if failed:
             self.stderr.write(f"{failed} DAG(s) failed this pass; see the log")
 
+    def _report_time(self, result: TimeSchedulesResult) -> None:
+        self._write([f"created {run.dag_id} {run.run_id} (time)" for run in result.created])
+
+    def _report_flow(self, admitted: list[int], advanced: AdvanceResult) -> None:
+        lines = [f"started {len(admitted)} queued run(s)"] if admitted else []
+        if advanced.scheduled or advanced.skipped or advanced.upstream_failed:
+            lines.append(
+                f"scheduled {advanced.scheduled}, skipped {advanced.skipped}, upstream_failed "
+                f"{advanced.upstream_failed} task instance(s) by their trigger rules"
+            )
+        self._write(lines)
+
     def _report_upkeep(self, result: UpkeepResult) -> None:
         lines = [
             f"reaped {reaped.label} try {reaped.try_number} (heartbeat timed out): {reaped.state}"
             for reaped in result.reaped
+        ] + [
+            f"reaped {stuck.label} try {stuck.try_number} (queued, never started): {stuck.state}"
+            for stuck in result.unstarted
         ]
         if result.retries_scheduled or result.reschedules_scheduled:
             lines.append(

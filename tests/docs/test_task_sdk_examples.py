@@ -1,7 +1,7 @@
-"""The README's "Write a task" walkthrough, run as written against a live server.
+"""The "Write a task" walkthrough of ``docs/task-sdk.md``, run as written against a live server.
 
 The manifest (``my_dags.yaml``), the producer (``tasks/orders.py``) and the consumer
-(``tasks/report_orders.py``) are the README's code blocks verbatim, laid out as the README
+(``tasks/report_orders.py``) are the page's code blocks verbatim, laid out as the page
 says (the manifest next to ``tasks/``). ``declare_dags`` loads the manifest without a
 warning, the producer runs through the ``task_sdk`` CLI, and the consumer runs in the
 asset-triggered run the scheduler made from the producer's event, started by
@@ -11,7 +11,6 @@ asset-triggered run the scheduler made from the producer's event, started by
 from __future__ import annotations
 
 import io
-import re
 import subprocess
 import sys
 
@@ -21,28 +20,20 @@ from django.core.management import call_command
 from assets_app.models import AssetEvent, TaskInstance, XCom
 from assets_app.services.dag_runs import task_instance_create
 from assets_app.services.scheduler import scheduler_pass
+from tests.docs.examples import doc_block
 from tests.live_server import REPO, server_env
 from tests.task_sdk_e2e.test_task_sdk_e2e import run_task_instance
 
 pytestmark = pytest.mark.slow
 
 
-def readme_block(language: str, first_line: str) -> str:
-    """The README's ```language block that starts with ``first_line``."""
-    readme = (REPO / "README.md").read_text()
-    pattern = rf"```{language}\n({re.escape(first_line)}\n.*?)```"
-    match = re.search(pattern, readme, re.DOTALL)
-    assert match, f"no {language} block starting with {first_line!r} in the README"
-    return match.group(1)
-
-
 def test_write_a_task_examples_run_as_written(server, transactional_db, tmp_path):
-    # given the README's files, laid out as it says
-    (tmp_path / "my_dags.yaml").write_text(readme_block("yaml", "# my_dags.yaml"))
+    # given the page's files, laid out as it says
+    (tmp_path / "my_dags.yaml").write_text(doc_block("yaml", "# my_dags.yaml"))
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    (tasks / "orders.py").write_text(readme_block("python", "# tasks/orders.py"))
-    (tasks / "report_orders.py").write_text(readme_block("python", "# tasks/report_orders.py"))
+    (tasks / "orders.py").write_text(doc_block("python", "# tasks/orders.py"))
+    (tasks / "report_orders.py").write_text(doc_block("python", "# tasks/report_orders.py"))
 
     # when the manifest is declared: complete, so no reference is left unmatched
     out, err = io.StringIO(), io.StringIO()
