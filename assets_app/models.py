@@ -349,6 +349,38 @@ class TaskInletAssetReference(TaskAssetReference):
         return f"asset {self.asset_id} → {self.dag_id}.{self.task_id}"
 
 
+class TaskLeafReference(TaskAssetReference):
+    """A task declaring an inlet or an outlet that is no asset of its own: an alias (its assets
+    chosen at run time) or an ``Asset.ref`` by name or uri (resolved at run time).
+
+    Airflow keeps no table for these (they live in its serialized DAG); they are stored so
+    that the DAG page can draw every inlet and outlet a task declared. Concrete assets are in
+    ``TaskOutletAssetReference`` / ``TaskInletAssetReference``.
+    """
+
+    class Direction(models.TextChoices):
+        INLET = "inlet"
+        OUTLET = "outlet"
+
+    class Kind(models.TextChoices):
+        ALIAS = "alias"
+        NAME_REF = "name_ref", "Asset.ref(name)"
+        URI_REF = "uri_ref", "Asset.ref(uri)"
+
+    direction = models.CharField(max_length=6, choices=Direction.choices)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    value = models.CharField(max_length=NAME_LENGTH)  # the alias name, the name or the uri
+
+    class Meta:
+        db_table = "task_leaf_reference"
+        constraints = composite_key(
+            "dag", "task_id", "direction", "kind", "value", name="tlr_dag_task_leaf_unique"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.dag_id}.{self.task_id} {self.direction} {self.kind} {self.value}"
+
+
 class AssetDagRunQueue(models.Model):
     """A consumer DAG waiting to run because one of its assets changed."""
 

@@ -3,7 +3,9 @@
 ``showcase_seed()`` declares the example DAGs (``examples/dags.yaml``) and writes what a month
 of their runs would have left: producer runs whose tasks emitted events (hourly over the last
 two days, a few a day before), the consumer runs those events triggered, a failed and a running
-task instance, and the consumers still queued on the newest events. Deterministic: the same
+task instance, the consumers still queued on the newest events, and three runs of a DAG with
+a task graph (``showcase_dags.yaml``: a 60-character id, five tasks, an alias and an
+``Asset.ref`` outlet; one succeeded, one failed, one running). Deterministic: the same
 rows on every call on an empty database, times relative to now.
 """
 
@@ -34,6 +36,23 @@ from assets_app.models import (
 from devtools.processes import REPO
 
 MANIFEST = REPO / "examples" / "dags.yaml"
+GRAPH_MANIFEST = REPO / "devtools" / "showcase_dags.yaml"
+#: The DAG with a task graph (``GRAPH_MANIFEST``): its tasks in order, with how long each takes
+#: (seconds) and what each leaves in a run (``GRAPH_STATES``).
+GRAPH_DAG = "warehouse_orders_daily_export_and_customer_dimension_refresh"
+GRAPH_TASKS = (
+    ("extract_orders", 12.4),
+    ("transform_orders", 95.0),
+    ("export_orders", 41.2),
+    ("refresh_customers", 160.0),
+    ("publish_report", 3.1),
+)
+#: Per graph run (oldest first): the run's state and its task instances' states, by task.
+GRAPH_STATES = (
+    ("success", ("success",) * 5),
+    ("failed", ("success", "success", "success", "failed", "success")),
+    ("running", ("success", "success", "running", "success", "scheduled")),
+)
 PRODUCER = ("asset_s3_bucket_producer", "produce_asset_events")
 CONSUMER = ("asset_s3_bucket_consumer", "consume_asset_events")
 ALIAS_PRODUCER = ("asset_alias_example_alias_producer", "produce_asset_events_through_asset_alias")
@@ -50,12 +69,26 @@ class Showcase:
     alias: AssetAlias
     newest_event: AssetEvent
     waiting_dag_id: str  # a consumer queued on ``asset``
+    graph_run: DagRun  # the running run of ``GRAPH_DAG``
+
+
+def _run_id(run_type: str, at: datetime) -> str:
+    """The run id Airflow 3 (and the scheduler) gives: ``scheduled__<ISO>``, and for an
+    asset-triggered run ``asset_triggered__<ISO with microseconds>_<8 letters/digits>``
+    (deterministic here)."""
+    if run_type == DagRunType.ASSET_TRIGGERED:
+        at = at.replace(microsecond=(at.minute * 7919 + at.second * 104729) % 1_000_000)
+        alphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+        seed = int(at.timestamp())
+        suffix = "".join(alphabet[(seed // 7**i) % len(alphabet)] for i in range(8))
+        return f"{run_type}__{at.isoformat()}_{suffix}"
+    return f"{run_type}__{at.replace(microsecond=0).isoformat()}"
 
 
 def _run(dag_id: str, task_id: str, at: datetime, *, state: str, run_type: str) -> DagRun:
     run = DagRun.objects.create(
         dag_id=dag_id,
-        run_id=f"{run_type}__{at:%Y-%m-%dT%H:%M:%S}",
+        run_id=_run_id(run_type, at),
         run_type=run_type,
         state=state,
         run_after=at,
@@ -115,6 +148,7 @@ def showcase_seed(*, now: datetime | None = None) -> Showcase:
     if not get_user_model().objects.filter(username=USERNAME).exists():
         get_user_model().objects.create_superuser(USERNAME, "operator@example.com", PASSWORD)
     call_command("declare_dags", str(MANIFEST), stdout=None)
+    call_command("declare_dags", str(GRAPH_MANIFEST), stdout=None)
     asset = Asset.objects.get(uri=MY_TASK)
     other, _ = Asset.objects.get_or_create(name="other-output", uri=OTHER)
     alias = AssetAlias.objects.get(name="example-alias")
@@ -173,4 +207,70 @@ def showcase_seed(*, now: datetime | None = None) -> Showcase:
         state=DagRunState.RUNNING,
         run_type=DagRunType.MANUAL,
     )
-    return Showcase(asset=asset, alias=alias, newest_event=newest, waiting_dag_id=CONSUMER[0])
+    graph_run = _graph_runs(now)
+    return Showcase(
+        asset=asset,
+        alias=alias,
+        newest_event=newest,
+        waiting_dag_id=CONSUMER[0],
+        graph_run=graph_run,
+    )
+
+
+def _graph_runs(now: datetime) -> DagRun:
+    """Three runs of ``GRAPH_DAG`` (``GRAPH_STATES``), the tasks one after the other along
+    their edges; finished ``export_orders`` write ``orders`` and, through ``daily-exports``, the
+    day's export file; ``refresh_customers`` writes ``customers`` (its ``Asset.ref``). Returns
+    the running one."""
+    orders = Asset.objects.get(name="orders")
+    customers, _ = Asset.objects.get_or_create(
+        name="customers", uri="postgres://warehouse/public/customers"
+    )
+    exports = AssetAlias.objects.get(name="daily-exports")
+    durations = dict(GRAPH_TASKS)
+    for days_ago, (run_state, ti_states) in zip((2, 1, 0), GRAPH_STATES, strict=True):
+        start = (now - timedelta(days=days_ago, hours=3)).replace(microsecond=0)
+        run = DagRun.objects.create(
+            dag_id=GRAPH_DAG,
+            run_id=_run_id(DagRunType.SCHEDULED, start),
+            run_type=DagRunType.SCHEDULED,
+            state=run_state,
+            run_after=start,
+            start_date=start,
+        )
+        ends: dict[str, datetime] = {}
+        upstream = {"transform_orders": ["extract_orders"], "export_orders": ["transform_orders"]}
+        upstream |= {"refresh_customers": ["transform_orders"]}
+        upstream |= {"publish_report": ["export_orders", "refresh_customers"]}
+        for (task_id, _), ti_state in zip(GRAPH_TASKS, ti_states, strict=True):
+            began = max((ends[up] for up in upstream.get(task_id, [])), default=start)
+            began += timedelta(seconds=2)
+            finished = ti_state not in ("running", "scheduled")
+            end = began + timedelta(seconds=durations[task_id]) if finished else None
+            ends[task_id] = end or now
+            TaskInstance.objects.create(
+                dag_run=run,
+                dag_id=GRAPH_DAG,
+                run_id=run.run_id,
+                task_id=task_id,
+                state=ti_state,
+                start_date=began if ti_state != "scheduled" else None,
+                end_date=end,
+                duration=durations[task_id] if finished else None,
+                hostname="worker-2",
+            )
+            if ti_state != "success" or end is None:
+                continue
+            if task_id == "export_orders":
+                _emit(run, task_id, orders, end, rows=5200 + days_ago)
+                day = f"s3://warehouse/exports/{start.date().isoformat()}.csv"
+                export, _ = Asset.objects.get_or_create(name=day, uri=day)
+                AssetAliasAsset.objects.get_or_create(alias=exports, asset=export)
+                event = _emit(run, task_id, export, end)
+                AssetAliasAssetEvent.objects.create(alias=exports, event=event)
+            elif task_id == "refresh_customers":
+                _emit(run, task_id, customers, end, rows=880)
+        if run_state != "running":
+            run.end_date = max(ends.values())
+            run.save(update_fields=["end_date"])
+    return run  # the last: running

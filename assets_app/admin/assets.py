@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
@@ -19,6 +20,8 @@ from assets_app.admin.common import (
     change_link,
     change_url,
     count_of,
+    fact,
+    ident,
     link_list,
     when,
 )
@@ -63,13 +66,14 @@ class AliasAssetLinkInline(_AliasLinkInline[AssetAlias]):
 
 @admin.register(Asset)
 class AssetAdmin(PanelAdmin[Asset]):
-    list_display = ("name", "uri", "group", "is_active", "alias_names", "latest_event")
+    list_display = ("asset", "uri_cell", "group", "is_active", "alias_names", "latest_event")
+    list_display_links = ("asset",)
     list_select_related = ("active",)
     list_filter = (AssetActiveFilter, "group")
     search_fields = ("name", "uri")
     ordering = ("name", "uri")
     inlines = (AssetAliasLinkInline,)
-    readonly_fields = ("is_active", "created_at", "updated_at")
+    readonly_fields = ("is_active", "created", "updated")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Asset]:
         latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp", "-id")
@@ -89,9 +93,26 @@ class AssetAdmin(PanelAdmin[Asset]):
             return ("name", "uri", *self.readonly_fields)
         return self.readonly_fields
 
-    @admin.display(boolean=True, description="active")
-    def is_active(self, obj: Asset) -> bool:
-        return hasattr(obj, "active")
+    @admin.display(description="name", ordering="name")
+    def asset(self, obj: Asset) -> SafeString:
+        return ident(obj.name)
+
+    @admin.display(description="uri", ordering="uri")
+    def uri_cell(self, obj: Asset) -> SafeString:
+        return ident(obj.uri)
+
+    @admin.display(description="active", ordering="active")
+    def is_active(self, obj: Asset) -> SafeString:
+        # a fact: an asset no declared DAG references any more is inactive, not broken
+        return fact("active") if hasattr(obj, "active") else fact("inactive")
+
+    @admin.display(description="created at")
+    def created(self, obj: Asset) -> SafeString | str:
+        return when(obj.created_at)
+
+    @admin.display(description="updated at")
+    def updated(self, obj: Asset) -> SafeString | str:
+        return when(obj.updated_at)
 
     @admin.display(description="aliases")
     def alias_names(self, obj: Asset) -> SafeString | str:
@@ -101,7 +122,11 @@ class AssetAdmin(PanelAdmin[Asset]):
     def latest_event(self, obj: WithAnnotations[Asset, _LatestEvent]) -> SafeString | str:
         if obj.latest_event_pk is None:
             return EMPTY
-        return change_link("assetevent", obj.latest_event_pk, when(obj.latest_event_timestamp))
+        return format_html(
+            '<a href="{}">{}</a>',
+            change_url("assetevent", obj.latest_event_pk),
+            when(obj.latest_event_timestamp),
+        )
 
     def get_urls(self) -> list[URLPattern]:
         def emit(request: HttpRequest, object_id: str) -> HttpResponse:
@@ -120,7 +145,8 @@ class AssetAdmin(PanelAdmin[Asset]):
 
 @admin.register(AssetAlias)
 class AssetAliasAdmin(admin.ModelAdmin[AssetAlias]):
-    list_display = ("name", "group", "asset_count")
+    list_display = ("alias", "group", "asset_count")
+    list_display_links = ("alias",)
     list_filter = ("group",)
     search_fields = ("name",)
     ordering = ("name",)
@@ -129,6 +155,10 @@ class AssetAliasAdmin(admin.ModelAdmin[AssetAlias]):
     def get_queryset(self, request: HttpRequest) -> QuerySet[AssetAlias]:
         linked = count_of(AssetAliasAsset, pointing_at="alias")
         return super().get_queryset(request).annotate(linked_assets=linked)
+
+    @admin.display(description="name", ordering="name")
+    def alias(self, obj: AssetAlias) -> SafeString:
+        return ident(obj.name)
 
     @admin.display(description="assets", ordering="linked_assets")
     def asset_count(self, obj: WithAnnotations[AssetAlias, _LinkedAssets]) -> int:

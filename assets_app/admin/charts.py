@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 import pygal
@@ -20,6 +21,8 @@ from django.utils.safestring import SafeString, mark_safe
 from grandalf.graphs import Edge, Graph, Vertex
 from grandalf.layouts import SugiyamaLayout
 from pygal.style import Style
+
+from assets_app.formats import duration_human, timestamp_human
 
 # --- bar charts ------------------------------------------------------------------------------
 
@@ -113,6 +116,7 @@ class Node:
     note: str = ""  # a second line: "waiting on this asset", "paused", ...
     focus: bool = False  # the page's own object
     waiting: bool = False  # drawn highlighted
+    state: str = ""  # a task instance's state: the box is coloured by it (a run's graph)
 
 
 @dataclass
@@ -132,20 +136,60 @@ class Lineage:
             self.edges.append((source, target))
 
 
-class _Box:
-    """The size grandalf lays out; drawn left to right, so its width is our height."""
+#: A task graph is drawn top to bottom (its layers are rows), with narrower boxes and this gap
+#: between the rows, so that a graph five tasks deep stays readable at 1400 px.
+GRAPH_NODE_WIDTH = 220
+ROW_GAP_DOWN = 46
 
-    def __init__(self) -> None:
-        self.w = NODE_HEIGHT
-        self.h = NODE_WIDTH
+Direction = Literal["right", "down"]
+
+
+class _Box:
+    """The size grandalf lays out (it lays layers out top to bottom: ``w`` is across a
+    layer, ``h`` along the edges)."""
+
+    def __init__(self, direction: Direction) -> None:
+        if direction == "right":  # drawn left to right: its width is our height
+            self.w, self.h = NODE_HEIGHT, NODE_WIDTH
+        else:
+            self.w, self.h = GRAPH_NODE_WIDTH, NODE_HEIGHT
         self.xy: tuple[float, float] = (0.0, 0.0)
+
+
+def _positions_down(lineage: Lineage) -> tuple[dict[str, tuple[float, float]], int, int]:
+    """Pixel centres of the nodes laid out top to bottom, and the drawing's width and height;
+    the connected parts side by side."""
+    vertices = {key: Vertex(key) for key in lineage.nodes}
+    for vertex in vertices.values():
+        vertex.view = _Box("down")
+    graph = Graph(
+        list(vertices.values()), [Edge(vertices[a], vertices[b]) for a, b in lineage.edges]
+    )
+    centres: dict[str, tuple[float, float]] = {}
+    left = 0.0
+    for component in graph.C:
+        layout = SugiyamaLayout(component)
+        layout.xspace = ROW_GAP
+        layout.yspace = ROW_GAP_DOWN
+        layout.init_all()
+        layout.draw()
+        xs = [v.view.xy[0] for v in component.sV]
+        low = min(xs) - GRAPH_NODE_WIDTH / 2
+        for v in component.sV:
+            centres[v.data] = (v.view.xy[0] - low + left + PADDING, v.view.xy[1])
+        left += max(xs) - low + GRAPH_NODE_WIDTH / 2 + ROW_GAP
+    top = min(y for _, y in centres.values()) - NODE_HEIGHT / 2 - PADDING
+    centres = {key: (x, y - top) for key, (x, y) in centres.items()}
+    width = max(x for x, _ in centres.values()) + GRAPH_NODE_WIDTH / 2 + PADDING
+    height = max(y for _, y in centres.values()) + NODE_HEIGHT / 2 + PADDING
+    return centres, int(width), int(height)
 
 
 def _positions(lineage: Lineage) -> tuple[dict[str, tuple[float, float]], int, int]:
     """Pixel centres of the nodes (left to right), and the drawing's width and height."""
     vertices = {key: Vertex(key) for key in lineage.nodes}
     for vertex in vertices.values():
-        vertex.view = _Box()
+        vertex.view = _Box("right")
     graph = Graph(
         list(vertices.values()), [Edge(vertices[a], vertices[b]) for a, b in lineage.edges]
     )
@@ -175,16 +219,39 @@ def _n(*numbers: float) -> tuple[str, ...]:
     return tuple(f"{number:.1f}" for number in numbers)
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+def _cut(text: str, chars: int = LABEL_CHARS) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def lineage_svg(lineage: Lineage, *, title: str) -> SafeString:
-    """The lineage as inline SVG: boxes that link to their pages, curved arrows between."""
+def _edge_path(
+    start: tuple[float, float], end: tuple[float, float], *, direction: Direction, half_w: float
+) -> tuple[str, ...]:
+    """The eight numbers of a curved edge's ``M x,y C x,y x,y x,y`` from ``start`` to ``end``
+    (box centres), leaving and entering the boxes on the side the drawing flows to."""
+    (x1, y1), (x2, y2) = start, end
+    if direction == "right":
+        return _n(
+            x1 + half_w, y1, x1 + half_w + COLUMN_GAP / 2, y1,
+            x2 - half_w - COLUMN_GAP / 2, y2, x2 - half_w - 4, y2,
+        )  # fmt: skip
+    half_h = NODE_HEIGHT / 2
+    bend = ROW_GAP_DOWN / 2
+    return _n(x1, y1 + half_h, x1, y1 + half_h + bend, x2, y2 - half_h - bend, x2, y2 - half_h - 4)
+
+
+def lineage_svg(lineage: Lineage, *, title: str, direction: Direction = "right") -> SafeString:
+    """The lineage as inline SVG: boxes that link to their pages, curved arrows between;
+    left to right, or top to bottom (``direction="down"``, a task graph)."""
     if not lineage.nodes:
         return SafeString("")
-    centres, width, height = _positions(lineage)
-    half_w, half_h = NODE_WIDTH / 2, NODE_HEIGHT / 2
+    if direction == "right":
+        centres, width, height = _positions(lineage)
+        box_width = NODE_WIDTH
+    else:
+        centres, width, height = _positions_down(lineage)
+        box_width = GRAPH_NODE_WIDTH
+    half_w, half_h = box_width / 2, NODE_HEIGHT / 2
+    chars = LABEL_CHARS if direction == "right" else LABEL_CHARS * GRAPH_NODE_WIDTH // NODE_WIDTH
     edges = format_html_join(
         "",
         '<path class="ar-edge{}" d="M{},{} C{},{} {},{} {},{}" marker-end="url(#ar-arrow)"/>',
@@ -193,16 +260,14 @@ def lineage_svg(lineage: Lineage, *, title: str) -> SafeString:
                 " ar-edge-waiting"
                 if lineage.nodes[source].waiting or lineage.nodes[target].waiting
                 else "",
-                *_n(x1 + half_w, y1, x1 + half_w + COLUMN_GAP / 2, y1),
-                *_n(x2 - half_w - COLUMN_GAP / 2, y2, x2 - half_w - 4, y2),
+                *_edge_path(centres[source], centres[target], direction=direction, half_w=half_w),
             )
             for source, target in lineage.edges
-            for (x1, y1), (x2, y2) in [(centres[source], centres[target])]
         ),
     )
     nodes = format_html_join(
         "",
-        '<a href="{}" class="ar-node ar-{}{}{}"><title>{}</title>'
+        '<a href="{}" class="ar-node ar-{}{}{}{}"><title>{}</title>'
         '<rect x="{}" y="{}" width="{}" height="{}" rx="6"/>'
         '<text x="{}" y="{}">{}</text>{}</a>',
         (
@@ -211,14 +276,15 @@ def lineage_svg(lineage: Lineage, *, title: str) -> SafeString:
                 node.kind,
                 " ar-focus" if node.focus else "",
                 " ar-waiting" if node.waiting else "",
+                f" ar-ti ar-ti-{node.state}" if node.state else "",
                 f"{node.kind}: {node.label}" + (f" ({node.note})" if node.note else ""),
-                *_n(x - half_w, y - half_h, NODE_WIDTH, NODE_HEIGHT),
+                *_n(x - half_w, y - half_h, box_width, NODE_HEIGHT),
                 *_n(x - half_w + 10, y - (2 if node.note else -4)),
-                _cut(node.label),
+                _cut(node.label, chars),
                 format_html(
                     '<text class="ar-note" x="{}" y="{}">{}</text>',
                     *_n(x - half_w + 10, y + 13),
-                    node.note,
+                    _cut(node.note, chars + 6),
                 )
                 if node.note
                 else "",
@@ -228,11 +294,12 @@ def lineage_svg(lineage: Lineage, *, title: str) -> SafeString:
         ),
     )
     return format_html(
-        '<svg class="ar-lineage" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg"'
-        ' width="{}" height="{}" viewBox="0 0 {} {}">'
+        '<svg class="ar-lineage ar-flow-{}" role="img" aria-label="{}"'
+        ' xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}">'
         '<defs><marker id="ar-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7"'
         ' markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker>'
         "</defs>{}{}</svg>",
+        direction,
         title,
         width,
         height,
@@ -240,4 +307,88 @@ def lineage_svg(lineage: Lineage, *, title: str) -> SafeString:
         height,
         edges,
         nodes,
+    )
+
+
+# --- a run's Gantt strip ---------------------------------------------------------------------
+
+GANTT_LABEL_WIDTH = 260
+GANTT_WIDTH = 1040
+GANTT_ROW = 22
+
+
+@dataclass(frozen=True)
+class GanttBar:
+    label: str  # the task id (and map index)
+    state: str
+    start: datetime | None  # None: not started (no bar, the state says why)
+    end: datetime | None  # None when not started
+    url: str
+
+
+def gantt_svg(bars: Sequence[GanttBar], *, start: datetime | None, title: str) -> SafeString:
+    """One row per task instance: a bar from its start to its end on the run's time axis (from
+    the run's start to the last end), coloured by state, its duration beside it; as Airflow's
+    Gantt view draws a run."""
+    if not bars:
+        return SafeString("")
+    starts = [bar.start for bar in bars if bar.start is not None]
+    ends = [bar.end for bar in bars if bar.end is not None]
+    origin = min([*starts, *([start] if start else [])], default=None)
+    finish = max(ends, default=None)
+    span = (finish - origin).total_seconds() if origin and finish else 0.0
+    track = GANTT_WIDTH - GANTT_LABEL_WIDTH - 90  # room for the duration after a bar
+    scale = track / span if span > 0 else 0.0
+
+    def row(i: int, bar: GanttBar) -> SafeString:
+        y = 24 + i * GANTT_ROW
+        label = format_html(
+            '<text class="ar-gantt-label" x="4" y="{}">{}</text>', f"{y + 14:.0f}", _cut(bar.label)
+        )
+        if bar.start is None or bar.end is None or origin is None:
+            text = format_html(
+                '<text class="ar-note" x="{}" y="{}">{}</text>',
+                GANTT_LABEL_WIDTH,
+                f"{y + 14:.0f}",
+                bar.state.replace("_", " ") + ", not started",
+            )
+            return format_html('<a href="{}">{}{}</a>', bar.url, label, text)
+        x = GANTT_LABEL_WIDTH + (bar.start - origin).total_seconds() * scale
+        width = max(2.0, (bar.end - bar.start).total_seconds() * scale)
+        took = duration_human(bar.end - bar.start)
+        return format_html(
+            '<a href="{}" class="ar-ti-{}"><title>{}: {}, {}</title>{}'
+            '<rect x="{}" y="{}" width="{}" height="{}" rx="3"/>'
+            '<text class="ar-note" x="{}" y="{}">{}</text></a>',
+            bar.url,
+            bar.state,
+            bar.label,
+            bar.state.replace("_", " "),
+            took,
+            label,
+            *_n(x, y + 3, width, GANTT_ROW - 6),
+            *_n(x + width + 6, y + 14),
+            took,
+        )
+
+    height = 24 + len(bars) * GANTT_ROW + 8
+    axis = format_html(
+        '<text class="ar-note" x="{}" y="14">{}</text>'
+        '<text class="ar-note" x="{}" y="14" text-anchor="end">+ {}</text>',
+        GANTT_LABEL_WIDTH,
+        timestamp_human(origin) if origin else "not started",
+        GANTT_LABEL_WIDTH + track,
+        duration_human(span),
+    )
+    rows = format_html_join("", "{}", ((row(i, bar),) for i, bar in enumerate(bars)))
+    return format_html(
+        '<svg class="ar-gantt" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg"'
+        ' width="{}" height="{}" viewBox="0 0 {} {}">{}{}</svg>',
+        title,
+        GANTT_WIDTH,
+        height,
+        GANTT_WIDTH,
+        height,
+        axis,
+        rows,
     )

@@ -8,26 +8,31 @@ from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
 from assets_app.admin.common import (
     EMPTY,
     AssetColumnsMixin,
-    PanelAdmin,
+    ObjectAction,
+    ObjectActionsAdmin,
     ReadOnlyAdminMixin,
     ReadOnlyTabularInline,
     change_link,
+    change_url,
     changelist_url,
     count_of,
     duration,
+    fact,
+    ident,
     pretty_json,
+    when,
 )
 from assets_app.admin.filters import HasScheduleFilter, TargetDagFilter
 from assets_app.admin.panels import dag_panel
 from assets_app.conditions import condition_parse, condition_summary
-from assets_app.exceptions import InvalidAssetExpression
+from assets_app.exceptions import AssetsError, InvalidAssetExpression
 from assets_app.models import (
     AssetDagRunQueue,
     Dag,
@@ -38,6 +43,7 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
+from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_set_paused
 
 
@@ -77,26 +83,32 @@ DAG_REFERENCE_INLINES = (
 
 
 @admin.register(Dag)
-class DagAdmin(PanelAdmin[Dag]):
+class DagAdmin(ObjectActionsAdmin[Dag]):
     list_display = (
-        "dag_id",
-        "is_paused",
-        "is_stale",
+        "dag",
+        "paused",
+        "stale",
         "schedule",
         "tasks",
         "queued_assets_count",
-        "last_parsed_time",
+        "last_parsed",
     )
+    list_display_links = ("dag",)
     list_filter = ("is_paused", "is_stale", HasScheduleFilter)
     search_fields = ("dag_id", "fileloc")
     ordering = ("dag_id",)
-    actions = ("pause", "unpause")
+    actions = ("trigger", "pause", "unpause")
+    object_actions = (
+        ObjectAction("trigger", "Trigger a run", "change"),
+        ObjectAction("pause", "Pause", "change"),
+        ObjectAction("unpause", "Unpause", "change"),
+    )
     fields = (
         "dag_id",
         "is_paused",
-        "is_stale",
+        "stale",
         "fileloc",
-        "last_parsed_time",
+        "last_parsed",
         "tasks",
         "schedule",
         "asset_expression_pretty",
@@ -105,6 +117,31 @@ class DagAdmin(PanelAdmin[Dag]):
     # everything but the pause flag: the rest comes from the manifest
     readonly_fields = tuple(name for name in fields if name != "is_paused")
     inlines = DAG_REFERENCE_INLINES
+
+    def get_inline_instances(self, request: HttpRequest, obj: Dag | None = None) -> list[Any]:
+        # only the reference tables this DAG has rows in: no empty tables under its page
+        inlines = super().get_inline_instances(request, obj)
+        if obj is None:
+            return inlines
+        return [i for i in inlines if i.model._default_manager.filter(dag=obj).exists()]
+
+    @admin.display(description="DAG", ordering="dag_id")
+    def dag(self, obj: Dag) -> SafeString:
+        return ident(obj.dag_id)
+
+    @admin.display(description="paused", ordering="is_paused")
+    def paused(self, obj: Dag) -> SafeString | str:
+        # a fact, not an error: the scheduler creates no run for a paused DAG
+        return fact("paused") if obj.is_paused else EMPTY
+
+    @admin.display(description="stale", ordering="is_stale")
+    def stale(self, obj: Dag) -> SafeString | str:
+        # gone from its manifest: a fact about its declaration, not an error
+        return fact("stale: no longer declared") if obj.is_stale else "no"
+
+    @admin.display(description="last parsed", ordering="last_parsed_time")
+    def last_parsed(self, obj: Dag) -> SafeString | str:
+        return when(obj.last_parsed_time)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Dag]:
         queued = count_of(AssetDagRunQueue, pointing_at="target_dag")
@@ -122,6 +159,24 @@ class DagAdmin(PanelAdmin[Dag]):
     def save_model(self, request: HttpRequest, obj: Dag, form: Any, change: bool) -> None:
         dags_set_paused(dag_ids=[obj.dag_id], is_paused=obj.is_paused)
 
+    def object_actions_for(self, request: HttpRequest, obj: Dag) -> list[tuple[str, str]]:
+        # a paused DAG offers "Unpause", an active one "Pause"
+        hidden = "/do/pause/" if obj.is_paused else "/do/unpause/"
+        return [
+            (url, label)
+            for url, label in super().object_actions_for(request, obj)
+            if hidden not in url
+        ]
+
+    def do_trigger(self, request: HttpRequest, obj: Dag) -> None:
+        self._trigger(request, Dag.objects.filter(pk=obj.pk))
+
+    def do_pause(self, request: HttpRequest, obj: Dag) -> None:
+        self._set_paused(request, Dag.objects.filter(pk=obj.pk), is_paused=True)
+
+    def do_unpause(self, request: HttpRequest, obj: Dag) -> None:
+        self._set_paused(request, Dag.objects.filter(pk=obj.pk), is_paused=False)
+
     @admin.display(description="schedule")
     def schedule(self, obj: Dag) -> str:
         if obj.asset_expression is None:
@@ -132,8 +187,10 @@ class DagAdmin(PanelAdmin[Dag]):
             return "invalid asset expression"
 
     @admin.display(description="tasks")
-    def tasks(self, obj: Dag) -> str:
-        return ", ".join(obj.task_ids) or EMPTY
+    def tasks(self, obj: Dag) -> SafeString | str:
+        if not obj.task_ids:
+            return EMPTY
+        return format_html_join(", ", "{}", ((ident(task_id),) for task_id in obj.task_ids))
 
     @admin.display(description="queued assets", ordering="queued_asset_total")
     def queued_assets_count(self, obj: WithAnnotations[Dag, _QueuedAssets]) -> int:
@@ -151,6 +208,33 @@ class DagAdmin(PanelAdmin[Dag]):
             changelist_url("assetdagrunqueue", target_dag=obj.dag_id),
         )
 
+    @admin.action(description="Trigger a run of each selected DAG", permissions=["change"])
+    def trigger(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
+        self._trigger(request, queryset)
+
+    def _trigger(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
+        """A manual run of each DAG (``dag_run_trigger``, as ``manage.py trigger_dag``), each
+        recorded in its DAG's History; a DAG that cannot be triggered says why."""
+        for dag in queryset.order_by("dag_id"):
+            try:
+                run = dag_run_trigger(dag_id=dag.dag_id)
+            except AssetsError as exc:
+                self.message_user(request, f"{dag.dag_id} not triggered: {exc}", messages.ERROR)
+                continue
+            self.log_change(request, dag, f"Triggered run {run.run_id}")
+            waits = " (it waits: the DAG is paused)" if dag.is_paused else ""
+            self.message_user(
+                request,
+                format_html(
+                    'Triggered {} run <a href="{}">{}</a>{}.',
+                    dag.dag_id,
+                    change_url("dagrun", run.pk),
+                    run.run_id,
+                    waits,
+                ),
+                messages.SUCCESS,
+            )
+
     @admin.action(description="Pause selected DAGs", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Dag]) -> None:
         self._set_paused(request, queryset, is_paused=True)
@@ -162,10 +246,11 @@ class DagAdmin(PanelAdmin[Dag]):
     def _set_paused(
         self, request: HttpRequest, queryset: QuerySet[Dag], *, is_paused: bool
     ) -> None:
-        changed = dags_set_paused(
-            dag_ids=queryset.values_list("pk", flat=True), is_paused=is_paused
-        )
+        dags = list(queryset.exclude(is_paused=is_paused).order_by("dag_id"))
+        changed = dags_set_paused(dag_ids=[dag.dag_id for dag in dags], is_paused=is_paused)
         verb = "Paused" if is_paused else "Unpaused"
+        for dag in dags:
+            self.log_change(request, dag, verb)
         self.message_user(request, f"{verb} {changed} DAG(s).", messages.SUCCESS)
 
 
@@ -173,13 +258,13 @@ class DagAdmin(PanelAdmin[Dag]):
 class AssetDagRunQueueAdmin(
     AssetColumnsMixin, ReadOnlyAdminMixin, admin.ModelAdmin[AssetDagRunQueue]
 ):
-    list_display = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    list_display = ("target_dag_link", "asset_name", "asset_uri", "queued_at", "waiting_for")
     date_hierarchy = "created_at"
     list_select_related = ("asset",)
     list_filter = (TargetDagFilter, ("created_at", admin.DateFieldListFilter))
     search_fields = ("=target_dag__dag_id", "asset__name", "asset__uri")
     ordering = ("created_at", "id")
-    fields = ("target_dag_link", "asset_name", "asset_uri", "created_at", "waiting_for")
+    fields = ("target_dag_link", "asset_name", "asset_uri", "queued_at", "waiting_for")
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AssetDagRunQueue]:
@@ -189,6 +274,10 @@ class AssetDagRunQueueAdmin(
     def target_dag_link(self, obj: AssetDagRunQueue) -> SafeString:
         return change_link("dag", obj.target_dag_id, obj.target_dag_id)
 
+    @admin.display(description="queued at", ordering="created_at")
+    def queued_at(self, obj: AssetDagRunQueue) -> SafeString | str:
+        return when(obj.created_at)
+
     @admin.display(description="waiting for", ordering="created_at")
-    def waiting_for(self, obj: AssetDagRunQueue) -> str:
+    def waiting_for(self, obj: AssetDagRunQueue) -> SafeString | str:
         return duration(timezone.now() - obj.created_at)

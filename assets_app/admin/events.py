@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from assets_app.admin.common import (
+    EMPTY,
     AssetColumnsMixin,
     BigTableAdminMixin,
     LinkedEventColumnsMixin,
     ReadOnlyAdminMixin,
+    WaitingDag,
     change_link,
     change_url,
+    consumers,
     link_list,
     pretty_json,
     run_link,
     source_links,
     source_run_pk,
     task_link,
+    when,
 )
 from assets_app.admin.filters import (
     AliasFilter,
@@ -27,8 +34,20 @@ from assets_app.admin.filters import (
     SourceAliasFilter,
     SourceDagFilter,
 )
-from assets_app.models import AssetAliasAssetEvent, AssetEvent, Dag
+from assets_app.admin.panels import waiting_consumers
+from assets_app.models import AssetAliasAssetEvent, AssetEvent, Dag, DagRun
 from assets_app.selectors import asset_events_search
+
+
+class EventChangeList(ChangeList):
+    """The event list's page, each event told the consumers still waiting on it (one query for
+    the page, ``panels.waiting_consumers``: what the overview shows)."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        waiting = waiting_consumers(self.result_list)
+        for event in self.result_list:
+            event.waiting_consumers = waiting[event.pk]
 
 
 @admin.register(AssetEvent)
@@ -38,7 +57,7 @@ class AssetEventAdmin(
     # the list fits 1400 px: the uri, map index and extra are on the event's page
     list_display = (
         "id",
-        "timestamp",
+        "at",
         "asset_name",
         "source",
         "partition_key",
@@ -59,7 +78,7 @@ class AssetEventAdmin(
     ordering = ("-timestamp", "-id")
     fields = (
         "id",
-        "timestamp",
+        "at",
         "asset_name",
         "asset_uri",
         "source_dag",
@@ -80,13 +99,23 @@ class AssetEventAdmin(
             .get_queryset(request)
             .select_related("asset")
             .annotate(source_run_pk=source_run_pk())
-            .prefetch_related("source_aliases", "created_dagruns")
+            .prefetch_related(
+                "source_aliases",
+                Prefetch("created_dagruns", queryset=DagRun.objects.order_by("id")),
+            )
         )
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return EventChangeList
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[AssetEvent], search_term: str
     ) -> tuple[QuerySet[AssetEvent], bool]:
         return asset_events_search(events=queryset, term=search_term), False
+
+    @admin.display(description="timestamp", ordering="timestamp")
+    def at(self, obj: AssetEvent) -> SafeString | str:
+        return when(obj.timestamp)
 
     @admin.display(description="source aliases")
     def source_alias_names(self, obj: AssetEvent) -> SafeString | str:
@@ -103,19 +132,19 @@ class AssetEventAdmin(
             obj.source_run_id,
         )
 
-    @admin.display(description="consumers (created DAG runs)")
+    @admin.display(description="consumers: runs it triggered · DAGs waiting")
     def consumer_runs(self, obj: AssetEvent) -> SafeString | str:
-        return link_list(
-            (change_url("dagrun", run.pk), f"{run.dag_id} @ {run.run_id}")
-            for run in obj.created_dagruns.all()
-        )
+        waiting: list[WaitingDag] | None = getattr(obj, "waiting_consumers", None)
+        if waiting is None:  # the event's own page
+            waiting = waiting_consumers([obj])[obj.pk]
+        return consumers(obj.created_dagruns.all(), waiting)
 
     @admin.display(description="source DAG")
     def source_dag(self, obj: AssetEvent) -> SafeString | str:
         if obj.source_dag_id is None:
             return "manual (no task)"
         if not Dag.objects.filter(pk=obj.source_dag_id).exists():
-            return obj.source_dag_id
+            return obj.source_dag_id or EMPTY
         return change_link("dag", obj.source_dag_id, obj.source_dag_id)
 
     @admin.display(description="source task")
@@ -139,6 +168,7 @@ class AssetAliasAssetEventAdmin(
     admin.ModelAdmin[AssetAliasAssetEvent],
 ):
     list_display = ("id", "alias_link", "event_link", "event_asset", "event_timestamp")
+    list_display_links = ("id",)
     list_select_related = ("alias", "event__asset")
     list_filter = (AliasFilter,)
     search_fields = ("alias__name", "event__asset__name", "event__asset__uri")

@@ -9,10 +9,20 @@ from __future__ import annotations
 from typing import Any, Self, cast
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Exists, Model, OuterRef, QuerySet
 from django.http import HttpRequest
+from django.utils.safestring import SafeString
 
-from assets_app.models import AssetAlias, AssetAliasAssetEvent, Dag
+from assets_app.admin.common import ident
+from assets_app.models import (
+    AssetAlias,
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    Dag,
+    DagRun,
+    TaskInstance,
+)
 
 
 class FieldFilter(admin.SimpleListFilter):
@@ -42,27 +52,58 @@ class ChoiceFilter(FieldFilter):
 
 
 class DagIdFilter(ChoiceFilter):
-    """Filter by DAG id."""
+    """Filter by DAG id: the DAGs that occur in the list's table (``occurs_in`` rows whose
+    ``field_path`` names them), each tested with an ``EXISTS`` on that field's index.
+
+    ``occurs_in`` is the listed model; the event list's ``source_dag`` filter offers only DAGs
+    that produced events, the run list's only DAGs that have runs.
+    """
 
     title = "DAG"
     parameter_name = "dag_id"
     field_path = "dag_id"
+    occurs_in: type[Model] = DagRun
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(dag_id, dag_id) for dag_id in Dag.objects.values_list("dag_id", flat=True)]
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, SafeString]]:
+        rows = self.occurs_in._default_manager.order_by().filter(
+            **{self.field_path: OuterRef("pk")}
+        )
+        dag_ids = (
+            Dag.objects.filter(Exists(rows)).order_by("dag_id").values_list("dag_id", flat=True)
+        )
+        return [(dag_id, ident(dag_id, two_lines=False)) for dag_id in dag_ids]
 
 
-SourceDagFilter = DagIdFilter.on("source_dag_id", title="source DAG", parameter_name="source_dag")
-TargetDagFilter = DagIdFilter.on("target_dag_id", title="target DAG", parameter_name="target_dag")
+SourceDagFilter = DagIdFilter.on(
+    "source_dag_id", title="source DAG", parameter_name="source_dag", occurs_in=AssetEvent
+)
+TargetDagFilter = DagIdFilter.on(
+    "target_dag_id", title="target DAG", parameter_name="target_dag", occurs_in=AssetDagRunQueue
+)
+TaskInstanceDagFilter = DagIdFilter.on(
+    "dag_id", title="DAG", parameter_name="dag_id", occurs_in=TaskInstance
+)
 
 
 class AliasFilter(ChoiceFilter):
+    """Filter by alias: the aliases that occur in the listed link table (``model_admin``'s
+    model), each tested with an ``EXISTS`` on its ``alias_id`` index."""
+
     title = "alias"
     parameter_name = "alias"
     field_path = "alias_id"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(str(pk), name) for pk, name in AssetAlias.objects.values_list("pk", "name")]
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, SafeString]]:
+        return self._aliases_in(model_admin.model)
+
+    @staticmethod
+    def _aliases_in(model: type[Model]) -> list[tuple[str, SafeString]]:
+        rows = model._default_manager.order_by().filter(alias_id=OuterRef("pk"))
+        aliases = AssetAlias.objects.filter(Exists(rows)).order_by("name")
+        return [
+            (str(pk), ident(name, two_lines=False))
+            for pk, name in aliases.values_list("pk", "name")
+        ]
 
 
 class SourceAliasFilter(AliasFilter):
@@ -74,6 +115,9 @@ class SourceAliasFilter(AliasFilter):
 
     title = "source alias"
     parameter_name = "source_alias"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, SafeString]]:
+        return self._aliases_in(AssetAliasAssetEvent)  # aliases some event was emitted through
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value():

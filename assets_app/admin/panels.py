@@ -5,20 +5,31 @@ queries whatever the number of events (pinned by the tests)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Min, Prefetch, Q, QuerySet
+from django.db.models import Count, Max, Min, Prefetch, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from assets_app.admin.charts import Bar, Lineage, Node, bar_chart, lineage_svg
-from assets_app.admin.common import change_url, changelist_url, source_run_pk, when
+from assets_app.admin.charts import (
+    Bar,
+    GanttBar,
+    Lineage,
+    Node,
+    bar_chart,
+    gantt_svg,
+    lineage_svg,
+)
+from assets_app.admin.common import WaitingDag, change_url, changelist_url, source_run_pk
+from assets_app.formats import duration_human, timestamp_human
 from assets_app.models import (
     Asset,
     AssetAlias,
     AssetAliasAsset,
+    AssetAliasAssetEvent,
     AssetDagRunQueue,
     AssetEvent,
     Dag,
@@ -28,9 +39,11 @@ from assets_app.models import (
     DagScheduleAssetNameReference,
     DagScheduleAssetReference,
     DagScheduleAssetUriReference,
+    DagTask,
     TaskInletAssetReference,
     TaskInstance,
     TaskInstanceState,
+    TaskLeafReference,
     TaskOutletAssetReference,
 )
 
@@ -55,7 +68,34 @@ class EventRow:
     event: AssetEvent
     source_run_pk: int | None
     consumer_runs: list[DagRun]
-    waiting_dags: list[str]  # DAGs queued on the event's asset (not yet run)
+    waiting_dags: list[WaitingDag]  # DAGs queued on the event's asset (not yet run)
+
+
+def waiting_consumers(events: Iterable[AssetEvent]) -> dict[int, list[WaitingDag]]:
+    """Per event id, the DAGs queued on its asset since (at or before) the event and not yet
+    run for it: the consumers it is waiting for, paused ones too (a paused DAG stays queued
+    until it is unpaused). One query whatever the number of events; ``events`` have their
+    ``created_dagruns`` prefetched."""
+    events = list(events)
+    asset_ids = {event.asset_id for event in events if event.asset_id is not None}
+    queued: dict[int, list[tuple[WaitingDag, datetime]]] = {}
+    for asset_id, dag_id, is_paused, since in (
+        AssetDagRunQueue.objects.filter(asset_id__in=asset_ids)
+        .order_by("target_dag_id")
+        .values_list("asset_id", "target_dag_id", "target_dag__is_paused", "created_at")
+    ):
+        queued.setdefault(asset_id, []).append((WaitingDag(dag_id, is_paused), since))
+    # a queue row waits since its asset's oldest unconsumed event (registration stamps the
+    # event and the row with the same time)
+    return {
+        event.pk: [
+            dag
+            for dag, since in queued.get(event.asset_id or 0, [])
+            if event.timestamp >= since
+            and not any(run.dag_id == dag.dag_id for run in event.created_dagruns.all())
+        ]
+        for event in events
+    }
 
 
 def latest_events(events: QuerySet[AssetEvent], *, limit: int) -> list[EventRow]:
@@ -69,27 +109,13 @@ def latest_events(events: QuerySet[AssetEvent], *, limit: int) -> list[EventRow]
         )
         .order_by("-timestamp", "-id")[:limit]
     )
-    asset_ids = {event.asset_id for event in rows if event.asset_id is not None}
-    queued: dict[int, list[tuple[str, datetime]]] = {}
-    for asset_id, dag_id, since in (
-        AssetDagRunQueue.objects.filter(asset_id__in=asset_ids)
-        .order_by("target_dag_id")
-        .values_list("asset_id", "target_dag_id", "created_at")
-    ):
-        queued.setdefault(asset_id, []).append((dag_id, since))
+    waiting = waiting_consumers(rows)
     return [
         EventRow(
             event=event,
             source_run_pk=event.source_run_pk,
             consumer_runs=list(event.created_dagruns.all()),
-            # a queue row waits since its asset's oldest unconsumed event (registration stamps
-            # the event and the row with the same time)
-            waiting_dags=[
-                dag_id
-                for dag_id, since in queued.get(event.asset_id or 0, [])
-                if event.timestamp >= since
-                and not any(run.dag_id == dag_id for run in event.created_dagruns.all())
-            ],
+            waiting_dags=waiting[event.pk],
         )
         for event in rows
     ]
@@ -198,7 +224,7 @@ def events_per_hour_chart(*, now: datetime) -> SafeString:
                 url=changelist_url(
                     "assetevent", **_timestamp_range(hour, hour + timedelta(hours=1))
                 ),
-                title=f"{counts[hour]} event(s) {when(hour)} + 1 h",
+                title=f"{counts[hour]} event(s) {timestamp_human(hour)} + 1 h",
             )
         )
     return bar_chart(bars, title=f"asset events per hour, last {HOURS} h", label_every=6)
@@ -352,18 +378,29 @@ class DagPanel:
 
 
 def dag_panel(dag: Dag) -> DagPanel:
-    """The DAG page's lineage and recent runs (8 queries)."""
-    runs = DagRun.objects.filter(dag=dag).order_by("-run_after", "-id")[:RECENT_RUNS]
+    """The DAG page's task graph and recent runs (13 queries)."""
+    runs = list(DagRun.objects.filter(dag=dag).order_by("-run_after", "-id")[:RECENT_RUNS])
+    graph = dag_lineage(dag, recent_run_ids=[run.run_id for run in runs])
     return DagPanel(
-        lineage=lineage_svg(dag_lineage(dag), title=f"lineage of {dag.dag_id}"),
+        lineage=lineage_svg(graph, title=f"task graph of {dag.dag_id}", direction="down"),
         runs=[RunRow(run) for run in runs],
     )
 
 
-def dag_lineage(dag: Dag) -> Lineage:
-    """The assets, aliases and references the DAG is scheduled on, and its inlets → the DAG →
-    its producing tasks → the assets they produce. An input the DAG is queued on (an event
-    arrived, the run not yet created) is marked (7 queries)."""
+def dag_lineage(
+    dag: Dag,
+    *,
+    recent_run_ids: Iterable[str] = (),
+    task_instances: Iterable[TaskInstance] | None = None,
+) -> Lineage:
+    """The DAG's picture, drawn top to bottom: what it is scheduled on → the DAG → its tasks
+    along their edges (``DagTask.upstream``), each task's declared inlets (assets, aliases,
+    ``Asset.ref``) above it and its outlets below it, and the assets its events in
+    ``recent_run_ids`` produced (through an alias or a reference, or directly). An input the
+    DAG is queued on (an event arrived, the run not yet created) is marked.
+
+    ``task_instances`` (a run's) colour each task by its state, with its duration: the run
+    page's graph. A fixed number of queries (12) whatever the size of the DAG."""
     lineage = Lineage()
     me = lineage.add(
         Node(
@@ -371,10 +408,47 @@ def dag_lineage(dag: Dag) -> Lineage:
             label=dag.dag_id,
             kind="dag",
             url=change_url("dag", dag.dag_id),
-            focus=True,
+            focus=task_instances is None,
             note="paused" if dag.is_paused else "",
         )
     )
+    _schedule_inputs(lineage, dag, me)
+    tis = {ti.task_id: ti for ti in task_instances or ()}
+    tasks = {}
+    for task in DagTask.objects.filter(dag=dag).order_by("task_id"):
+        ti = tis.get(task.task_id)
+        tasks[task.task_id] = lineage.add(_graph_task_node(dag.dag_id, task, ti))
+    for task in DagTask.objects.filter(dag=dag).only("task_id", "upstream"):
+        ups = [up for up in task.upstream if up in tasks]
+        for up in ups:
+            lineage.link(tasks[up], tasks[task.task_id])
+        if not ups:
+            lineage.link(me, tasks[task.task_id])
+    for inlet in TaskInletAssetReference.objects.filter(dag=dag).select_related("asset"):
+        node = _asset_node(f"in:{inlet.asset_id}", inlet.asset, note="inlet")
+        lineage.link(lineage.add(node), tasks.get(inlet.task_id, me))
+    outlets: dict[tuple[str, int], str] = {}
+    for outlet in TaskOutletAssetReference.objects.filter(dag=dag).select_related("asset"):
+        node = _asset_node(f"out:{outlet.asset_id}", outlet.asset, note="outlet")
+        outlets[outlet.task_id, outlet.asset_id] = lineage.add(node)
+        lineage.link(tasks.get(outlet.task_id, me), outlets[outlet.task_id, outlet.asset_id])
+    leaves: dict[tuple[str, str, str], str] = {}  # (task, kind, value) -> node key
+    for leaf in TaskLeafReference.objects.filter(dag=dag).order_by("task_id", "kind", "value"):
+        is_outlet = leaf.direction == TaskLeafReference.Direction.OUTLET
+        node = _leaf_node(leaf, is_outlet=is_outlet)
+        key = lineage.add(node)
+        task_key = tasks.get(leaf.task_id, me)
+        if is_outlet:
+            leaves[leaf.task_id, leaf.kind, leaf.value] = key
+            lineage.link(task_key, key)
+        else:
+            lineage.link(key, task_key)
+    _produced_assets(lineage, dag, recent_run_ids, tasks=tasks, outlets=outlets, leaves=leaves)
+    return lineage
+
+
+def _schedule_inputs(lineage: Lineage, dag: Dag, me: str) -> None:
+    """What the DAG is scheduled on → the DAG (assets, aliases, references; 5 queries)."""
     queued = set(AssetDagRunQueue.objects.filter(target_dag=dag).values_list("asset_id", flat=True))
     for ref in DagScheduleAssetReference.objects.filter(dag=dag).select_related("asset"):
         is_queued = ref.asset_id in queued
@@ -406,11 +480,156 @@ def dag_lineage(dag: Dag) -> Lineage:
                 note=f"schedule: Asset.ref({field})",
             )
             lineage.link(lineage.add(node), me)
-    for inlet in TaskInletAssetReference.objects.filter(dag=dag).select_related("asset"):
-        node = _asset_node(f"in:{inlet.asset_id}", inlet.asset, note=f"inlet of {inlet.task_id}")
-        lineage.link(lineage.add(node), me)
-    for outlet in TaskOutletAssetReference.objects.filter(dag=dag).select_related("asset"):
-        task = lineage.add(_task_node(dag.dag_id, outlet.task_id, role="task"))
-        lineage.link(me, task)
-        lineage.link(task, lineage.add(_asset_node(f"out:{outlet.asset_id}", outlet.asset)))
-    return lineage
+
+
+def _graph_task_node(dag_id: str, task: DagTask, ti: TaskInstance | None) -> Node:
+    """A task of the graph: on the DAG page it lists its task instances; on a run's page it
+    opens the run's task instance, coloured by its state, its duration the second line."""
+    rule = "" if task.trigger_rule == "all_success" else f"trigger rule {task.trigger_rule}"
+    if ti is None:
+        return Node(
+            key=f"task:{task.task_id}",
+            label=task.task_id,
+            kind="task",
+            url=changelist_url("taskinstance", dag_id=dag_id, task_id=task.task_id),
+            note=rule,
+        )
+    took = ti.duration if ti.duration is not None else None
+    if took is None and ti.start_date is not None and ti.state == "running":
+        took = (timezone.now() - ti.start_date).total_seconds()
+    state = ti.state or "none"
+    note = state.replace("_", " ") + (f" · {duration_human(took)}" if took is not None else "")
+    return Node(
+        key=f"task:{task.task_id}",
+        label=task.task_id,
+        kind="task",
+        url=change_url("taskinstance", ti.pk),
+        note=note,
+        state=state,
+    )
+
+
+def _leaf_node(leaf: TaskLeafReference, *, is_outlet: bool) -> Node:
+    """An alias or ``Asset.ref`` inlet/outlet of a task."""
+    role = "outlet" if is_outlet else "inlet"
+    key = f"{role}:{leaf.task_id}:{leaf.kind}:{leaf.value}"
+    if leaf.kind == TaskLeafReference.Kind.ALIAS:
+        return Node(
+            key=key,
+            label=leaf.value,
+            kind="alias",
+            url=changelist_url("assetalias", q=leaf.value),
+            note=f"{role}: alias",
+        )
+    field = "name" if leaf.kind == TaskLeafReference.Kind.NAME_REF else "uri"
+    return Node(
+        key=key,
+        label=leaf.value,
+        kind="reference",
+        url=changelist_url("asset", **{field: leaf.value}),
+        note=f"{role}: Asset.ref({field})",
+    )
+
+
+#: At most this many produced assets are drawn (the most recent first).
+PRODUCED_ASSETS = 12
+
+
+def _produced_assets(
+    lineage: Lineage,
+    dag: Dag,
+    run_ids: Iterable[str],
+    *,
+    tasks: dict[str, str],
+    outlets: dict[tuple[str, int], str],
+    leaves: dict[tuple[str, str, str], str],
+) -> None:
+    """The assets the DAG's recent runs (``run_ids``) produced, under the outlet they came
+    through: a declared asset outlet says how many events, an alias or a reference points at
+    the asset it resolved to, anything else hangs under its task (2 queries)."""
+    run_ids = list(run_ids)
+    if not run_ids:
+        return
+    produced = list(
+        AssetEvent.objects.filter(source_dag_id=dag.dag_id, source_run_id__in=run_ids)
+        .order_by()
+        .values("source_task_id", "asset_id", "asset__name", "asset__uri")
+        .annotate(events=Count("id"), last=Max("timestamp"))
+        .order_by("-last")[:PRODUCED_ASSETS]
+    )
+    through = {
+        (row["event__source_task_id"] or "", row["event__asset_id"]): row["alias__name"]
+        for row in AssetAliasAssetEvent.objects.filter(
+            event__source_dag_id=dag.dag_id, event__source_run_id__in=run_ids
+        )
+        .order_by()
+        .values("event__source_task_id", "event__asset_id", "alias__name")
+        .distinct()
+    }
+    for row in produced:
+        task_id: str = row["source_task_id"] or ""
+        asset_id: int = row["asset_id"]
+        n = row["events"]
+        said = f"produced · {n} event(s)"
+        declared = outlets.get((task_id, asset_id))
+        if declared is not None:
+            node = lineage.nodes[declared]
+            lineage.nodes[declared] = replace(node, note=f"outlet · {said}")
+            continue
+        parent = (
+            leaves.get(
+                (task_id, TaskLeafReference.Kind.ALIAS, through.get((task_id, asset_id), ""))
+            )
+            or leaves.get((task_id, TaskLeafReference.Kind.NAME_REF, row["asset__name"]))
+            or leaves.get((task_id, TaskLeafReference.Kind.URI_REF, row["asset__uri"]))
+            or tasks.get(task_id)
+        )
+        if parent is None:
+            continue
+        node = Node(
+            key=f"produced:{asset_id}",
+            label=row["asset__name"],
+            kind="asset",
+            url=change_url("asset", asset_id),
+            note=said,
+        )
+        lineage.link(parent, lineage.add(node))
+
+
+# --- a run's page ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunPanel:
+    graph: SafeString
+    gantt: SafeString
+
+
+def run_panel(run: DagRun) -> RunPanel:
+    """A run's page: its DAG's task graph coloured by the run's task instances, and their
+    Gantt strip (14 queries)."""
+    tis = sorted(  # started ones by start, the not-started last (as on both databases)
+        TaskInstance.objects.filter(dag_run=run),
+        key=lambda ti: (
+            ti.start_date is None,
+            ti.start_date or run.run_after,
+            ti.task_id,
+            ti.map_index,
+        ),
+    )
+    graph = dag_lineage(run.dag, recent_run_ids=[run.run_id], task_instances=tis)
+    end = run.end_date or timezone.now()
+    bars = [
+        GanttBar(
+            label=ti.task_id if ti.map_index < 0 else f"{ti.task_id} [{ti.map_index}]",
+            state=ti.state or "none",
+            start=ti.start_date,
+            end=ti.end_date or (end if ti.start_date is not None else None),
+            url=change_url("taskinstance", ti.pk),
+        )
+        for ti in tis
+    ]
+    return RunPanel(
+        graph=lineage_svg(graph, title=f"task graph of run {run.run_id}", direction="down"),
+        gantt=gantt_svg(bars, start=run.start_date, title=f"task instances of {run.run_id}"),
+    )

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any, TypedDict
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -18,18 +19,23 @@ from assets_app.admin.common import (
     EMPTY,
     BigTableAdminMixin,
     LinkedEventColumnsMixin,
+    ObjectAction,
+    ObjectActionsAdmin,
     ReadOnlyAdminMixin,
     ReadOnlyTabularInline,
     change_link,
     count_of,
     dag_link,
     duration,
+    ident,
     pretty_json,
     source_links,
     source_run_pk,
-    task_link,
+    state_badge,
+    when,
 )
-from assets_app.admin.filters import DagIdFilter
+from assets_app.admin.filters import DagIdFilter, TaskInstanceDagFilter
+from assets_app.admin.panels import run_panel
 from assets_app.exceptions import AssetsError
 from assets_app.models import (
     DAG_RUN_SUMMARY_FIELDS,
@@ -43,21 +49,52 @@ from assets_app.services.clearing import task_instances_clear
 
 CLEAR_PERMISSION = "assets_app.change_taskinstance"
 
+#: The run page shows each summary field (``DAG_RUN_SUMMARY_FIELDS``) as the lists do: a
+#: timestamp in the one format, the state as a badge.
+RUN_PAGE_FIELDS = {
+    "run_id": "run",
+    "state": "state_badge",
+    "logical_date": "logical",
+    "data_interval_start": "interval_start",
+    "data_interval_end": "interval_end",
+    "run_after": "after",
+    "start_date": "started",
+    "end_date": "ended",
+}
+
 
 def _clear(
-    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, selected: QuerySet[TaskInstance]
-) -> None:
-    """Clear the selected task instances and say what happened (or why nothing did)."""
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    selected: QuerySet[TaskInstance],
+    *,
+    history: Iterable[Model] | None = None,
+) -> list[TaskInstance]:
+    """Clear the selected task instances and say what happened (or why nothing did); returns
+    the new tries. What was cleared is recorded in the History of each of ``history`` (the
+    runs the operator picked), or else of each new try (a cleared task instance is a new row:
+    its History starts with how it came to be)."""
     try:
         result = task_instances_clear(task_instances=selected)
     except AssetsError as exc:
         modeladmin.message_user(request, f"Nothing cleared: {exc}", messages.ERROR)
-        return
+        return []
     if not result.cleared:
         modeladmin.message_user(
             request, "Nothing cleared: no finished task instance selected", messages.WARNING
         )
-        return
+        return []
+    new_tries = list(
+        TaskInstance.objects.filter(pk__in=[c.task_instance_id for c in result.cleared])
+    )
+    if history is None:
+        for ti in new_tries:
+            modeladmin.log_change(request, ti, f"Cleared: try {ti.try_number} scheduled")
+    else:
+        for obj in history:
+            modeladmin.log_change(
+                request, obj, f"Cleared {len(result.cleared)} task instance(s) as new tries"
+            )
     tries = ", ".join(f"{c.label} (try {c.try_number})" for c in result.cleared[:10])
     more = f" and {len(result.cleared) - 10} more" if len(result.cleared) > 10 else ""
     modeladmin.message_user(
@@ -67,6 +104,7 @@ def _clear(
         f"{len(result.left_alone)} unfinished task instance(s) left alone.",
         messages.SUCCESS,
     )
+    return new_tries
 
 
 class _ClearPermissionMixin:
@@ -112,20 +150,49 @@ class ConsumedEventInline(LinkedEventColumnsMixin, ReadOnlyTabularInline[DagRunA
         )
 
 
-class RunTaskInstanceInline(ReadOnlyTabularInline[TaskInstance, DagRun]):
+class _TryColumnsMixin:
+    """A task instance's state, dates and duration as every page shows them."""
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj: TaskInstance) -> SafeString | str:
+        return state_badge(obj.state)
+
+    @admin.display(description="started", ordering="start_date")
+    def started(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.start_date)
+
+    @admin.display(description="ended", ordering="end_date")
+    def ended(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.end_date)
+
+    @admin.display(description="duration", ordering="duration")
+    def took(self, obj: TaskInstance) -> SafeString | str:
+        if obj.duration is not None:
+            return duration(obj.duration)
+        if obj.start_date is not None and obj.state == "running":
+            return duration(timezone.now() - obj.start_date)
+        return EMPTY
+
+
+class RunTaskInstanceInline(_TryColumnsMixin, ReadOnlyTabularInline[TaskInstance, DagRun]):
     model = TaskInstance
     fields = (
-        "task_id",
+        "task",
         "map_index",
-        "state",
+        "state_badge",
         "try_number",
-        "start_date",
-        "end_date",
+        "started",
+        "ended",
+        "took",
         "failure_reason",
     )
     readonly_fields = fields
     show_change_link = True
     verbose_name_plural = "task instances"
+
+    @admin.display(description="task")
+    def task(self, obj: TaskInstance) -> SafeString:
+        return ident(obj.task_id)
 
 
 @admin.register(DagRun)
@@ -134,36 +201,100 @@ class DagRunAdmin(
     _DagColumnMixin,
     BigTableAdminMixin,
     ReadOnlyAdminMixin,
-    admin.ModelAdmin[DagRun],
+    ObjectActionsAdmin[DagRun],
 ):
+    # at 1400 px: the run id and the DAG (two lines at most) get the width; the start and the
+    # end are on the run's page (the end is the start plus the duration)
     list_display = (
-        "run_id",
+        "run",
         "dag_link",
-        "run_type",
-        "state",
-        "run_after",
-        "start_date",
-        "end_date",
+        "kind",
+        "state_badge",
+        "after",
         "run_duration",
         "consumed_events_count",
     )
+    list_display_links = ("run",)
     list_filter = (DagIdFilter, "run_type", "state", ("run_after", admin.DateFieldListFilter))
     search_fields = ("run_id", "=dag__dag_id")
     ordering = ("-run_after", "-id")
     readonly_fields = (
         "dag_link",
-        *DAG_RUN_SUMMARY_FIELDS,
+        *(RUN_PAGE_FIELDS.get(name, name) for name in DAG_RUN_SUMMARY_FIELDS),
+        "run_duration",
         "partition_key",
         "conf_pretty",
-        "created_at",
+        "created_on",
     )
     fields = readonly_fields
     inlines = (ConsumedEventInline, RunTaskInstanceInline)
+
+    def get_inline_instances(self, request: HttpRequest, obj: DagRun | None = None) -> list[Any]:
+        # no empty table: a run that consumed no event shows no consumed-events inline
+        inlines = super().get_inline_instances(request, obj)
+        if obj is None:
+            return inlines
+        return [
+            inline
+            for inline in inlines
+            if not isinstance(inline, ConsumedEventInline)
+            or DagRunAssetEvent.objects.filter(dag_run=obj).exists()
+        ]
+
+    @admin.display(description="run id", ordering="run_id")
+    def run(self, obj: DagRun) -> SafeString:
+        return ident(obj.run_id)
+
+    @admin.display(description="type", ordering="run_type")
+    def kind(self, obj: DagRun) -> SafeString:
+        return ident(obj.run_type)
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj: DagRun) -> SafeString | str:
+        return state_badge(obj.state)
+
+    @admin.display(description="run after", ordering="run_after")
+    def after(self, obj: DagRun) -> SafeString | str:
+        return when(obj.run_after)
+
+    @admin.display(description="started", ordering="start_date")
+    def started(self, obj: DagRun) -> SafeString | str:
+        return when(obj.start_date)
+
+    @admin.display(description="ended", ordering="end_date")
+    def ended(self, obj: DagRun) -> SafeString | str:
+        return when(obj.end_date)
+
+    @admin.display(description="logical date", ordering="logical_date")
+    def logical(self, obj: DagRun) -> SafeString | str:
+        return when(obj.logical_date)
+
+    @admin.display(description="data interval start")
+    def interval_start(self, obj: DagRun) -> SafeString | str:
+        return when(obj.data_interval_start)
+
+    @admin.display(description="data interval end")
+    def interval_end(self, obj: DagRun) -> SafeString | str:
+        return when(obj.data_interval_end)
+
+    @admin.display(description="created at")
+    def created_on(self, obj: DagRun) -> SafeString | str:
+        return when(obj.created_at)
+
     actions = ("clear_runs", "clear_failed_of_runs")
+    object_actions = (
+        ObjectAction("clear", "Clear: run all its task instances again", "clear"),
+        ObjectAction("clear_failed", "Clear failed task instances", "clear"),
+    )
 
     @admin.action(description="Clear: run all their task instances again", permissions=["clear"])
     def clear_runs(self, request: HttpRequest, queryset: QuerySet[DagRun]) -> None:
-        _clear(self, request, TaskInstance.objects.filter(dag_run__in=queryset))
+        _clear(
+            self,
+            request,
+            TaskInstance.objects.filter(dag_run__in=queryset),
+            history=list(queryset),
+        )
 
     @admin.action(
         description="Clear failed: run their failed task instances again", permissions=["clear"]
@@ -173,14 +304,24 @@ class DagRunAdmin(
             self,
             request,
             TaskInstance.objects.filter(dag_run__in=queryset, state__in=FAILED_TI_STATES),
+            history=list(queryset),
         )
+
+    def do_clear(self, request: HttpRequest, obj: DagRun) -> None:
+        self.clear_runs(request, DagRun.objects.filter(pk=obj.pk))
+
+    def do_clear_failed(self, request: HttpRequest, obj: DagRun) -> None:
+        self.clear_failed_of_runs(request, DagRun.objects.filter(pk=obj.pk))
+
+    def panel_context(self, request: HttpRequest, obj: DagRun) -> dict[str, Any]:
+        return {"run_panel": run_panel(obj)}  # the task graph in the run's states, the Gantt
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DagRun]:
         consumed = count_of(DagRunAssetEvent, pointing_at="dag_run")
         return super().get_queryset(request).annotate(consumed_event_total=consumed)
 
     @admin.display(description="duration")
-    def run_duration(self, obj: DagRun) -> str:
+    def run_duration(self, obj: DagRun) -> SafeString | str:
         if obj.start_date is None:
             return EMPTY
         return duration((obj.end_date or timezone.now()) - obj.start_date)
@@ -196,25 +337,25 @@ class DagRunAdmin(
 
 @admin.register(TaskInstance)
 class TaskInstanceAdmin(
+    _TryColumnsMixin,
     _ClearPermissionMixin,
     _DagColumnMixin,
     BigTableAdminMixin,
     ReadOnlyAdminMixin,
-    admin.ModelAdmin[TaskInstance],
+    ObjectActionsAdmin[TaskInstance],
 ):
+    # at 1400 px: the task (its map index in brackets) opens the task instance's page
     list_display = (
-        "short_id",
+        "task_page_link",
         "dag_link",
-        "task_link",
         "run_link",
-        "map",
-        "state",
+        "state_badge",
         "tries",
-        "start_date",
-        "end_date",
-        "duration",
+        "started",
+        "took",
     )
-    list_filter = (DagIdFilter, "state", ("start_date", admin.DateFieldListFilter))
+    list_display_links = ("task_page_link",)
+    list_filter = (TaskInstanceDagFilter, "state", ("start_date", admin.DateFieldListFilter))
     search_fields = ("=dag_id", "task_id", "run_id")
     search_help_text = "Task instance id, exact DAG id, task id or run id (contains)."
     ordering = ("-updated_at",)
@@ -226,16 +367,16 @@ class TaskInstanceAdmin(
         "map_index",
         "try_number",
         "max_tries",
-        "state",
+        "state_badge",
         "failure_reason",
-        "next_retry_at",
-        "start_date",
-        "end_date",
-        "duration",
+        "next_retry",
+        "started",
+        "ended",
+        "took",
         "hostname",
         "unixname",
         "pid",
-        "last_heartbeat_at",
+        "last_heartbeat",
         "earlier_tries",
         "rendered_map_index",
         "rendered_fields_pretty",
@@ -243,17 +384,26 @@ class TaskInstanceAdmin(
         "next_kwargs",
         "trigger_classpath",
         "trigger_kwargs",
-        "trigger_timeout",
-        "reschedule_date",
+        "trigger_timeout_at",
+        "reschedule_at",
         "task_reschedule_count",
-        "updated_at",
+        "updated",
     )
     fields = readonly_fields
     actions = ("clear_task_instances",)
+    object_actions = (ObjectAction("clear", "Clear: run again as a new try", "clear"),)
 
     @admin.action(description="Clear: run again as a new try", permissions=["clear"])
     def clear_task_instances(self, request: HttpRequest, queryset: QuerySet[TaskInstance]) -> None:
         _clear(self, request, queryset)
+
+    def do_clear(self, request: HttpRequest, obj: TaskInstance) -> TaskInstance | None:
+        # the new try is a new row: its page is where the operator goes next
+        new_tries = _clear(self, request, TaskInstance.objects.filter(pk=obj.pk))
+        return new_tries[0] if new_tries else None
+
+    def panel_context(self, request: HttpRequest, obj: TaskInstance) -> dict[str, Any]:
+        return {}
 
     @admin.display(description="earlier tries")
     def earlier_tries(self, obj: TaskInstance) -> SafeString | str:
@@ -266,9 +416,9 @@ class TaskInstanceAdmin(
             (
                 (
                     t.try_number,
-                    t.state,
-                    t.start_date or "-",
-                    t.end_date or "-",
+                    state_badge(t.state),
+                    when(t.start_date),
+                    when(t.end_date),
                     t.hostname or "-",
                     t.failure_reason or "-",
                     t.task_instance_id,
@@ -293,21 +443,39 @@ class TaskInstanceAdmin(
         except ValueError:
             return super().get_search_results(request, queryset, search_term)
 
-    @admin.display(description="id")
-    def short_id(self, obj: TaskInstance) -> str:
-        return str(obj.pk)[:8]
+    @admin.display(description="next retry at")
+    def next_retry(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.next_retry_at)
 
-    @admin.display(description="map", ordering="map_index")
-    def map(self, obj: TaskInstance) -> int:
-        return obj.map_index
+    @admin.display(description="last heartbeat at")
+    def last_heartbeat(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.last_heartbeat_at)
+
+    @admin.display(description="trigger timeout")
+    def trigger_timeout_at(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.trigger_timeout)
+
+    @admin.display(description="reschedule date")
+    def reschedule_at(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.reschedule_date)
+
+    @admin.display(description="updated at")
+    def updated(self, obj: TaskInstance) -> SafeString | str:
+        return when(obj.updated_at)
 
     @admin.display(description="try", ordering="try_number")
     def tries(self, obj: TaskInstance) -> str:
         return f"{obj.try_number}/{obj.max_tries + 1}"
 
-    @admin.display(description="task", ordering="task_id")
-    def task_link(self, obj: TaskInstance) -> SafeString | str:
-        return task_link(obj.dag_id, obj.task_id)
+    @admin.display(description="task [map index]", ordering="task_id")
+    def task_page_link(self, obj: TaskInstance) -> SafeString:
+        # the changelist links it to the instance's page; a mapped one reads as Airflow writes
+        # it: ``task_id [2]``
+        if obj.map_index < 0:
+            return ident(obj.task_id)
+        return format_html(
+            '{} <span class="ar-nowrap">[{}]</span>', ident(obj.task_id), obj.map_index
+        )
 
     @admin.display(description="run", ordering="run_id")
     def run_link(self, obj: TaskInstance) -> SafeString:

@@ -26,7 +26,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from assets_app.conditions import condition_expression, condition_references
+from assets_app.conditions import Leaf, condition_expression, condition_references
 from assets_app.exceptions import AssetConflictError, ManifestError
 from assets_app.models import (
     Asset,
@@ -39,6 +39,7 @@ from assets_app.models import (
     DagScheduleAssetUriReference,
     DagTask,
     TaskInletAssetReference,
+    TaskLeafReference,
     TaskOutletAssetReference,
 )
 from assets_app.services.manifest import (
@@ -50,7 +51,13 @@ from assets_app.services.manifest import (
     manifest_load,
 )
 from assets_app.services.time_schedules import dags_next_run_refresh
-from task_sdk.definitions import DEFAULT_GROUP, AssetNameRef, AssetUniqueKey, AssetUriRef
+from task_sdk.definitions import (
+    DEFAULT_GROUP,
+    AssetAliasUniqueKey,
+    AssetNameRef,
+    AssetUniqueKey,
+    AssetUriRef,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -531,6 +538,7 @@ _REFERENCE_TABLES: tuple[tuple[type[models.Model], tuple[str, ...]], ...] = (
     (DagScheduleAssetUriReference, ("dag_id", "uri")),
     (TaskOutletAssetReference, ("dag_id", "task_id", "asset_id")),
     (TaskInletAssetReference, ("dag_id", "task_id", "asset_id")),
+    (TaskLeafReference, ("dag_id", "task_id", "direction", "kind", "value")),
 )
 #: The reference tables that point at assets (what makes an asset active).
 _ASSET_REFERENCE_TABLES: tuple[type[models.Model], ...] = (
@@ -570,7 +578,8 @@ def _references_wanted(
 ) -> dict[type[models.Model], set[tuple[Any, ...]]]:
     """Per reference table, the rows (tuples of its key fields) the declarations call for.
 
-    Refs and aliases in task inlets/outlets are resolved at run time and get no row.
+    Refs and aliases in task inlets/outlets are resolved at run time: they get a
+    ``TaskLeafReference`` row (what the DAG page draws), no asset reference.
     """
     wanted: dict[type[models.Model], set[tuple[Any, ...]]] = {
         model: set() for model, _ in _REFERENCE_TABLES
@@ -598,7 +607,28 @@ def _references_wanted(
                     for leaf in leaves
                     if isinstance(leaf, AssetUniqueKey)
                 )
+            for direction, leaves in (
+                (TaskLeafReference.Direction.OUTLET, task.outlets),
+                (TaskLeafReference.Direction.INLET, task.inlets),
+            ):
+                wanted[TaskLeafReference].update(
+                    (dag.dag_id, task.task_id, direction, *leaf_reference)
+                    for leaf in leaves
+                    if (leaf_reference := _leaf_reference(leaf)) is not None
+                )
     return wanted
+
+
+def _leaf_reference(leaf: Leaf) -> tuple[str, str] | None:
+    """``(kind, value)`` of a ``TaskLeafReference`` for an alias or ``Asset.ref`` leaf; ``None``
+    for an asset (it has its own reference tables)."""
+    if isinstance(leaf, AssetAliasUniqueKey):
+        return TaskLeafReference.Kind.ALIAS, leaf.name
+    if isinstance(leaf, AssetNameRef):
+        return TaskLeafReference.Kind.NAME_REF, leaf.name
+    if isinstance(leaf, AssetUriRef):
+        return TaskLeafReference.Kind.URI_REF, leaf.uri
+    return None
 
 
 def _referenced_asset_ids(

@@ -13,11 +13,15 @@ from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
 from assets_app.admin.common import (
-    EMPTY,
     asset_link,
+    change_url,
     changelist_url,
+    consumers,
     duration,
+    ident,
+    link_list,
     source_links,
+    state_badge,
     when,
 )
 from assets_app.admin.panels import EventRow, Overview, overview
@@ -136,13 +140,13 @@ def registry_overview() -> Overview:
 
 
 @register.filter
-def ar_when(value: datetime.datetime | None) -> str:
+def ar_when(value: datetime.datetime | None) -> SafeString | str:
     return when(value)
 
 
 @register.filter
-def ar_duration(value: datetime.timedelta | None) -> str:
-    return duration(value) if value is not None else EMPTY
+def ar_duration(value: datetime.timedelta | float | None) -> SafeString | str:
+    return duration(value)
 
 
 @register.simple_tag
@@ -151,6 +155,28 @@ def ar_source(row: EventRow) -> SafeString | str:
     return source_links(
         event.source_dag_id, event.source_task_id, row.source_run_pk, event.source_run_id
     )
+
+
+@register.simple_tag
+def ar_consumers(row: EventRow) -> SafeString | str:
+    return consumers(row.consumer_runs, row.waiting_dags)
+
+
+@register.simple_tag
+def ar_aliases(row: EventRow) -> SafeString | str:
+    return link_list(
+        (change_url("assetalias", alias.pk), alias.name) for alias in row.event.source_aliases.all()
+    )
+
+
+@register.simple_tag
+def ar_badge(state: str | None) -> SafeString | str:
+    return state_badge(state)
+
+
+@register.simple_tag
+def ar_ident(value: Any) -> SafeString:
+    return ident(value)
 
 
 @register.simple_tag

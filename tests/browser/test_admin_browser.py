@@ -299,7 +299,8 @@ def test_operator_walks_through_the_admin(browser, server, registry, tmp_path):
     queued = {row.split()[0] for row in rows}
     assert queued == set(AssetDagRunQueue.objects.values_list("target_dag_id", flat=True))
     for row in rows:
-        assert re.search(r"\b\d+m \d{2}s\b", row), row
+        # a human duration: "0.4 s", "42 s", "2 m 40 s", "1 h 01 m", "2 d 4 h"
+        assert re.search(r"\b\d+(\.\d)? s\b|\b\d+ [mhd] \d+ [smh]\b", row), row
     assert "waiting for" in operator.text("#result_list thead").lower()
     operator.assert_styled()
     operator.shot("queue")

@@ -5,15 +5,24 @@ the charts and the lineage render, their links resolve, nothing scrolls sideways
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urljoin
 
 import httpx
 import pytest
 from django.contrib.admin.models import LogEntry
 
-from assets_app.models import Asset, AssetDagRunQueue, AssetEvent, Dag
+from assets_app.formats import duration_human
+from assets_app.models import Asset, AssetDagRunQueue, AssetEvent, Dag, DagRun
 from devtools.browser import full_page_png, log_in
-from devtools.showcase import PASSWORD, USERNAME, showcase_seed
+from devtools.showcase import (
+    GRAPH_DAG,
+    GRAPH_STATES,
+    GRAPH_TASKS,
+    PASSWORD,
+    USERNAME,
+    showcase_seed,
+)
 from tests.assets_app.admin import ADMIN_MODELS
 
 pytestmark = pytest.mark.slow
@@ -48,6 +57,26 @@ def _no_sideways_scroll(browser) -> None:
         ".map(e => e.id || e.className)"
     )
     assert overflowing == [], overflowing
+    _ids_read_whole(browser)
+
+
+def _ids_read_whole(browser) -> None:
+    """Every id on the page (``.ar-id``) takes two lines at most (but in the narrow filter
+    sidebar, ``.ar-id-any``) and no part of it (``.ar-idp``: a word, a timestamp) is broken
+    over two lines; the same for a timestamp."""
+    bad = browser.execute_script(
+        "const out = [];"
+        "for (const id of document.querySelectorAll('#content .ar-id, #content .ar-when')) {"
+        "  const parts = Array.from(id.querySelectorAll('.ar-idp'));"
+        "  const broken = parts.filter(p => p.getClientRects().length > 1);"
+        "  const tops = new Set(parts.map(p => Math.round(p.getBoundingClientRect().top)));"
+        "  const two = id.classList.contains('ar-id') && !id.classList.contains('ar-id-any');"
+        "  if (broken.length || (two && tops.size > 2))"
+        "    out.push([id.textContent, tops.size, broken.map(p => p.textContent)]);"
+        "}"
+        "return out;"
+    )
+    assert bad == [], bad[:5]
 
 
 def _links_resolve(browser, server, selector: str) -> int:
@@ -129,14 +158,17 @@ def test_asset_page(site, server, browser, tmp_path):
 def test_dag_page(site, server, browser, tmp_path):
     browser.get(f"{server.url}/admin/assets_app/dag/{site.waiting_dag_id}/change/")
     nodes = _css(browser, "#ar-dag-lineage svg a.ar-node")
-    assert len(nodes) == 2  # its input asset (queued) → the DAG
+    assert len(nodes) == 3  # its input asset (queued) → the DAG → its task (reads the asset)
     queued = _css(browser, "#ar-dag-lineage svg a.ar-waiting")[0]
     assert "s3://bucket/my-task" in queued.text
     assert "event queued" in queued.text
     runs = _css(browser, "#ar-dag-runs tbody tr")
     assert len(runs) == 10
-    assert "success" in runs[0].text
-    assert "0m 4" in runs[0].text
+    assert "success" in runs[0].text  # state
+    newest = DagRun.objects.filter(dag_id=site.waiting_dag_id).order_by("-run_after").first()
+    took = duration_human(newest.end_date - newest.start_date)
+    assert re.search(r"^\d+ s$|^\d+ m \d+ s$", took), took
+    assert runs[0].text.endswith(f" {took}"), runs[0].text  # the duration, human
     _links_resolve(browser, server, "#ar-dag-lineage")
     _links_resolve(browser, server, "#ar-dag-runs")
     _no_sideways_scroll(browser)
@@ -147,6 +179,59 @@ def test_dag_page(site, server, browser, tmp_path):
     assert any("ar-task" in k for k in kinds), kinds
     _links_resolve(browser, server, "#ar-dag-lineage")
     full_page_png(browser, tmp_path / "dag.png")
+
+
+def test_dag_page_draws_the_task_graph_top_to_bottom(site, server, browser, tmp_path):
+    browser.get(f"{server.url}/admin/assets_app/dag/{GRAPH_DAG}/change/")
+    graph = _css(browser, "#ar-dag-lineage svg.ar-flow-down")[0]
+    assert _rendered_size(graph)[0] <= 1400
+
+    def box(label: str):
+        (node,) = [n for n in _css(graph, "a.ar-node") if n.text.split("\n")[0] == label]
+        return node.rect
+
+    # the tasks one row after the other along their edges, the two branches side by side
+    tops = {task: box(task)["y"] for task, _ in GRAPH_TASKS}
+    assert tops["extract_orders"] < tops["transform_orders"] < tops["export_orders"]
+    assert tops["export_orders"] == tops["refresh_customers"] < tops["publish_report"]
+    # the alias and the Asset.ref outlets below their tasks, what they resolved to below them
+    assert box("daily-exports")["y"] > tops["export_orders"]
+    refs = [n for n in _css(graph, "a.ar-reference") if "Asset.ref(name)" in n.text]
+    assert len(refs) == 1
+    produced = [n for n in _css(graph, "a.ar-asset") if "produced" in n.text]
+    assert len(produced) >= 3, [n.text for n in produced]
+    # the labels are readable: drawn at (nearly) the size they are written
+    assert _rendered_size(graph)[0] >= int(graph.get_attribute("width")) * 0.9
+    _links_resolve(browser, server, "#ar-dag-lineage")
+    _no_sideways_scroll(browser)
+    full_page_png(browser, tmp_path / "dag-graph.png")
+
+
+def test_run_page_draws_its_graph_by_state_and_a_gantt_strip(site, server, browser, tmp_path):
+    run = DagRun.objects.get(dag_id=GRAPH_DAG, state="running")
+    browser.get(f"{server.url}/admin/assets_app/dagrun/{run.pk}/change/")
+    tasks = {
+        n.text.split("\n")[0]: n.get_attribute("class")
+        for n in _css(browser, "#ar-run-graph svg a.ar-task")
+    }
+    expected = dict(zip((t for t, _ in GRAPH_TASKS), GRAPH_STATES[2][1], strict=True))
+    assert {t: c.split("ar-ti-")[-1] for t, c in tasks.items()} == expected
+    # a success box is green, a running one blue (the stylesheet colours by state)
+    colours = browser.execute_script(
+        "return ['success', 'running'].map(s => getComputedStyle("
+        "document.querySelector('#ar-run-graph a.ar-ti-' + s + ' rect')).fill)"
+    )
+    assert colours[0] != colours[1], colours
+    bars = _css(browser, "#ar-run-gantt svg rect")
+    assert len(bars) == 4  # the four started task instances
+    assert all(bar.size["width"] >= 2 for bar in bars)
+    assert "not started" in _css(browser, "#ar-run-gantt")[0].text
+    buttons = [b.text.lower() for b in _css(browser, ".object-tools button")]
+    assert any("clear" in b for b in buttons), buttons
+    _links_resolve(browser, server, "#ar-run-graph")
+    _links_resolve(browser, server, "#ar-run-gantt")
+    _no_sideways_scroll(browser)
+    full_page_png(browser, tmp_path / "run.png")
 
 
 def test_emit_event_form(site, server, browser, tmp_path):
@@ -200,8 +285,10 @@ def test_emit_event_form(site, server, browser, tmp_path):
 
 
 def test_lists_fit_1400_px(site, server, browser):
-    assert Asset.objects.filter(active__isnull=False).count() == 1
-    assert Dag.objects.count() == 4
+    # the example DAGs and the showcase's graph DAG (a 60-character id)
+    assert Asset.objects.filter(active__isnull=False).count() == 3
+    assert Dag.objects.count() == 5
+    assert max(len(dag_id) for dag_id in Dag.objects.values_list("dag_id", flat=True)) == 60
     for model in ADMIN_MODELS:
         browser.get(f"{server.url}/admin/assets_app/{model}/")
         assert _css(browser, "#result_list tbody tr"), model

@@ -15,7 +15,16 @@ from tests.live_server import REPO, server_env
 
 pytestmark = pytest.mark.slow
 
-PAGES = ("overview.png", "asset.png", "dag.png", "events.png", "emit-event.png")
+PAGES = (
+    "overview.png",
+    "asset.png",
+    "dag.png",
+    "dag-graph.png",
+    "run.png",
+    "runs.png",
+    "events.png",
+    "emit-event.png",
+)
 
 
 def _png_size(data: bytes) -> tuple[int, int]:

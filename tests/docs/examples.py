@@ -213,6 +213,7 @@ PAGES_RUN_BY = {
     "public-api.md": "tests/publicapi/test_docs_examples.py",
     "schedules.md": "tests/assets_app/test_docs_schedules.py",
     "execution-api.md": "tests/executionapi/test_execution_api_docs.py",
+    "operator-pages.md": "tests/assets_app/admin/test_graph.py",
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from assets_app.formats import timestamp_human
 from assets_app.management.base import domain_errors, progress_bar
 from assets_app.services.asset_events import PruneProgress, asset_events_prune
 
@@ -78,6 +79,6 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             self.style.SUCCESS(
-                f"{verb} {result.deleted} asset event(s) older than {cutoff.isoformat()}{kept}"
+                f"{verb} {result.deleted} asset event(s) older than {timestamp_human(cutoff)}{kept}"
             )
         )

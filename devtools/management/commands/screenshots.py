@@ -25,7 +25,7 @@ from devtools.processes import (
     process_stop,
     server_start,
 )
-from devtools.showcase import PASSWORD, USERNAME, Showcase, showcase_seed
+from devtools.showcase import GRAPH_DAG, PASSWORD, USERNAME, Showcase, showcase_seed
 
 OUT = REPO / "docs" / "screenshots"
 
@@ -38,10 +38,14 @@ def pages(showcase: Showcase) -> list[tuple[str, str, int | None]]:
     """(file name, path, height cut or None for the whole page) of every page the docs
     shows."""
     asset, dag = showcase.asset.pk, showcase.waiting_dag_id
+    graph_run = showcase.graph_run.pk
     return [
         ("overview.png", "/admin/", TOP),
         ("asset.png", f"/admin/assets_app/asset/{asset}/change/", TOP),
         ("dag.png", f"/admin/assets_app/dag/{dag}/change/", 900),
+        ("dag-graph.png", f"/admin/assets_app/dag/{GRAPH_DAG}/change/", 1000),
+        ("run.png", f"/admin/assets_app/dagrun/{graph_run}/change/", 1000),
+        ("runs.png", "/admin/assets_app/dagrun/", 900),
         ("events.png", "/admin/assets_app/assetevent/", 900),
         ("emit-event.png", f"/admin/assets_app/asset/{asset}/emit/", 600),
     ]
@@ -49,7 +53,8 @@ def pages(showcase: Showcase) -> list[tuple[str, str, int | None]]:
 
 class Command(BaseCommand):
     help = (
-        "Render the admin's key pages (overview, asset, DAG, events, emit event) to PNG files "
+        "Render the admin's key pages (overview, asset, DAG, task graph, run, runs, events, emit "
+        "event) to PNG files "
         "in headless Chromium, from a scratch database seeded with a month of example history."
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,18 @@ def changelist(model: str) -> str:
 
 def change(model: str, pk: object) -> str:
     return reverse(f"admin:assets_app_{model}_change", args=[pk])
+
+
+def page_text(client: Any, url: str, params: dict[str, Any] | None = None) -> str:
+    """A page's HTML without the markup that cuts ids and timestamps into unbreakable parts
+    (``assets_app.admin.common.ident``, ``when``), so that an id reads as one string."""
+    response = client.get(url, params or {})
+    assert response.status_code == 200
+    html = response.content.decode().replace("<wbr>", "")
+    return _ID_PART.sub(r"\1", html)
+
+
+_ID_PART = re.compile(r'<span class="ar-idp">([^<]*)</span>')
 
 
 def listed(client: Any, model: str, params: dict[str, Any]) -> set[Any]:

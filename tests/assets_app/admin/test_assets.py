@@ -10,6 +10,7 @@ from tests.assets_app.admin import (
     change,
     changelist,
     listed,
+    page_text,
 )
 from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory
 
@@ -19,20 +20,22 @@ pytestmark = pytest.mark.django_db
 def test_asset_page_shows_active_flag_aliases_and_latest_events(admin_client, world):
     # when
     content = admin_client.get(change("asset", world["asset"].pk)).content.decode()
-    listing = admin_client.get(changelist("asset")).content.decode()
+    listing = page_text(admin_client, changelist("asset"))
 
     # then
     assert "example-alias" in content
     assert change("assetevent", world["assetevent"].pk) in content
     assert "produce_asset_events" in content
     assert "?dag_id=asset_s3_bucket_producer&amp;task_id=produce_asset_events" in content
-    assert 'alt="True"' in listing  # active
+    assert '<span class="ar-fact">active</span>' in listing  # a fact, not a ✓ or a red ✗
+    assert "icon-no" not in listing
+    assert "icon-yes" not in listing
     assert "example-alias" in listing
 
 
 def test_asset_page_draws_the_dags_declaring_it(admin_client, world):
     content = admin_client.get(change("asset", world["asset"].pk)).content.decode()
-    lineage = content[content.index('<svg class="ar-lineage"') :]
+    lineage = content[content.index('<svg class="ar-lineage ar-flow-') :]
     for dag_id in ("asset_s3_bucket_consumer", "asset_s3_bucket_producer"):
         assert dag_id in lineage, dag_id
 
@@ -57,7 +60,7 @@ def test_search_and_filters(admin_client, world, model, params, expected):
 
 
 def test_asset_alias_mapping_changelist_lists_links(admin_client, world):
-    content = admin_client.get(changelist("assetaliasasset")).content.decode()
+    content = page_text(admin_client, changelist("assetaliasasset"))
     assert "example-alias" in content
     assert "s3://bucket/my-task" in content
 

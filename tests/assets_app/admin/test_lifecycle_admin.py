@@ -49,7 +49,7 @@ def test_task_instance_page_shows_its_failure_reason_and_earlier_tries(admin_cli
 def test_run_page_shows_state_end_date_and_failure_reasons(admin_client, failed_run):
     content = admin_client.get(change("dagrun", failed_run.pk)).content.decode()
     assert "heartbeat timeout" in content
-    assert "Failed" in content  # the state, by its label
+    assert "ar-badge-bad ar-state-is-failed" in content  # the state, a red badge
 
 
 def test_clear_action_on_task_instances(admin_client, failed_run):

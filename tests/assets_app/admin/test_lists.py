@@ -12,8 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from assets_app.admin.common import when
-from assets_app.models import TaskInstance
-from tests.assets_app.admin import change, changelist, listed
+from assets_app.formats import timestamp_human
+from assets_app.models import DagRun, TaskInstance
+from tests.assets_app.admin import change, changelist, listed, page_text
 from tests.factories import AssetEventFactory, AssetFactory
 
 pytestmark = pytest.mark.django_db
@@ -22,32 +23,51 @@ TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC\b")
 
 
 def test_one_timestamp_format_with_seconds_and_zone():
-    assert when(datetime(2026, 11, 30, 21, 32, 42, 540508, tzinfo=UTC)) == "2026-11-30 21:32:42 UTC"
+    assert timestamp_human(datetime(2026, 11, 30, 21, 32, 42, 540508, tzinfo=UTC)) == (
+        "2026-11-30 21:32:42 UTC"
+    )
+    assert '2026-11-30</span> <span class="ar-idp">21:32:42 UTC</span></time>' in when(
+        datetime(2026, 11, 30, 21, 32, 42, 540508, tzinfo=UTC)
+    )
     assert when(None) == "-"
 
 
 @pytest.mark.parametrize(
     ("model", "column"),
     [
-        ("assetevent", "timestamp"),
+        ("assetevent", "at"),
         ("asset", "latest_event"),
-        ("dagrun", "run_after"),
-        ("taskinstance", "start_date"),
-        ("assetdagrunqueue", "created_at"),
+        ("dagrun", "after"),
+        ("dag", "last_parsed"),
+        ("taskinstance", "started"),
+        ("assetdagrunqueue", "queued_at"),
     ],
 )
 def test_lists_show_timestamps_with_seconds_and_zone(admin_client, world, model, column):
     TaskInstance.objects.update(start_date=timezone.now())
+    DagRun.objects.update(start_date=timezone.now())
     content = admin_client.get(changelist(model)).content.decode()
-    cells = re.findall(rf'<td class="field-{column}[^"]*">(.*?)</td>', content, re.S)
+    cells = [
+        re.sub(r"<[^>]+>", "", cell)
+        for cell in re.findall(rf'<td class="field-{column}[^"]*">(.*?)</td>', content, re.S)
+    ]
     assert cells, content
     assert any(TIMESTAMP.search(cell) for cell in cells), cells
     assert all(TIMESTAMP.search(cell) or cell == "-" for cell in cells), cells
 
 
 def test_change_pages_show_timestamps_with_seconds_and_zone(admin_client, world):
-    content = admin_client.get(change("assetevent", world["assetevent"].pk)).content.decode()
-    assert when(world["assetevent"].timestamp) in content
+    content = page_text(admin_client, change("assetevent", world["assetevent"].pk))
+    assert timestamp_human(world["assetevent"].timestamp) in content
+    assert "+00:00" not in re.sub(r'datetime="[^"]*"', "", content)  # no raw datetimes
+
+
+def test_run_page_shows_the_one_timestamp_format(admin_client, world):
+    # a run's page (its summary fields, its task instances and their earlier tries)
+    run = world["dagrun"]
+    content = page_text(admin_client, change("dagrun", run.pk))
+    assert timestamp_human(run.run_after) in content
+    assert "+00:00" not in re.sub(r'datetime="[^"]*"|value="[^"]*"', "", content)
 
 
 def test_event_list_links_asset_dag_task_run_alias_and_consumers(admin_client, world):
@@ -70,9 +90,9 @@ def test_task_instance_list_links_dag_task_and_run(admin_client, world):
     content = admin_client.get(changelist("taskinstance")).content.decode()
     assert f'href="{change("dag", ti.dag_id)}"' in content
     assert f'href="{change("dagrun", ti.dag_run_id)}"' in content
-    task_url = f"{changelist('taskinstance')}?dag_id={ti.dag_id}&amp;task_id={ti.task_id}"
-    assert f'href="{task_url}"' in content
-    # and the task link lists that task's instances only
+    # the task opens the task instance's page
+    assert f'href="{change("taskinstance", ti.pk)}"' in content
+    # and a task's link elsewhere (an event's source) lists that task's instances only
     assert listed(admin_client, "taskinstance", {"dag_id": ti.dag_id, "task_id": ti.task_id}) == {
         ti.pk
     }

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from assets_app.admin.common import WaitingDag
 from assets_app.admin.panels import asset_lineage, dag_lineage, overview
 from assets_app.models import (
     AssetAliasAssetEvent,
@@ -130,7 +131,7 @@ def test_overview_marks_consumers_waiting_on_the_newest_event(world):
     newest = next(row for row in rows if row.event == world["assetevent"])
 
     # then
-    assert newest.waiting_dags == ["asset_s3_bucket_consumer"]
+    assert newest.waiting_dags == [WaitingDag("asset_s3_bucket_consumer", is_paused=False)]
     assert newest.consumer_runs == [world["dagrun"]]
 
 
@@ -189,7 +190,7 @@ def test_asset_lineage_producers_aliases_consumers_and_who_waits(world):
 
 def test_asset_page_shows_chart_lineage_and_latest_events(admin_client, world):
     html = admin_client.get(change("asset", world["asset"].pk)).content.decode()
-    lineage = html[html.index('<svg class="ar-lineage"') :]
+    lineage = html[html.index('<svg class="ar-lineage ar-flow-') :]
     lineage = lineage[: lineage.index("</svg>")]
     links = _hrefs(lineage)
     assert change("dag", "asset_s3_bucket_consumer") in links
@@ -218,7 +219,7 @@ def test_dag_lineage_inputs_dag_tasks_outputs(world):
     assert (queued.key, "dag") in consumer.edges
 
     producer = dag_lineage(Dag.objects.get(pk="asset_s3_bucket_producer"))
-    task = "task:asset_s3_bucket_producer.produce_asset_events"
+    task = "task:produce_asset_events"
     assert ("dag", task) in producer.edges
     assert (task, f"out:{world['asset'].pk}") in producer.edges
     alias_consumer = dag_lineage(world["scheduled_dag"])
@@ -233,11 +234,11 @@ def test_dag_page_shows_lineage_and_recent_runs_with_state_and_duration(admin_cl
         end_date=timezone.now(),
     )
     html = admin_client.get(change("dag", run.dag_id)).content.decode()
-    assert '<svg class="ar-lineage"' in html
+    assert '<svg class="ar-lineage ar-flow-' in html
     runs = html[html.index('id="ar-dag-runs"') :]
     assert change("dagrun", run.pk) in _hrefs(runs)
     assert "success" in runs
-    assert "3m 04s" in runs
+    assert "3 m 4 s" in runs
 
 
 def test_task_instances_unchanged_by_rendering(admin_client, world):
