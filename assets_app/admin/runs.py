@@ -42,12 +42,16 @@ from assets_app.models import (
     FAILED_TI_STATES,
     DagRun,
     DagRunAssetEvent,
+    DagRunState,
     TaskInstance,
     TaskInstanceHistory,
 )
 from assets_app.services.clearing import task_instances_clear
+from assets_app.services.marking import dag_run_mark
 
 CLEAR_PERMISSION = "assets_app.change_taskinstance"
+#: Marking a run success or failed (as ``PATCH /api/v2/dags/{id}/dagRuns/{run}``).
+MARK_PERMISSION = "assets_app.change_dagrun"
 
 #: The run page shows each summary field (``DAG_RUN_SUMMARY_FIELDS``) as the lists do: a
 #: timestamp in the one format, the state as a badge.
@@ -285,7 +289,38 @@ class DagRunAdmin(
     object_actions = (
         ObjectAction("clear", "Clear: run all its task instances again", "clear"),
         ObjectAction("clear_failed", "Clear failed task instances", "clear"),
+        ObjectAction("mark_success", "Mark success", "mark"),
+        ObjectAction("mark_failed", "Mark failed", "mark"),
     )
+
+    def has_mark_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(MARK_PERMISSION)
+
+    def do_mark_success(self, request: HttpRequest, obj: DagRun) -> None:
+        self._mark(request, obj, DagRunState.SUCCESS)
+
+    def do_mark_failed(self, request: HttpRequest, obj: DagRun) -> None:
+        self._mark(request, obj, DagRunState.FAILED)
+
+    def _mark(self, request: HttpRequest, obj: DagRun, state: str) -> None:
+        """Airflow's "mark success/failed" through ``services.marking``; in the History."""
+        try:
+            result = dag_run_mark(
+                dag_id=obj.dag_id,
+                run_id=obj.run_id,
+                state=state,
+                user_id=request.user.get_username(),
+            )
+        except AssetsError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return
+        changed = len(result.task_instances)
+        self.log_change(request, obj, f"Marked {state}; {changed} task instance(s) changed")
+        self.message_user(
+            request,
+            f"Marked {obj} {state}; {changed} unfinished task instance(s) changed.",
+            messages.SUCCESS,
+        )
 
     @admin.action(description="Clear: run all their task instances again", permissions=["clear"])
     def clear_runs(self, request: HttpRequest, queryset: QuerySet[DagRun]) -> None:

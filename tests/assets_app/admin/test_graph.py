@@ -309,6 +309,34 @@ def test_clear_buttons_clear_a_run_or_one_task_instance(admin_client, admin_user
 
 
 @pytest.mark.parametrize(
+    ("name", "state"), [("mark_success", "success"), ("mark_failed", "failed")]
+)
+def test_mark_buttons_end_a_running_run_through_the_service_and_the_history(
+    admin_client, admin_user, graph_dag, name, state
+):
+    # given a running run: one task done, one running, the rest waiting
+    states = dict.fromkeys((*TASKS, LAST), "scheduled")
+    states[TASKS[0]], states[TASKS[1]] = "success", "running"
+    run = _run_with_states(graph_dag, states)
+    assert f"/do/{name}/" in page_text(admin_client, change("dagrun", run.pk))
+
+    # when it is marked from its page
+    response = admin_client.post(_do("dagrun", run.pk, name))
+
+    # then the run has the state, nothing is left unfinished, the History says who did it
+    assert response.url == change("dagrun", run.pk)
+    marked = DagRun.objects.get(pk=run.pk)
+    assert (marked.state, marked.end_date is not None) == (state, True)
+    by_task = dict(TaskInstance.objects.filter(dag_run=run).values_list("task_id", "state"))
+    assert by_task[TASKS[0]] == "success"  # finished ones are left as they were
+    assert by_task[TASKS[1]] == state  # the running one takes the run's state (Airflow)
+    assert {by_task[t] for t in (*TASKS[2:], LAST)} == {"skipped"}
+    entry = LogEntry.objects.get(object_id=str(run.pk))
+    assert entry.user == admin_user
+    assert entry.get_change_message().startswith(f"Marked {state}")
+
+
+@pytest.mark.parametrize(
     ("method", "name", "status"),
     [
         pytest.param("get", "trigger", 405, id="GET does nothing"),
