@@ -221,3 +221,24 @@ def test_declare_on_a_real_terminal(tmp_path: Path):
     assert "\r" not in out
     assert "7/7" in shown
     assert any("declared" in line and "DAG(s) from" in line for line in log_lines(shown)), shown
+
+
+@pytest.mark.django_db
+@pytest.mark.slow
+def test_a_dag_folder_load_on_a_terminal_counts_its_files_on_stderr(tmp_path):
+    (tmp_path / "one.py").write_text(
+        "import pendulum\nfrom airflow.sdk import DAG, task\n\n"
+        "with DAG('folder_one', schedule=None, start_date=pendulum.datetime(2026, 1, 1)):\n"
+        "    @task\n    def t():\n        pass\n\n    t()\n"
+    )
+    (tmp_path / "broken.py").write_text("from airflow.sdk import DAG\nthis is not python\n")
+    err = _Terminal()
+
+    out = run("declare_dags", "--dags-folder", str(tmp_path), stderr=err)
+
+    # one line per file and the summary on stdout, no bar in it; the bar counts on stderr
+    assert "\r" not in out
+    assert out.splitlines()[-1].startswith(f"Loaded {tmp_path}: 2 file(s)")
+    assert "loading" in err.getvalue()
+    assert "2file" in err.getvalue().replace(" ", "")
+    assert Dag.objects.filter(dag_id="folder_one").exists()

@@ -66,8 +66,20 @@ class Command(BaseCommand):
         )
 
     def _load_folder(self, folder: Path) -> None:
-        with domain_errors():
-            result = dag_folder_load(folder=folder, on_file=lambda r: report_file(self, r))
+        with (
+            domain_errors(),
+            progress_bar(self, total=None, desc="loading", unit="file") as bar,
+        ):
+
+            def on_file(result: FileResult) -> None:
+                if bar is None:
+                    report_file(self, result)
+                    return
+                with bar.external_write_mode():  # the line above the bar, never into it
+                    report_file(self, result)
+                bar.update(1)
+
+            result = dag_folder_load(folder=folder, on_file=on_file)
         errors = result.count(FileOutcome.IMPORT_ERROR) + result.count(
             FileOutcome.IMPORT_ERROR_UNCHANGED
         )
