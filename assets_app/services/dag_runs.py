@@ -147,6 +147,7 @@ def task_instance_create(
             "start_date": now,
         },
     )
+    declared_task = _declared_task(dag_id, task_id)
     task_instance, created = TaskInstance.objects.get_or_create(
         dag_id=dag_id,
         run_id=run_id,
@@ -155,7 +156,8 @@ def task_instance_create(
         defaults={
             "dag_run": dag_run,
             "state": state,
-            "max_tries": _declared_retries(dag_id, task_id) if max_tries is None else max_tries,
+            "max_tries": declared_task.retries if max_tries is None else max_tries,
+            "has_downstream": not declared_task.is_leaf,
             "start_date": now if state == TaskInstanceState.RUNNING else None,
         },
     )
@@ -255,14 +257,11 @@ def dag_run_trigger(
     return dag_run
 
 
-def _declared_retries(dag_id: str, task_id: str) -> int:
-    """The task's ``retries`` from its manifest, 0 for a task no manifest declares."""
-    retries = (
-        DagTask.objects.filter(dag_id=dag_id, task_id=task_id)
-        .values_list("retries", flat=True)
-        .first()
-    )
-    return retries or 0
+def _declared_task(dag_id: str, task_id: str) -> DagTask:
+    """The task as its manifest declares it; for a task no manifest declares, the defaults
+    (no retries, a leaf)."""
+    found = DagTask.objects.filter(dag_id=dag_id, task_id=task_id).first()
+    return found if found is not None else DagTask(dag_id=dag_id, task_id=task_id)
 
 
 def task_instance_token_issue(

@@ -242,6 +242,7 @@ def dag_runs_insert(
     plans = dags_task_plans(dag_ids)
     ti_pk = TaskInstance._meta.pk
     assert ti_pk is not None  # noqa: S101 - narrows the type for mypy
+    depended_on = {(dag_id, up) for (dag_id, _), plan in plans.items() for up in plan.upstream}
     instances: list[dict[str, Any]] = []
     for spec, pk, runs in zip(specs, pks, admitted, strict=True):
         for task_id in task_ids[spec.dag_id]:
@@ -254,6 +255,7 @@ def dag_runs_insert(
                     "run_id": spec.run_id,
                     "task_id": task_id,
                     "max_tries": plan.retries,
+                    "has_downstream": (spec.dag_id, task_id) in depended_on,
                     "state": TaskInstanceState.SCHEDULED.value
                     if runs and not plan.upstream
                     else None,

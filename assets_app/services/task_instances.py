@@ -311,7 +311,16 @@ def _finish(
 
 
 #: what the finishing ``UPDATE`` returns: what registration and the run's settling read
-_FINISH_RETURNING = ("id", "dag_id", "task_id", "run_id", "map_index", "dag_run", "try_number")
+_FINISH_RETURNING = (
+    "id",
+    "dag_id",
+    "task_id",
+    "run_id",
+    "map_index",
+    "dag_run",
+    "try_number",
+    "has_downstream",
+)
 
 
 def _finish_update(
@@ -335,22 +344,22 @@ def _finish_update(
         clears_next=isinstance(payload, SuccessPayload),
         sets_rendered_map_index=sets_rendered_map_index,
     )
-    params.append(False)  # dag_task.is_leaf
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
         return None, False
-    *values, has_downstream = row
-    return model_from_row(TaskInstance, _FINISH_RETURNING, values), bool(has_downstream)
+    finished = model_from_row(TaskInstance, _FINISH_RETURNING, row)
+    return finished, finished.has_downstream
 
 
 @functools.cache
 def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: bool) -> str:
     """``UPDATE`` one running task instance to a finished state ``RETURNING`` what
-    registration reads, and whether the task has downstreams (a declared task that is no
-    leaf). Parameters: state, end_date twice, [rendered_map_index], updated_at, id, the
-    ``running`` state, ``False`` (``is_leaf``). A success also clears a deferral's
+    registration reads, and whether the task has downstreams (``has_downstream``, a column:
+    a subquery on ``dag_task`` here cost PostgreSQL 0.3-0.5 ms per success). Parameters:
+    state, end_date twice, [rendered_map_index], updated_at, id, the ``running`` state. A
+    success also clears a deferral's
     ``next_method``/``_kwargs`` (as ``_apply_success`` did)."""
     col = functools.partial(column, TaskInstance)
     sets = [
@@ -363,17 +372,10 @@ def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: boo
     if sets_rendered_map_index:
         sets.append(f"{col('rendered_map_index')} = %s")
     sets.append(f"{col('updated_at')} = %s")
-    ti_table = table(TaskInstance)
-    task = functools.partial(column, DagTask)
-    has_downstream = (
-        f"EXISTS (SELECT 1 FROM {table(DagTask)} t WHERE t.{task('dag')} = {ti_table}."  # noqa: S608 - names from the models, values bound as parameters
-        f"{col('dag_id')} AND t.{task('task_id')} = {ti_table}.{col('task_id')} "
-        f"AND t.{task('is_leaf')} = %s)"
-    )
     return (
-        f"UPDATE {ti_table} SET {', '.join(sets)} "  # noqa: S608 - names from the models, values bound as parameters
+        f"UPDATE {table(TaskInstance)} SET {', '.join(sets)} "  # noqa: S608 - names from the models, values bound as parameters
         f"WHERE {col('id')} = %s AND {col('state')} = %s "
-        f"RETURNING {columns(TaskInstance, *_FINISH_RETURNING)}, {has_downstream}"
+        f"RETURNING {columns(TaskInstance, *_FINISH_RETURNING)}"
     )
 
 

@@ -271,7 +271,7 @@ def test_a_cleared_upstream_runs_before_its_downstream(dag):
     DagTask.objects.create(dag=dag, task_id="t", is_leaf=False)
     DagTask.objects.create(dag=dag, task_id="u", upstream=["t"])
     run = DagRunFactory(dag=dag, run_id="manual__1", state="failed")
-    TaskInstanceFactory(dag_run=run, task_id="t", state="failed")
+    TaskInstanceFactory(dag_run=run, task_id="t", state="failed", has_downstream=True)
     TaskInstanceFactory(dag_run=run, task_id="u", state="upstream_failed")
 
     clear("--dag-id=d")

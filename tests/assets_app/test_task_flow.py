@@ -84,6 +84,10 @@ def test_a_chain_runs_in_order_each_task_handed_over_when_its_upstream_succeeds(
     run = dag_run_trigger(dag_id="etl")
     assert states(run) == {"extract": "scheduled", "transform": None, "load": None}
     assert run.state == "running"
+    # a leaf's finish hands nothing over: the row says which tasks others depend on
+    assert dict(
+        TaskInstance.objects.filter(dag_run=run).values_list("task_id", "has_downstream")
+    ) == {"extract": True, "transform": True, "load": False}
 
     finish(run, "extract", "success")
     assert states(run) == {"extract": "success", "transform": "scheduled", "load": None}
