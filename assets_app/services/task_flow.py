@@ -53,8 +53,10 @@ from assets_app.models import (
     DagRun,
     DagRunState,
     DagTask,
+    TaskInletAssetReference,
     TaskInstance,
     TaskInstanceState,
+    TaskOutletAssetReference,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
 from assets_app.services.sql import Dialect, column, model_rows_insert, table
@@ -109,9 +111,6 @@ def dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:
     """The task instances a new run of each DAG gets: its declared tasks (``declared``: its
     ``Dag.task_ids``), or, without a declared list, the tasks its asset references name (0
     queries if every DAG declares its tasks, else 2)."""
-    # imported here: the references are the declaration's business, read only for old rows
-    from assets_app.models import TaskInletAssetReference, TaskOutletAssetReference
-
     task_ids = {
         dag_id: list(dict.fromkeys(str(task_id) for task_id in tasks))
         for dag_id, tasks in declared.items()
@@ -402,13 +401,6 @@ class AdvanceResult:
     skipped: int = 0
     upstream_failed: int = 0
     runs_settled: int = 0
-
-    def __iadd__(self, other: AdvanceResult) -> AdvanceResult:
-        self.scheduled += other.scheduled
-        self.skipped += other.skipped
-        self.upstream_failed += other.upstream_failed
-        self.runs_settled += other.runs_settled
-        return self
 
 
 def dag_run_progress(

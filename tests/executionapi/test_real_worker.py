@@ -118,16 +118,17 @@ def failure_report(result: subprocess.CompletedProcess, server, log_dir: Path | 
     )
 
 
-def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
-    airflow_sdk, server, tmp_path
-):
-    # given the DAG file's DAG and its consumers declared, and one queued instance per task
-    declare(tmp_path)
-    run_id = "manual__real-worker"
-    tis = [
-        queued_task_instance(task_id, run_id)
-        for task_id in ("produce", "produce_through_alias", "read_inlet_events")
-    ]
+def supervise(
+    server,
+    tmp_path: Path,
+    *,
+    dag_file: str,
+    tis: list[dict[str, object]],
+    timeout: float = WORKER_TIMEOUT,
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run ``tis`` of ``airflow_dags/<dag_file>`` one after the other with the real
+    supervisor (``real_worker_script.py``, a DAG bundle on ``DAGS_DIR``); its result and the
+    task logs' folder."""
     log_dir = tmp_path / "task_logs"
     spec = tmp_path / "worker_spec.json"
     spec.write_text(
@@ -135,7 +136,7 @@ def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
             {
                 "server": f"{server.url}/execution/",
                 "bundle": "registry-tests",
-                "dag_rel_path": DAG_FILE,
+                "dag_rel_path": dag_file,
                 "log_dir": str(log_dir),
                 "task_instances": tis,
             }
@@ -148,9 +149,6 @@ def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
             "kwargs": {"path": str(DAGS_DIR), "refresh_interval": 0},
         }
     ]
-
-    # when the real supervisor runs the three tasks one after the other
-    started = time.monotonic()
     result = subprocess.run(
         [sys.executable, str(WORKER_SCRIPT), str(spec)],
         env=airflow_env(
@@ -159,9 +157,25 @@ def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=WORKER_TIMEOUT,
+        timeout=timeout,
         check=False,
     )
+    return result, log_dir
+
+
+def test_real_worker_runs_dag_file_tasks_and_registers_their_asset_events(
+    airflow_sdk, server, tmp_path
+):
+    # given the DAG file's DAG and its consumers declared, and one queued instance per task
+    declare(tmp_path)
+    run_id = "manual__real-worker"
+    tis = [
+        queued_task_instance(task_id, run_id)
+        for task_id in ("produce", "produce_through_alias", "read_inlet_events")
+    ]
+    # when the real supervisor runs the three tasks one after the other
+    started = time.monotonic()
+    result, log_dir = supervise(server, tmp_path, dag_file=DAG_FILE, tis=tis)
     elapsed = time.monotonic() - started
 
     # then every task exited 0 and is a success in the registry

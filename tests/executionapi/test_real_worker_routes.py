@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -23,8 +21,7 @@ from django.core.management import call_command
 
 from assets_app.models import DagRun, TaskInstance, XCom
 from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
-from tests.executionapi.conftest import airflow_env
-from tests.executionapi.test_real_worker import DAGS_DIR, WORKER_SCRIPT, failure_report
+from tests.executionapi.test_real_worker import failure_report, supervise
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -72,38 +69,10 @@ def test_real_worker_tasks_pull_xcoms_trigger_a_dag_and_read_other_runs(
                 "map_index": -1,
             }
         )
-    log_dir = tmp_path / "task_logs"
-    spec = tmp_path / "worker_spec.json"
-    spec.write_text(
-        json.dumps(
-            {
-                "server": f"{server.url}/execution/",
-                "bundle": "registry-tests",
-                "dag_rel_path": DAG_FILE,
-                "log_dir": str(log_dir),
-                "task_instances": tis,
-            }
-        )
-    )
-    bundles = [
-        {
-            "name": "registry-tests",
-            "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
-            "kwargs": {"path": str(DAGS_DIR), "refresh_interval": 0},
-        }
-    ]
 
     # when the real supervisor runs the five tasks one after the other
-    result = subprocess.run(
-        [sys.executable, str(WORKER_SCRIPT), str(spec)],
-        env=airflow_env(
-            tmp_path, AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST=json.dumps(bundles)
-        ),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=WORKER_TIMEOUT,
-        check=False,
+    result, log_dir = supervise(
+        server, tmp_path, dag_file=DAG_FILE, tis=tis, timeout=WORKER_TIMEOUT
     )
 
     # then every task succeeded
