@@ -75,11 +75,12 @@ class Showcase:
 def _run_id(run_type: str, at: datetime) -> str:
     """The run id Airflow 3 (and the scheduler) gives: ``scheduled__<ISO>``, and for an
     asset-triggered run ``asset_triggered__<ISO with microseconds>_<8 letters/digits>``
-    (deterministic here)."""
+    (deterministic here: the suffix depends only on the minute and second, which the seed's
+    times fix, so the pages show the same ids whatever the hour it runs)."""
     if run_type == DagRunType.ASSET_TRIGGERED:
         at = at.replace(microsecond=(at.minute * 7919 + at.second * 104729) % 1_000_000)
         alphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-        seed = int(at.timestamp())
+        seed = (at.minute * 60 + at.second) * 104_729
         suffix = "".join(alphabet[(seed // 7**i) % len(alphabet)] for i in range(8))
         return f"{run_type}__{at.isoformat()}_{suffix}"
     return f"{run_type}__{at.replace(microsecond=0).isoformat()}"

@@ -54,10 +54,11 @@ def changelist_url(model_name: str, **params: Any) -> str:
 
 
 #: Where a long id may wrap: after a run of ``_``, after ``/`` or ``://``, after a ``.`` not
-#: followed by a digit, after a ``-`` between two non-digits (so
-#: ``asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz`` wraps after ``__`` and before
-#: its suffix, never inside the timestamp, a word or a number).
-_ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D)|(?<=\D)-(?=\D))")
+#: followed by a digit, after a ``-`` between two non-digits, and between a timestamp's date
+#: and its time (so ``asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz`` may wrap
+#: after ``__``, before ``T19`` and before its suffix, never inside a date, a time, a word or a
+#: number).
+_ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D)|(?<=\D)-(?=\D)|(?<=\d{4}-\d\d-\d\d)(?=T\d\d:))")
 
 
 #: Ids up to this long wrap at one place at most (two lines); longer ones wherever they may.

@@ -60,6 +60,21 @@ def _no_sideways_scroll(browser) -> None:
     _ids_read_whole(browser)
 
 
+def _list_has_room(browser, model: str) -> None:
+    """The list's table at its narrowest (every cell at its widest unbreakable part) leaves
+    60 px of its box free: a run id's random suffix of wide letters, an event id with a digit
+    more or a longer duration than the seed's must not make it scroll."""
+    narrowest, box = browser.execute_script(
+        "const t = document.querySelector('#result_list');"
+        "const box = t.parentElement.clientWidth;"
+        "t.style.width = 'min-content';"
+        "const narrowest = t.getBoundingClientRect().width;"
+        "t.style.width = '';"
+        "return [narrowest, box];"
+    )
+    assert narrowest <= box - 60, f"{model}: the table needs {narrowest:.0f} of {box} px"
+
+
 def _ids_read_whole(browser) -> None:
     """Every id on the page (``.ar-id``) takes two lines at most (but in the narrow filter
     sidebar, ``.ar-id-any``) and no part of it (``.ar-idp``: a word, a timestamp) is broken
@@ -293,3 +308,4 @@ def test_lists_fit_1400_px(site, server, browser):
         browser.get(f"{server.url}/admin/assets_app/{model}/")
         assert _css(browser, "#result_list tbody tr"), model
         _no_sideways_scroll(browser)
+        _list_has_room(browser, model)
