@@ -88,7 +88,7 @@ from assets_app.outlets import (
     OutletType,
 )
 from assets_app.services.consumption import Emission, consumers_queue
-from assets_app.services.sql import Dialect, Statement, columns, model_from_row, table
+from assets_app.services.sql import Dialect, Statement, columns, models_from_rows, table
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
@@ -463,8 +463,9 @@ def _assets_select(
     )
     active: list[Asset] = []
     found: dict[AssetUniqueKey, Asset] = {}
-    for *values, is_active in cursor.fetchall():
-        asset = model_from_row(Asset, _ASSET_FIELDS, values)
+    rows = cursor.fetchall()
+    assets = models_from_rows(Asset, _ASSET_FIELDS, (row[:-1] for row in rows))
+    for asset, (*_, is_active) in zip(assets, rows, strict=True):
         found[AssetUniqueKey(name=asset.name, uri=asset.uri)] = asset
         if is_active:
             active.append(asset)
@@ -488,8 +489,7 @@ def _aliases_select(
         """,  # noqa: S608 - names from the models, values bound as parameters
         [sql.json({"name": name} for name in names)],
     )
-    aliases = (model_from_row(AssetAlias, fields, row) for row in cursor.fetchall())
-    return {alias.name: alias for alias in aliases}
+    return {alias.name: alias for alias in models_from_rows(AssetAlias, fields, cursor.fetchall())}
 
 
 def _alias_asset_links_insert(
@@ -599,14 +599,17 @@ def _events_insert(
         (n, p.asset.pk) for n, p in enumerate(planned)
     ]:
         raise AssetRegistrationError("inserted events could not be matched to the plan")
+    events = models_from_rows(
+        AssetEvent,
+        ("id", *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp"),
+        (
+            (pk, p.asset.pk, p.extra, p.partition_key, *source.values(), now)
+            for (_, pk, _), p in zip(new, planned, strict=True)
+        ),
+        from_database=False,
+    )
     emitted = []
-    for (_, pk, _), p in zip(new, planned, strict=True):
-        event = model_from_row(
-            AssetEvent,
-            ("id", *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp"),
-            (pk, p.asset.pk, p.extra, p.partition_key, *source.values(), now),
-            from_database=False,
-        )
+    for event, p in zip(events, planned, strict=True):
         event.asset = p.asset
         emitted.append(EmittedEvent(event=event, source_aliases=p.aliases))
     return emitted
