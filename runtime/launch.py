@@ -3,8 +3,8 @@
 - a task with a ``callable`` runs under the ``task_sdk`` supervisor (``python -m task_sdk
   run``), started as a fork of the worker (:mod:`task_sdk.forking`);
 - a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
-  (``python -m airflow.sdk.execution_time.execute_workload``, the ``airflow`` extra) with the
-  DAG file's folder as the ``dags-folder`` bundle.
+  (``runtime/airflow_task.py``: Airflow's ``execute_workload`` with the task's log on stdout
+  once; the ``airflow`` extra) with the DAG file's folder as the ``dags-folder`` bundle.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from assets_app.models import DagTask, TaskInstance
 
 #: The bundle name Airflow gives ``[core] dags_folder``.
 AIRFLOW_BUNDLE = "dags-folder"
+#: The child's entry point for a DAG file's task: Airflow's worker (see the script).
+AIRFLOW_TASK_SCRIPT = Path(__file__).resolve().parent / "airflow_task.py"
+
 #: ``dag_version_id`` is required by Airflow's worker but only passed through.
 AIRFLOW_DAG_VERSION_ID = "00000000-0000-0000-0000-000000000000"
 
@@ -32,7 +35,7 @@ class TaskCodeError(Exception):
 
 def airflow_workload(*, ti: TaskInstance, token: str, dag_rel_path: str) -> dict[str, Any]:
     """The ``ExecuteTask`` workload Airflow's executors hand to its worker entry point
-    (``execute_workload --json-path``), for a DAG file in the ``dags-folder`` bundle."""
+    (``airflow_task.py --json-path``), for a DAG file in the ``dags-folder`` bundle."""
     return {
         "type": "ExecuteTask",
         "token": token,
@@ -115,8 +118,5 @@ def task_launch(
     fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json")
     with os.fdopen(fd, "w") as file:
         json.dump(workload, file)
-    argv = [
-        *(sys.executable, "-m", "airflow.sdk.execution_time.execute_workload"),
-        *("--json-path", name),
-    ]
+    argv = [sys.executable, str(AIRFLOW_TASK_SCRIPT), "--json-path", name]
     return TaskLaunch(argv=argv, env=env, scratch=Path(name))

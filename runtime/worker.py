@@ -12,7 +12,7 @@ to the execution API over HTTP:
   instance running within milliseconds instead of after a fresh interpreter's ~0.3 s of
   imports). The task's own code still runs in a fresh process the supervisor starts;
 - a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
-  (``python -m airflow.sdk.execution_time.execute_workload``, the ``airflow`` extra) with the
+  (``runtime/airflow_task.py``, Airflow's ``execute_workload``; the ``airflow`` extra) with the
   DAG file's folder as the ``dags-folder`` bundle. That one stays a new process: Airflow's
   modules and settings are not the worker's to import, and its supervisor forks in turn.
 

@@ -1,7 +1,10 @@
 """``manage.py worker`` runs a task of a real Airflow DAG file through Airflow's own worker
-entry point (``execute_workload``). Skipped without ``apache-airflow-task-sdk``."""
+entry point (``runtime/airflow_task.py``: Airflow's ``execute_workload``). Skipped without
+``apache-airflow-task-sdk``."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -59,3 +62,12 @@ def test_an_airflow_dag_file_task_runs_through_airflows_worker(
     )
     assert f"finished {DAG_ID}.produce @ {ti.run_id} try 1: success" in worker.output()
     assert TaskInstance.objects.get(pk=ti.pk).rendered_fields  # Airflow's /rtif call
+    # the task instance's log holds each of the task's log lines once (Airflow's
+    # execute_workload would copy every forwarded line to stdout a second time)
+    (log,) = (tmp_path / "task_logs").rglob("attempt=1.log")
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    task_lines = [line for line in lines if line.get("logger") == "task" or "ti_id" in line]
+    assert task_lines, log.read_text()
+    seen = [(line["timestamp"], line["event"]) for line in task_lines]
+    assert len(seen) == len(set(seen)), log.read_text()
+    assert any("Done. Returned value was" in event for _, event in seen), log.read_text()
