@@ -231,6 +231,9 @@ class DagTask(models.Model):
     retry_delay = models.FloatField(default=300.0)  # seconds, as Airflow's default timedelta(300)
     callable = models.CharField(max_length=2000, default="", blank=True)
     airflow_dag_file = models.CharField(max_length=2000, default="", blank=True)
+    #: Airflow's ``dags_folder`` for ``airflow_dag_file``: the root of its imports ("": the
+    #: file's own folder)
+    airflow_dags_folder = models.CharField(max_length=2000, default="", blank=True)
     upstream = models.JSONField(default=list, blank=True)
     trigger_rule = models.CharField(max_length=50, default="all_success")
     is_leaf = models.BooleanField(default=True)

@@ -28,10 +28,9 @@ def main() -> None:
     from airflow.executors.base_executor import BaseExecutor
     from airflow.sdk.log import configure_logging
     from airflow.settings import dispose_orm
-    from pydantic import TypeAdapter
 
     with open(args.json_path) as file:
-        workload = TypeAdapter(workloads.All).validate_json(file.read())
+        workload = workloads.ExecuteTask.model_validate_json(file.read())
     dispose_orm(do_log=False)
     configure_logging(output=sys.stdout.buffer, json_output=True)
     BaseExecutor.run_workload(workload, subprocess_logs_to_stdout=False)

@@ -183,12 +183,14 @@ def dag_entry(dag: Any, *, path: str) -> dict[str, Any]:
 
 
 def parse(path: str, *, bundle: str | None) -> dict[str, Any]:
-    """Import ``path`` with Airflow's ``DagBag`` and describe what it holds."""
+    """Import ``path`` with Airflow's ``DagBag`` and describe what it holds; with a ``bundle``
+    (the DAGs folder), as Airflow's DAG processor does: the folder on ``sys.path``, so that a
+    file in a subfolder imports the folder's top-level modules (``BundleDagBag``)."""
     from pathlib import Path
 
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow.dag_processing.dagbag import BundleDagBag, DagBag
 
-    bag = DagBag(
+    bag = (BundleDagBag if bundle else DagBag)(
         dag_folder=path,
         bundle_path=Path(bundle) if bundle else None,
         bundle_name="dags-folder",

@@ -4,7 +4,8 @@
   run``), started as a fork of the worker (:mod:`task_sdk.forking`);
 - a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
   (``runtime/airflow_task.py``: Airflow's ``execute_workload`` with the task's log on stdout
-  once; the ``airflow`` extra) with the DAG file's folder as the ``dags-folder`` bundle.
+  once; the ``airflow`` extra) with the folder the file was loaded from (else the file's own)
+  as the ``dags-folder`` bundle.
 """
 
 from __future__ import annotations
@@ -105,15 +106,22 @@ def task_launch(
             f"{label}: running an airflow_dag_file needs Apache Airflow's task SDK "
             "(pip install -e '.[airflow]')"
         )
+    # Airflow's dags_folder: where the file was loaded from (its imports start there), else the
+    # file's own folder
+    dags_folder = Path(dag_task.airflow_dags_folder or dag_file.parent)
+    if not dag_file.is_relative_to(dags_folder):
+        dags_folder = dag_file.parent
     env.pop("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", None)  # the dags-folder bundle
     env.update(
         AIRFLOW_HOME=env.get("AIRFLOW_HOME") or str(airflow_home),
         AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{server.rstrip('/')}/execution/",
-        AIRFLOW__CORE__DAGS_FOLDER=str(dag_file.parent),
+        AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         PYTHONUNBUFFERED="1",
     )
-    workload = airflow_workload(ti=ti, token=token, dag_rel_path=dag_file.name)
+    workload = airflow_workload(
+        ti=ti, token=token, dag_rel_path=dag_file.relative_to(dags_folder).as_posix()
+    )
     # the token goes in a private file, not on the command line where `ps` shows it
     fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json")
     with os.fdopen(fd, "w") as file:

@@ -244,10 +244,13 @@ class FileResult:
 
 def _manifest(parsed: ParsedFile, folder: Path) -> Manifest:
     """The parsed entries as a manifest; DAGs new to the registry get Airflow's pause on
-    creation (``DAGS_ARE_PAUSED_AT_CREATION`` unless the DAG sets ``is_paused_upon_creation``)."""
+    creation (``DAGS_ARE_PAUSED_AT_CREATION`` unless the DAG sets ``is_paused_upon_creation``),
+    and the folder is their ``airflow_dags_folder`` (a file in a subfolder imports from the
+    folder's top, as under Airflow)."""
     entries = [
         {
             **entry,
+            "airflow_dags_folder": str(folder),
             "is_paused_upon_creation": entry.get(
                 "is_paused_upon_creation", settings.DAGS_ARE_PAUSED_AT_CREATION
             ),

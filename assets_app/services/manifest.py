@@ -8,6 +8,8 @@ when the file name ends in ``.json``)::
         is_paused: false                     # optional; default false on creation, kept after
         is_paused_upon_creation: true        # optional: the pause a new DAG gets (kept after)
         airflow_dag_file: dags/producer.py   # optional: a real Airflow DAG file runs the tasks
+        airflow_dags_folder: dags            # optional: where its imports start (Airflow's
+                                             # dags_folder); default: the file's folder
         tasks:
           - task_id: produce_asset_events
             outlets: [{asset: {uri: "s3://bucket/my-task"}}]
@@ -44,7 +46,8 @@ Inlet/outlet entries and schedule leaves:
 - ``{alias: NAME}`` or ``{alias: {name: NAME, group: G}}``.
 
 A schedule is one leaf, ``{all: [...]}``, ``{any: [...]}`` (nestable), or a plain list (all
-of). Paths in ``callable`` and ``airflow_dag_file`` are relative to the manifest's folder;
+of). Paths in ``callable``, ``airflow_dag_file`` and ``airflow_dags_folder`` are relative to
+the manifest's folder;
 a task has either (its own ``callable`` wins over its DAG's ``airflow_dag_file``) or neither
 (then nothing can run it automatically; ``create_task_instance`` still works).
 
@@ -121,6 +124,8 @@ class TaskDecl:
     retry_delay: float = DEFAULT_RETRY_DELAY
     callable: str = ""  # absolute "path/file.py:function" or "package.module:function"
     airflow_dag_file: str = ""  # absolute path of a real Airflow DAG file
+    #: absolute path of the DAGs folder the file's imports start from ("": the file's folder)
+    airflow_dags_folder: str = ""
     upstream: tuple[str, ...] = ()  # the task ids it depends on directly
     trigger_rule: str = DEFAULT_TRIGGER_RULE.value
 
@@ -383,6 +388,7 @@ _DAG_KEYS = {
     "tasks",
     "schedule",
     "airflow_dag_file",
+    "airflow_dags_folder",
     "timezone",
     "start_date",
     "end_date",
@@ -395,7 +401,11 @@ _DAG_KEYS = {
 
 
 def _parse_task(
-    value: Any, where: str, declared: list[Declaration], base: Path, airflow_dag_file: str
+    value: Any,
+    where: str,
+    declared: list[Declaration],
+    base: Path,
+    airflow_dag_file: tuple[str, str],
 ) -> TaskDecl:
     spec = _check_keys(value, where, allowed=_TASK_KEYS, required={"task_id"})
     retries = spec.get("retries", DEFAULT_RETRIES)
@@ -427,7 +437,8 @@ def _parse_task(
         retries=retries,
         retry_delay=float(retry_delay),
         callable=code,
-        airflow_dag_file="" if code else airflow_dag_file,
+        airflow_dag_file="" if code else airflow_dag_file[0],
+        airflow_dags_folder="" if code else airflow_dag_file[1],
         upstream=tuple(
             dict.fromkeys(
                 _check_id(up, f"{where}.upstream[{index}]") for index, up in enumerate(upstream)
@@ -496,6 +507,25 @@ def _parse_callable(value: Any, where: str, base: Path) -> str:
     return value
 
 
+def _parse_dags_folder(spec: dict[str, Any], where: str, base: Path, dag_file: str) -> str:
+    """``airflow_dags_folder``: Airflow's ``dags_folder`` for the DAG file (the root its imports
+    start from, as the loader's folder is when a file sits in a subfolder); the file must be
+    in it."""
+    folder = spec.get("airflow_dags_folder", "")
+    if not folder:
+        return ""
+    if not isinstance(folder, str):
+        raise ManifestError(f"{where}.airflow_dags_folder: expected the path of a folder")
+    if not dag_file:
+        raise ManifestError(f"{where}.airflow_dags_folder: needs an airflow_dag_file")
+    resolved = (base / folder).resolve()
+    if not Path(dag_file).is_relative_to(resolved):
+        raise ManifestError(
+            f"{where}.airflow_dags_folder: {dag_file} is not in the folder {resolved}"
+        )
+    return str(resolved)
+
+
 def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) -> DagDecl:
     spec = _check_keys(value, where, allowed=_DAG_KEYS, required={"dag_id"})
     dag_id = _check_id(spec["dag_id"], f"{where}.dag_id")
@@ -512,12 +542,15 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
         raise ManifestError(f"{where}.airflow_dag_file: expected the path of a .py file")
     if airflow_dag_file:
         airflow_dag_file = str((base / airflow_dag_file).resolve())
+    dags_folder = _parse_dags_folder(spec, where, base, airflow_dag_file)
     tasks_raw = spec.get("tasks") or []
     if not isinstance(tasks_raw, list):
         raise ManifestError(f"{where}.tasks: expected a list")
     task_declared: list[Declaration] = []
     tasks = tuple(
-        _parse_task(task, f"{where}.tasks[{i}]", task_declared, base, airflow_dag_file)
+        _parse_task(
+            task, f"{where}.tasks[{i}]", task_declared, base, (airflow_dag_file, dags_folder)
+        )
         for i, task in enumerate(tasks_raw)
     )
     _check_unique([task.task_id for task in tasks], f"{where}: duplicate task_id(s)")

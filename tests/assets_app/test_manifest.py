@@ -374,6 +374,21 @@ def test_json_manifest_is_read_as_json(tmp_path):
             id="airflow-dag-file",
         ),
         pytest.param(
+            "dags:\n  - {dag_id: d, airflow_dags_folder: dags}",
+            "dags[0].airflow_dags_folder: needs an airflow_dag_file",
+            id="dags-folder-without-file",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, airflow_dag_file: a/d.py, airflow_dags_folder: b}",
+            "/a/d.py is not in the folder ",
+            id="dags-folder-not-holding-the-file",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, airflow_dag_file: a/d.py, airflow_dags_folder: [a]}",
+            "airflow_dags_folder: expected the path of a folder",
+            id="dags-folder-not-a-path",
+        ),
+        pytest.param(
             "dags:\n  - dag_id: d\n    tasks:\n      - task_id: t\n        outlets:\n"
             "          - {asset: {name: a, extra: {v: 1}}}\n"
             "          - {asset: {name: a, extra: {v: 2}}}",
@@ -418,6 +433,26 @@ def test_task_retries_and_code_locations_parse_relative_to_the_manifest(tmp_path
     assert own.airflow_dag_file == ""
     assert (mod.callable, mod.retries, mod.retry_delay) == ("pkg.mod:run", 0, 300.0)
     assert (dagfile.callable, dagfile.airflow_dag_file) == ("", f"{tmp_path}/sub/airflow/d.py")
+    assert dagfile.airflow_dags_folder == ""  # the file's own folder
+
+
+def test_a_dag_files_dags_folder_parses_relative_to_the_manifest(tmp_path):
+    path = tmp_path / "dags.yaml"
+    path.write_text(
+        "dags:\n"
+        "  - dag_id: d\n"
+        "    airflow_dag_file: dags/team/d.py\n"
+        "    airflow_dags_folder: dags\n"
+        "    tasks: [{task_id: t}, {task_id: own, callable: 'pkg.mod:run'}]\n"
+    )
+
+    dagfile, own = manifest_load(path).dags[0].tasks
+
+    assert (dagfile.airflow_dag_file, dagfile.airflow_dags_folder) == (
+        f"{tmp_path}/dags/team/d.py",
+        f"{tmp_path}/dags",
+    )
+    assert (own.airflow_dag_file, own.airflow_dags_folder) == ("", "")
 
 
 def test_error_places_start_with_the_file_name(tmp_path):
