@@ -81,6 +81,8 @@ def _value_answer(value: Any) -> Response:
     return Response(store_s.StateStoreResponseSerializer({"value": value}).data)
 
 
+#: A key holding a line break matches no route (as in Airflow, whose ``{key:path}`` stops at
+#: one): the JSON 404 of an unknown path, declared on every method.
 TASK_KEY = OpenApiParameter(
     "key", str, OpenApiParameter.PATH, description="May contain slashes (percent-encoded)"
 )
@@ -106,7 +108,12 @@ class TaskStateView(ExecutionAPIView):
         operation_id="set_task_state_store",
         summary="Set a task state store key, creating or updating the row",
         request=store_s.TaskStatePutBodySerializer,
-        responses={204: OpenApiResponse(description="Stored"), **BODY_ERRORS, **ERRORS},
+        responses={
+            204: OpenApiResponse(description="Stored"),
+            **BODY_ERRORS,
+            **NOT_FOUND,
+            **ERRORS,
+        },
     )
     def put(self, request: Request, task_instance_id: uuid.UUID, key: str) -> Response:
         stored_key = _key(self)
@@ -122,7 +129,7 @@ class TaskStateView(ExecutionAPIView):
     @extend_schema(
         operation_id="delete_task_state_store",
         summary="Delete a single task state store key",
-        responses={**NO_CONTENT, **ERRORS},
+        responses={**NO_CONTENT, **NOT_FOUND, **ERRORS},
     )
     def delete(self, request: Request, task_instance_id: uuid.UUID, key: str) -> Response:
         state_stores.task_state_delete(task_instance_id=task_instance_id, key=_key(self))

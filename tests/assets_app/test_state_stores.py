@@ -6,9 +6,11 @@ active asset's, gone with the asset or when it stops being active."""
 from __future__ import annotations
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 import yaml
+from django.core.management import call_command
 from django.utils import timezone
 
 from assets_app.exceptions import (
@@ -186,3 +188,23 @@ dags:
     assert not AssetStateStore.objects.exists()
     with pytest.raises(AssetNotFoundError):
         ss.asset_state_get(key="watermark", name="orders")
+
+
+def test_state_store_clean_lists_then_deletes_the_expired_keys():
+    ti = TaskInstanceFactory(task_id="t")
+    yesterday = timezone.now() - timedelta(days=1)
+    ss.task_state_set(task_instance_id=ti.pk, key="old", value=1, expires_at=yesterday)
+    ss.task_state_set(task_instance_id=ti.pk, key="kept", value=2)
+
+    dry = StringIO()
+    call_command("state_store_clean", "--dry-run", stdout=dry)
+    assert TaskStateStore.objects.count() == 2
+    real = StringIO()
+    call_command("state_store_clean", stdout=real)
+
+    assert dry.getvalue() == (
+        f"{ti.dag_id} {ti.run_id} t map_index=-1 key='old'\n"
+        "would delete 1 expired task state store key(s)\n"
+    )
+    assert real.getvalue() == "deleted 1 expired task state store key(s)\n"
+    assert list(TaskStateStore.objects.values_list("key", flat=True)) == ["kept"]
