@@ -13,7 +13,7 @@ state store routes (``airflow/api_fastapi/execution_api/routes/task_state_store.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -176,7 +176,7 @@ class AssetStateValueView(ExecutionAPIView):
         state_stores.asset_state_set(
             **query,
             value=body["value"],
-            writer_task_instance_id=request.user.task_instance_id,  # type: ignore[union-attr]
+            writer_task_instance_id=cast(Any, request.user).task_instance_id,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 

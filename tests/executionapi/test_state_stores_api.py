@@ -236,6 +236,17 @@ def test_a_key_of_512_characters_is_stored(make_ti):
     assert client.get(ti_url(ti, "k" * 512)).json() == {"value": 1}
 
 
+def test_a_large_value_is_stored_whole(make_ti):
+    # as in Airflow, no size limit below the request body's (max_value_storage_bytes is
+    # the SDK's warning)
+    ti = make_ti()
+    client = client_for(ti)
+    value = {"rows": ["x" * 1000] * 3000, "text": "é" * 100_000}
+
+    assert client.put(ti_url(ti, "big"), {"value": value}, format="json").status_code == 204
+    assert client.get(ti_url(ti, "big")).json() == {"value": value}
+
+
 def test_a_body_that_is_not_json_or_too_large_is_a_4xx(make_ti, settings):
     ti = make_ti()
     client = client_for(ti)
