@@ -221,3 +221,12 @@ class SecretDecryptError(SecretsError):
     """A stored secret was encrypted with a key that is no longer in ``FERNET_KEY``."""
 
     code = "secret_undecryptable"
+
+
+# --- task and asset state stores ----------------------------------------------------------------
+
+
+class StateStoreKeyNotFoundError(NotFoundError):
+    """No value is stored under the key (``context["task_state_store"].get`` → its default)."""
+
+    default_message = "State store key not found"

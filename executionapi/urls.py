@@ -11,7 +11,14 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from executionapi import views, views_dag_runs, views_routes, views_secrets, views_xcoms
+from executionapi import (
+    views,
+    views_dag_runs,
+    views_routes,
+    views_secrets,
+    views_state_stores,
+    views_xcoms,
+)
 from executionapi.exceptions import not_found
 
 app_name = "executionapi"
@@ -76,6 +83,37 @@ urlpatterns = [
         "connections/<str:connection_id>",
         views_secrets.ConnectionView.as_view(),
         name="connection",
+    ),
+    path(
+        "store/ti/<uuid:task_instance_id>",
+        views_state_stores.TaskStateClearView.as_view(),
+        name="task-state-clear",
+    ),
+    # a key may hold slashes (Airflow's ``{key:path}``; the SDK sends them as ``%2F``)
+    path(
+        "store/ti/<uuid:task_instance_id>/<path:key>",
+        views_state_stores.TaskStateView.as_view(),
+        name="task-state",
+    ),
+    path(
+        "store/asset/by-name/value",
+        views_state_stores.AssetStateByNameView.as_view(),
+        name="asset-state-by-name",
+    ),
+    path(
+        "store/asset/by-name/clear",
+        views_state_stores.AssetStateClearByNameView.as_view(),
+        name="asset-state-clear-by-name",
+    ),
+    path(
+        "store/asset/by-uri/value",
+        views_state_stores.AssetStateByUriView.as_view(),
+        name="asset-state-by-uri",
+    ),
+    path(
+        "store/asset/by-uri/clear",
+        views_state_stores.AssetStateClearByUriView.as_view(),
+        name="asset-state-clear-by-uri",
     ),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="executionapi:openapi"), name="docs"),

@@ -7,6 +7,7 @@
 - ``runs``: DAG runs and task instances;
 - ``secrets``: variables and connections (secrets write-only, through their services);
 - ``import_errors``: DAG files that failed to load (read-only);
+- ``state_stores``: the task and asset state stores (read-only);
 - ``common`` (links, pretty JSON, durations, mixins) and ``filters`` serve them all;
 - ``panels`` reads what the index (an overview), the asset page and the DAG page show beyond
   their forms, drawn by ``charts`` (pygal bar charts, grandalf-laid-out lineage, inline SVG).
@@ -21,7 +22,7 @@ shows "deleted asset #id".
 
 from django.contrib import admin
 
-from assets_app.admin import assets, dags, events, import_errors, runs, secrets
+from assets_app.admin import assets, dags, events, import_errors, runs, secrets, state_stores
 
 # the index opens with the overview (assets_app.admin.panels.overview) above the model list
 admin.site.index_template = "admin/assets_app/index.html"
@@ -29,4 +30,4 @@ admin.site.index_template = "admin/assets_app/index.html"
 # link every page
 admin.site.enable_nav_sidebar = False
 
-__all__ = ["assets", "dags", "events", "import_errors", "runs", "secrets"]
+__all__ = ["assets", "dags", "events", "import_errors", "runs", "secrets", "state_stores"]

@@ -50,6 +50,7 @@ from assets_app.services.manifest import (
     asset_describe,
     manifest_load,
 )
+from assets_app.services.state_stores import asset_states_forget
 from assets_app.services.time_schedules import dags_next_run_refresh
 from task_sdk.definitions import (
     DEFAULT_GROUP,
@@ -668,6 +669,7 @@ def _active_assets_sync(
     deactivated = 0
     if lost_ids:
         deactivated, _ = AssetActive.objects.filter(asset_id__in=lost_ids).delete()
+        asset_states_forget(asset_ids=lost_ids)  # no task can reach their state any more
     already_active = set(
         AssetActive.objects.filter(asset_id__in=set(keys_by_id)).values_list("asset_id", flat=True)
     )
