@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('assets_app', '0014_task_instance_has_downstream'),
+        ('assets_app', '0015_task_airflow_dags_folder'),
     ]
 
     operations = [
