@@ -15,11 +15,17 @@ from __future__ import annotations
 import uuid
 from typing import Any, cast
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
+from rest_framework.views import APIView
 
 from assets_app.models import TaskInstance, TaskInstanceState
 from assets_app.services import state_stores
@@ -198,105 +204,63 @@ class AssetStateClearView(ExecutionAPIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-@extend_schema(tags=["Asset State Store"])
-class AssetStateByNameView(AssetStateValueView):
-    query_serializer = store_s.AssetStateByNameQuerySerializer
-
-    @extend_schema(
-        operation_id="get_asset_state_store_by_name",
-        summary="Get an asset state store value by asset name",
-        parameters=[store_s.AssetStateByNameQuerySerializer],
-        responses={200: store_s.StateStoreResponseSerializer, **NOT_FOUND, **ERRORS},
+def _asset_state_views(field: str, label: str) -> tuple[type[APIView], type[APIView]]:
+    """The value view and the clear view of the asset store addressed by ``field`` (``name``
+    or ``uri``, ``label`` in the schema's summaries): Airflow's operation ids and summaries."""
+    query = getattr(store_s, f"AssetStateBy{field.title()}QuerySerializer")
+    clear_query = getattr(store_s, f"AssetStateClearBy{field.title()}QuerySerializer")
+    value_view = extend_schema_view(
+        get=extend_schema(
+            operation_id=f"get_asset_state_store_by_{field}",
+            summary=f"Get an asset state store value by asset {label}",
+            parameters=[query],
+            responses={200: store_s.StateStoreResponseSerializer, **NOT_FOUND, **ERRORS},
+        ),
+        put=extend_schema(
+            operation_id=f"set_asset_state_store_by_{field}",
+            summary=f"Set an asset state store value by asset {label}",
+            parameters=[query],
+            request=store_s.AssetStatePutBodySerializer,
+            responses={
+                204: OpenApiResponse(description="Stored"),
+                **BODY_ERRORS,
+                **NOT_FOUND,
+                **ERRORS,
+            },
+        ),
+        delete=extend_schema(
+            operation_id=f"delete_asset_state_store_by_{field}",
+            summary=f"Delete a single asset state store key by asset {label}",
+            parameters=[query],
+            responses={**NO_CONTENT, **NOT_FOUND, **ERRORS},
+        ),
+    )(
+        extend_schema(tags=["Asset State Store"])(
+            type(
+                f"AssetStateBy{field.title()}View",
+                (AssetStateValueView,),
+                {"query_serializer": query, "__module__": __name__},
+            )
+        )
     )
-    def get(self, request: Request) -> Response:
-        return super().get(request)
-
-    @extend_schema(
-        operation_id="set_asset_state_store_by_name",
-        summary="Set an asset state store value by asset name",
-        parameters=[store_s.AssetStateByNameQuerySerializer],
-        request=store_s.AssetStatePutBodySerializer,
-        responses={
-            204: OpenApiResponse(description="Stored"),
-            **BODY_ERRORS,
-            **NOT_FOUND,
-            **ERRORS,
-        },
+    clear_view = extend_schema_view(
+        delete=extend_schema(
+            operation_id=f"clear_asset_state_store_by_{field}",
+            summary=f"Delete all state store keys for an asset by asset {label}",
+            parameters=[clear_query],
+            responses={**NO_CONTENT, **NOT_FOUND, **ERRORS},
+        ),
+    )(
+        extend_schema(tags=["Asset State Store"])(
+            type(
+                f"AssetStateClearBy{field.title()}View",
+                (AssetStateClearView,),
+                {"query_serializer": clear_query, "__module__": __name__},
+            )
+        )
     )
-    def put(self, request: Request) -> Response:
-        return super().put(request)
-
-    @extend_schema(
-        operation_id="delete_asset_state_store_by_name",
-        summary="Delete a single asset state store key by asset name",
-        parameters=[store_s.AssetStateByNameQuerySerializer],
-        responses={**NO_CONTENT, **NOT_FOUND, **ERRORS},
-    )
-    def delete(self, request: Request) -> Response:
-        return super().delete(request)
+    return value_view, clear_view
 
 
-@extend_schema(tags=["Asset State Store"])
-class AssetStateByUriView(AssetStateValueView):
-    query_serializer = store_s.AssetStateByUriQuerySerializer
-
-    @extend_schema(
-        operation_id="get_asset_state_store_by_uri",
-        summary="Get an asset state store value by asset URI",
-        parameters=[store_s.AssetStateByUriQuerySerializer],
-        responses={200: store_s.StateStoreResponseSerializer, **NOT_FOUND, **ERRORS},
-    )
-    def get(self, request: Request) -> Response:
-        return super().get(request)
-
-    @extend_schema(
-        operation_id="set_asset_state_store_by_uri",
-        summary="Set an asset state store value by asset URI",
-        parameters=[store_s.AssetStateByUriQuerySerializer],
-        request=store_s.AssetStatePutBodySerializer,
-        responses={
-            204: OpenApiResponse(description="Stored"),
-            **BODY_ERRORS,
-            **NOT_FOUND,
-            **ERRORS,
-        },
-    )
-    def put(self, request: Request) -> Response:
-        return super().put(request)
-
-    @extend_schema(
-        operation_id="delete_asset_state_store_by_uri",
-        summary="Delete a single asset state store key by asset URI",
-        parameters=[store_s.AssetStateByUriQuerySerializer],
-        responses={**NO_CONTENT, **NOT_FOUND, **ERRORS},
-    )
-    def delete(self, request: Request) -> Response:
-        return super().delete(request)
-
-
-@extend_schema(tags=["Asset State Store"])
-class AssetStateClearByNameView(AssetStateClearView):
-    query_serializer = store_s.AssetStateClearByNameQuerySerializer
-
-    @extend_schema(
-        operation_id="clear_asset_state_store_by_name",
-        summary="Delete all state store keys for an asset by asset name",
-        parameters=[store_s.AssetStateClearByNameQuerySerializer],
-        responses={**NO_CONTENT, **NOT_FOUND, **ERRORS},
-    )
-    def delete(self, request: Request) -> Response:
-        return super().delete(request)
-
-
-@extend_schema(tags=["Asset State Store"])
-class AssetStateClearByUriView(AssetStateClearView):
-    query_serializer = store_s.AssetStateClearByUriQuerySerializer
-
-    @extend_schema(
-        operation_id="clear_asset_state_store_by_uri",
-        summary="Delete all state store keys for an asset by asset URI",
-        parameters=[store_s.AssetStateClearByUriQuerySerializer],
-        responses={**NO_CONTENT, **NOT_FOUND, **ERRORS},
-    )
-    def delete(self, request: Request) -> Response:
-        return super().delete(request)
+AssetStateByNameView, AssetStateClearByNameView = _asset_state_views("name", "name")
+AssetStateByUriView, AssetStateClearByUriView = _asset_state_views("uri", "URI")
