@@ -9,11 +9,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from django.core.management import call_command
 
 from assets_app.models import DagRun, DagRunState, TaskInstance, TaskInstanceState
 from assets_app.services.dags import dags_declare
@@ -27,6 +29,16 @@ TASKS = HERE / "worker_tasks.py"
 def declare(dags: list[dict[str, Any]], *, base_dir: Path = HERE) -> None:
     manifest = manifest_parse(yaml.safe_load(yaml.safe_dump({"dags": dags})), base_dir=base_dir)
     dags_declare(manifest=manifest, fileloc=str(base_dir / "worker_tests.yaml"))
+
+
+def dags_folder_load(folder: Path, *, settings: Any, parser_home: Path) -> str:
+    """``manage.py declare_dags --dags-folder folder`` with this interpreter as the DAG parser
+    (``parser_home`` its Airflow home); the command's output."""
+    settings.DAG_PARSER_HOME = parser_home
+    settings.DAG_PARSER_PYTHON = sys.executable
+    out = StringIO()
+    call_command("declare_dags", "--dags-folder", str(folder), stdout=out)
+    return out.getvalue()
 
 
 def scheduled_task_instances(dag_id: str, task_id: str, count: int) -> list[TaskInstance]:

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import sys
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from assets_app.models import Asset, AssetEvent, Dag, DagRun, DagTask, TaskInstance
 from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_set_paused
 from assets_app.services.scheduler import scheduler_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
-from tests.worker.conftest import wait_until
+from tests.worker.conftest import dags_folder_load, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -55,15 +52,12 @@ def test_airflows_asset_alias_example_runs_from_its_file(
     tmp_path,
 ):
     # given Airflow's example file, unchanged, alone in a DAGs folder, loaded by the loader
-    settings.DAG_PARSER_HOME = tmp_path / "parser_home"
-    settings.DAG_PARSER_PYTHON = sys.executable
     dags_folder = tmp_path / "dags"
     dags_folder.mkdir()
     dag_file = Path(shutil.copy(EXAMPLE, dags_folder / EXAMPLE.name))
-    out = StringIO()
-    call_command("declare_dags", "--dags-folder", str(dags_folder), stdout=out)
-    assert "declared" in out.getvalue(), out.getvalue()
-    assert set(Dag.objects.values_list("dag_id", flat=True)) == DAG_IDS, out.getvalue()
+    out = dags_folder_load(dags_folder, settings=settings, parser_home=tmp_path / "parser_home")
+    assert "declared" in out, out
+    assert set(Dag.objects.values_list("dag_id", flat=True)) == DAG_IDS, out
     assert set(DagTask.objects.values_list("airflow_dag_file", flat=True)) == {
         str(dag_file.resolve())
     }

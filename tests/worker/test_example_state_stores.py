@@ -17,13 +17,10 @@ import importlib.util
 import json
 import re
 import shutil
-import sys
 from datetime import timedelta
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 
 from assets_app.models import AssetStateStore, Dag, DagRun, TaskInstance, TaskStateStore
@@ -32,7 +29,7 @@ from assets_app.services.dags import dags_set_paused
 from assets_app.services.scheduler import scheduler_pass
 from assets_app.services.upkeep import upkeep_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
-from tests.worker.conftest import wait_until
+from tests.worker.conftest import dags_folder_load, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -64,15 +61,12 @@ def test_airflows_state_store_examples_run_from_their_files(
     tmp_path,
 ):
     # given Airflow's two example files, unchanged, in a DAGs folder, loaded by the loader
-    settings.DAG_PARSER_HOME = tmp_path / "parser_home"
-    settings.DAG_PARSER_PYTHON = sys.executable
     dags_folder = tmp_path / "dags"
     dags_folder.mkdir()
     for name in FILES:
         shutil.copy(EXAMPLES / name, dags_folder / name)
-    out = StringIO()
-    call_command("declare_dags", "--dags-folder", str(dags_folder), stdout=out)
-    assert set(Dag.objects.values_list("dag_id", flat=True)) == DAG_IDS, out.getvalue()
+    out = dags_folder_load(dags_folder, settings=settings, parser_home=tmp_path / "parser_home")
+    assert set(Dag.objects.values_list("dag_id", flat=True)) == DAG_IDS, out
     assert dags_set_paused(dag_ids=DAG_IDS, is_paused=False) == 3
 
     # when both are triggered and a real worker runs what becomes runnable (the scheduler's

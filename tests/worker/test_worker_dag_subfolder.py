@@ -6,18 +6,15 @@ task runs under a real ``manage.py worker`` with the loaded folder as Airflow's
 from __future__ import annotations
 
 import importlib.util
-import sys
 import textwrap
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 
 from assets_app.models import DagRun, DagTask, TaskInstance
 from assets_app.services.dag_runs import dag_run_trigger
 from assets_app.services.dags import dags_set_paused
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
-from tests.worker.conftest import wait_until
+from tests.worker.conftest import dags_folder_load, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -63,8 +60,6 @@ def test_a_dag_file_in_a_subfolder_imports_from_the_folders_top(
     tmp_path,
 ):
     # given a DAGs folder with a shared module at its top and a DAG file in a subfolder
-    settings.DAG_PARSER_HOME = tmp_path / "parser_home"
-    settings.DAG_PARSER_PYTHON = sys.executable
     dags_folder = tmp_path / "dags"
     (dags_folder / "shared").mkdir(parents=True)
     (dags_folder / "shared" / "__init__.py").write_text("")
@@ -72,11 +67,10 @@ def test_a_dag_file_in_a_subfolder_imports_from_the_folders_top(
     (dags_folder / "teams" / "sales").mkdir(parents=True)
     dag_file = dags_folder / "teams" / "sales" / "pipeline.py"
     dag_file.write_text(textwrap.dedent(PIPELINE))
-    out = StringIO()
-    call_command("declare_dags", "--dags-folder", str(dags_folder), stdout=out)
+    out = dags_folder_load(dags_folder, settings=settings, parser_home=tmp_path / "parser_home")
     assert set(DagTask.objects.values_list("airflow_dag_file", "airflow_dags_folder")) == {
         (str(dag_file.resolve()), str(dags_folder.resolve()))
-    }, out.getvalue()
+    }, out
     dags_set_paused(dag_ids=[DAG_ID], is_paused=False)
 
     # when it is triggered and a real worker runs its tasks
