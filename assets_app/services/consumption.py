@@ -48,7 +48,7 @@ from assets_app.models import (
     DagScheduleAssetUriReference,
 )
 from assets_app.notify import QUEUE_CHANNEL, notify_sql
-from assets_app.services.sql import Dialect, columns, of, table
+from assets_app.services.sql import Dialect, Statement, Steps, columns, of, table
 from task_sdk.definitions import AssetUniqueKey
 
 K = TypeVar("K")
@@ -75,9 +75,42 @@ class Emission:
     partition_key: str | None = None
 
 
+#: The step of :func:`consumers_queue_steps` that upserts the queue rows and returns the queued
+#: ``(asset_id, target_dag_id)`` pairs, for a statement that joins it.
+QUEUED_STEP = "queued"
+
+
 def consumers_queue(*, emissions: Iterable[Emission], now: datetime) -> list[tuple[int, str]]:
     """Queue every live consumer DAG of the events ``emissions`` describe, once per (asset,
-    DAG): one statement.
+    DAG): one statement (:func:`consumers_queue_steps`). Returns the queued ``(asset_id,
+    dag_id)`` pairs, sorted, whether inserted now or already waiting.
+
+    Call it inside the transaction that inserted the events. On PostgreSQL the upsert locks
+    each queue row until that transaction ends, and waits for a scheduler that has locked one
+    (``FOR UPDATE``); if the scheduler deleted it, a fresh row is inserted. See the module
+    docstring of :mod:`assets_app.services.scheduler`.
+    """
+    sql = Dialect.current()
+    return consumers_queue_run(sql, consumers_queue_steps(sql, emissions=emissions, now=now))
+
+
+def consumers_queue_run(sql: Dialect, steps: Steps | None) -> list[tuple[int, str]]:
+    """Run the statement of :func:`consumers_queue_steps` on its own: the queued pairs."""
+    if steps is None:
+        return []
+    statement = steps.statement()
+    with connection.cursor() as cursor:
+        sql.execute(cursor, statement.text, statement.params)
+        return sorted((asset_id, dag_id) for asset_id, dag_id, *_ in cursor.fetchall())
+
+
+def consumers_queue_steps(
+    sql: Dialect, *, emissions: Iterable[Emission], now: datetime
+) -> Steps | None:
+    """The statement that queues the consumers of ``emissions`` (``None``: nothing can be
+    queued), as steps another statement can join (registration joins it to the insert of the
+    events): ``emitted``, ``consumer`` and, on PostgreSQL, :data:`QUEUED_STEP`; its last part
+    returns the queued pairs.
 
     A DAG consumes an event when it is neither paused nor stale and schedules on the event's
     asset, on one of its source aliases, or on a name/uri reference to the asset. An event
@@ -89,49 +122,51 @@ def consumers_queue(*, emissions: Iterable[Emission], now: datetime) -> list[tup
     event; the subquery is one index lookup per consumer.
 
     The queue rows are upserted in (asset, DAG) order; an existing row keeps its
-    ``created_at`` (the oldest wait). Returns the queued ``(asset_id, dag_id)`` pairs, sorted,
-    whether inserted now or already waiting.
-
-    Call it inside the transaction that inserted the events. On PostgreSQL the upsert locks
-    each queue row until that transaction ends, and waits for a scheduler that has locked one
-    (``FOR UPDATE``); if the scheduler deleted it, a fresh row is inserted. See the module
-    docstring of :mod:`assets_app.services.scheduler`.
+    ``created_at`` (the oldest wait). On PostgreSQL the statement also wakes the schedulers
+    when its transaction commits (one notification however many rows: PostgreSQL folds a
+    transaction's identical ones), in the last part: ``pg_notify`` per queued row.
     """
-    sql = Dialect.current()
     emitted = sorted(
         {(e.asset_id, e.alias_id, e.name, e.uri) for e in emissions if e.partition_key is None},
         key=lambda row: (row[0], row[1] or 0),
     )
     if not emitted:
-        return []
+        return None
     rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
     queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
-    upsert = f"""
-            INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
-            SELECT c.asset_id, c.dag_id, %s
-            FROM consumer c
-            WHERE (
-                SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
-                WHERE d.dag_id = c.dag_id
-            )
-            ORDER BY c.asset_id, c.dag_id
-            ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
-            DO UPDATE SET created_at = q.created_at
-            RETURNING asset_id, target_dag_id
-    """  # noqa: S608 - names from the models, values bound as parameters
-    if sql.postgresql:
-        # Wake the schedulers when this transaction commits (one notification however many
-        # rows: PostgreSQL folds a transaction's identical ones), in the same statement.
-        upsert = f"""
-            , queued AS ({upsert})
-            SELECT asset_id, target_dag_id, {notify_sql(QUEUE_CHANNEL)} FROM queued
-        """  # noqa: S608 - names from the models, values bound as parameters
-    with connection.cursor() as cursor:
-        sql.execute(
-            cursor,
-            f"""
-            WITH emitted AS (SELECT * FROM {rows}),
-            consumer AS (
+    upsert = Statement(
+        f"""
+        INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
+        SELECT c.asset_id, c.dag_id, %s
+        FROM consumer c
+        WHERE (
+            SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
+            WHERE d.dag_id = c.dag_id
+        )
+        ORDER BY c.asset_id, c.dag_id
+        ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
+        DO UPDATE SET created_at = q.created_at
+        RETURNING asset_id, target_dag_id
+        """,  # noqa: S608 - names from the models, values bound as parameters
+        [sql.datetime(now)],
+    )
+    steps = (
+        (
+            "emitted",
+            Statement(
+                f"SELECT * FROM {rows}",  # noqa: S608 - names from the models, values bound as parameters
+                [
+                    sql.json(
+                        {"asset_id": asset_id, "alias_id": alias_id, "name": name, "uri": uri}
+                        for asset_id, alias_id, name, uri in emitted
+                    )
+                ],
+            ),
+        ),
+        (
+            "consumer",
+            Statement(
+                f"""
                 SELECT e.asset_id, s.dag_id FROM emitted e
                 JOIN {table(DagScheduleAssetReference)} s ON s.asset_id = e.asset_id
                 UNION
@@ -143,17 +178,20 @@ def consumers_queue(*, emissions: Iterable[Emission], now: datetime) -> list[tup
                 UNION
                 SELECT e.asset_id, s.dag_id FROM emitted e
                 JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
-            ){upsert}
-            """,  # noqa: S608 - names from the models, values bound as parameters
-            [
-                sql.json(
-                    {"asset_id": asset_id, "alias_id": alias_id, "name": name, "uri": uri}
-                    for asset_id, alias_id, name, uri in emitted
-                ),
-                sql.datetime(now),
-            ],
-        )
-        return sorted((asset_id, dag_id) for asset_id, dag_id, *_ in cursor.fetchall())
+                """,  # noqa: S608 - names from the models, values bound as parameters
+                [],
+            ),
+        ),
+    )
+    if not sql.postgresql:
+        return Steps(steps=steps, last=upsert)
+    return Steps(
+        steps=(*steps, (QUEUED_STEP, upsert)),
+        last=Statement(
+            f"SELECT asset_id, target_dag_id, {notify_sql(QUEUE_CHANNEL)} FROM {QUEUED_STEP}",  # noqa: S608 - fixed names
+            [],
+        ),
+    )
 
 
 # --- when a DAG is ready -----------------------------------------------------------------

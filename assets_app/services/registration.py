@@ -11,8 +11,8 @@ A fixed statement plan
 A call runs **at most the eight statements** below, on PostgreSQL and on SQLite, whatever the
 numbers of outlets and events: one per kind of row it reads or writes. A statement whose row
 set would be empty is not sent (a call that declares no outlet runs none; declared assets
-without aliases run three: 3, 6 and 8). Each statement is set-based: its rows arrive as **one JSON
-parameter** (an array of objects) that the SQL expands into a row set (PostgreSQL
+without aliases run three on SQLite: 3, 6 and 8). Each statement is set-based: its rows arrive
+as **one JSON parameter** (an array of objects) that the SQL expands into a row set (PostgreSQL
 ``jsonb_to_recordset``, SQLite ``json_each``/``json_extract``), so an empty input is an empty
 set and a big one needs no batching. Values that are the same for every row (timestamps, the
 task instance's ids) are ordinary parameters. The dialect differences, the
@@ -34,6 +34,10 @@ from the models. In order:
    PostgreSQL the same statement notifies the schedulers (``pg_notify`` on
    :data:`assets_app.notify.QUEUE_CHANNEL`, delivered when the transaction commits, only if
    it queued something).
+
+PostgreSQL receives fewer: statements whose rows do not depend on each other's run as the
+steps of one (``sql.Steps``), so 1 and 2 are one statement, and 5 to 8 are one. Declared assets
+without aliases then cost two statements (3, and 6 with 8), alias events four.
 
 Concurrency
 -----------
@@ -87,8 +91,13 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
-from assets_app.services.consumption import Emission, consumers_queue
-from assets_app.services.sql import Dialect, Statement, columns, models_from_rows, table
+from assets_app.services.consumption import (
+    Emission,
+    consumers_queue,
+    consumers_queue_run,
+    consumers_queue_steps,
+)
+from assets_app.services.sql import Dialect, Statement, Steps, columns, models_from_rows, table
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
@@ -104,11 +113,6 @@ class EmittedEvent:
 
     event: AssetEvent
     source_aliases: tuple[AssetAlias, ...] = ()
-
-    @property
-    def source_alias_ids(self) -> list[int | None]:
-        """The ids of the aliases it was emitted through; ``[None]`` when emitted directly."""
-        return [alias.pk for alias in self.source_aliases] or [None]
 
     @property
     def asset(self) -> Asset:
@@ -234,17 +238,20 @@ def asset_changes_register(
         _skipped_warn(task_instance, skipped)
 
         now = timezone.now()  # after any wait on concurrent inserts above
-        emitted = _events_insert(  # 6, with 5 and 7 on PostgreSQL
+        queue = consumers_queue_steps(  # 8
+            sql,
+            emissions=_emissions((p.asset, p.aliases, p.partition_key) for p in planned),
+            now=now,
+        )
+        emitted, queued = _events_insert(  # 6, with 5, 7 and 8 on PostgreSQL
             cursor,
             sql,
             planned=planned,
             task_instance=task_instance,
             now=now,
             along=_alias_asset_links_insert(sql, planned=planned),  # 5
+            queue=queue,
         )
-        if not sql.postgresql:
-            _alias_event_links_insert(cursor, sql, emitted=emitted)  # 7
-        queued = asset_event_consumers_queue(events=emitted, now=now)  # 8
         if emitted:
             transaction.on_commit(partial(asset_changes_notify, events=emitted), robust=True)
 
@@ -528,73 +535,46 @@ def _events_insert(
     task_instance: TaskInstance,
     now: datetime,
     along: Statement | None = None,
-) -> list[EmittedEvent]:
-    """Statement 6: insert every event and return them saved, each with its exact new id.
+    queue: Steps | None = None,
+) -> tuple[list[EmittedEvent], list[tuple[int, str]]]:
+    """Statement 6: insert every event and return them saved, each with its exact new id, and
+    queue their consumers (``queue``, statement 8): the events and the queued pairs.
 
-    PostgreSQL: a CTE draws one id per planned event from the table's sequence (``nextval``
-    makes it volatile, so it is evaluated once), the insert uses those ids, and the statement
-    returns ``(n, id)`` pairs from the CTE: no reliance on insert or ``RETURNING`` order. The
-    same statement links the events to their aliases (statement 7: the ids are known in the
-    CTE) and runs ``along`` (statement 5) as one more CTE. SQLite: writers are serialized and
+    PostgreSQL: one statement (:func:`_events_steps`) that also runs ``along`` (statement 5),
+    links the events to their aliases (7) and upserts the queue rows (8); it returns the
+    events' ids and then the queued pairs. SQLite: writers are serialized and
     ``AUTOINCREMENT`` hands out ids in insert order, which ``ORDER BY r.n`` fixes, so the
-    sorted new ids are the plan's; ``along`` runs first, statement 7 after. Either way the
-    asset of each new row is checked against the plan.
+    sorted new ids are the plan's; ``along`` runs first, statements 7 and 8 after. Either way
+    the asset of each new row is checked against the plan.
     """
     if not planned:
-        return []
-    source = {
-        field: getattr(task_instance, field.removeprefix("source_"))
-        for field in _EVENT_SOURCE_FIELDS
-    }
-    target = columns(AssetEvent, *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp")
-    row_set = sql.rows(AssetEvent, _EVENT_ROW_FIELDS, n="integer")
-    values = "r.asset_id, r.extra, r.partition_key, %s, %s, %s, %s, %s"
-    constants = [*source.values(), sql.datetime(now)]
+        return [], []
+    source = [getattr(task_instance, f.removeprefix("source_")) for f in _EVENT_SOURCE_FIELDS]
+    constants = [*source, sql.datetime(now)]
     planned_rows = sql.json(
         {"n": n, "asset_id": p.asset.pk, "extra": p.extra, "partition_key": p.partition_key}
         for n, p in enumerate(planned)
     )
     if sql.postgresql:
-        links = sorted((n, alias.pk) for n, p in enumerate(planned) for alias in p.aliases)
-        link_columns = columns(AssetAliasAssetEvent, "event", "alias")
-        link_rows = sql.rows(AssetAliasAssetEvent, ["alias"], n="integer")
-        linked = f"""
-            , linked AS (
-                INSERT INTO {table(AssetAliasAssetEvent)} ({link_columns})
-                SELECT r.id, l.alias_id FROM r JOIN (SELECT * FROM {link_rows}) l ON l.n = r.n
-                ORDER BY r.id, l.alias_id
-            )
-            """  # noqa: S608 - names from the models, values bound as parameters
-        statement = Statement(
-            f"""
-            WITH r AS (SELECT r.*, {sql.next_ids(AssetEvent)} AS id FROM {row_set}),
-            inserted AS (
-                INSERT INTO {table(AssetEvent)} ({columns(AssetEvent, "id")}, {target})
-                SELECT r.id, {values} FROM r ORDER BY r.n
-            ) {linked if links else ""}
-            SELECT r.n, r.id, r.asset_id FROM r
-            """,  # noqa: S608 - names from the models, values bound as parameters
-            [
-                planned_rows,
-                *constants,
-                *([sql.json({"n": n, "alias_id": a} for n, a in links)] if links else []),
-            ],
-        )
+        statement = _events_steps(
+            sql, planned=planned, rows=[planned_rows, *constants], along=along, queue=queue
+        ).statement()
+        sql.execute(cursor, statement.text, statement.params)
+        rows = cursor.fetchall()
+        new = sorted((n, pk, asset_id) for n, pk, asset_id, _ in rows if n is not None)
+        queued = sorted((asset_id, dag_id) for n, _, asset_id, dag_id in rows if n is None)
     else:
         statement = Statement(
             f"""
-            INSERT INTO {table(AssetEvent)} ({target})
-            SELECT {values} FROM {row_set} ORDER BY r.n
+            INSERT INTO {table(AssetEvent)} ({_event_columns()})
+            SELECT {_EVENT_VALUES} FROM {_event_rows(sql)} ORDER BY r.n
             RETURNING id, id, asset_id
             """,  # noqa: S608 - names from the models, values bound as parameters
             [*constants, planned_rows],
         )
-    sql.execute_all(cursor, [along, statement])
-    rows = cursor.fetchall()
-    if sql.postgresql:
-        new = sorted((n, pk, asset_id) for n, pk, asset_id in rows)
-    else:  # ids in plan order: the n-th smallest id is the n-th planned event
-        new = [(n, pk, asset_id) for n, (pk, _, asset_id) in enumerate(sorted(rows))]
+        sql.execute_all(cursor, [along, statement])
+        # ids in plan order: the n-th smallest id is the n-th planned event
+        new = [(n, pk, asset_id) for n, (pk, _, asset_id) in enumerate(sorted(cursor.fetchall()))]
     if [(n, asset_id) for n, _, asset_id in new] != [
         (n, p.asset.pk) for n, p in enumerate(planned)
     ]:
@@ -603,7 +583,7 @@ def _events_insert(
         AssetEvent,
         ("id", *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp"),
         (
-            (pk, p.asset.pk, p.extra, p.partition_key, *source.values(), now)
+            (pk, p.asset.pk, p.extra, p.partition_key, *source, now)
             for (_, pk, _), p in zip(new, planned, strict=True)
         ),
         from_database=False,
@@ -612,7 +592,88 @@ def _events_insert(
     for event, p in zip(events, planned, strict=True):
         event.asset = p.asset
         emitted.append(EmittedEvent(event=event, source_aliases=p.aliases))
-    return emitted
+    if not sql.postgresql:
+        _alias_event_links_insert(cursor, sql, emitted=emitted)  # 7
+        queued = consumers_queue_run(sql, queue)  # 8
+    return emitted, queued
+
+
+_EVENT_VALUES = "r.asset_id, r.extra, r.partition_key, %s, %s, %s, %s, %s"
+
+
+def _event_columns() -> str:
+    """The columns :data:`_EVENT_VALUES` fill."""
+    return columns(AssetEvent, *_EVENT_ROW_FIELDS, *_EVENT_SOURCE_FIELDS, "timestamp")
+
+
+def _event_rows(sql: Dialect) -> str:
+    return sql.rows(AssetEvent, _EVENT_ROW_FIELDS, n="integer")
+
+
+def _events_steps(
+    sql: Dialect,
+    *,
+    planned: Sequence[_PlannedEvent],
+    rows: Sequence[Any],
+    along: Statement | None,
+    queue: Steps | None,
+) -> Steps:
+    """Statements 5 to 8 as one PostgreSQL statement, in steps. ``r`` draws one id per planned
+    event from the table's sequence (``nextval`` makes it volatile, so the step is evaluated
+    once), ``inserted`` uses those ids, and the statement returns ``(n, id, asset_id, NULL)``
+    from ``r`` (no reliance on insert or ``RETURNING`` order); ``linked`` links the events to
+    their aliases (the ids are known in ``r``); the queue's steps follow, and its queued pairs
+    come back as ``(NULL, NULL, asset_id, dag_id)``. ``rows``: the planned rows' JSON and the
+    constants of :data:`_EVENT_VALUES`."""
+    steps: list[tuple[str, Statement]] = [] if along is None else [("alias_links", along)]
+    steps += [
+        (
+            "r",
+            Statement(
+                f"SELECT r.*, {sql.next_ids(AssetEvent)} AS id FROM {_event_rows(sql)}",  # noqa: S608 - names from the models, values bound as parameters
+                rows[:1],
+            ),
+        ),
+        (
+            "inserted",
+            Statement(
+                f"""
+                INSERT INTO {table(AssetEvent)} ({columns(AssetEvent, "id")}, {_event_columns()})
+                SELECT r.id, {_EVENT_VALUES} FROM r ORDER BY r.n
+                """,  # noqa: S608 - names from the models, values bound as parameters
+                rows[1:],
+            ),
+        ),
+    ]
+    links = sorted((n, alias.pk) for n, p in enumerate(planned) for alias in p.aliases)
+    if links:
+        link_rows = sql.rows(AssetAliasAssetEvent, ["alias"], n="integer")
+        link = Statement(
+            f"""
+            INSERT INTO {table(AssetAliasAssetEvent)}
+                ({columns(AssetAliasAssetEvent, "event", "alias")})
+            SELECT r.id, l.alias_id FROM r JOIN (SELECT * FROM {link_rows}) l ON l.n = r.n
+            ORDER BY r.id, l.alias_id
+            """,  # noqa: S608 - names from the models, values bound as parameters
+            [sql.json({"n": n, "alias_id": a} for n, a in links)],
+        )
+        steps.append(("linked", link))
+    events = Steps(
+        steps=tuple(steps), last=Statement("SELECT r.n, r.id, r.asset_id, NULL FROM r", [])
+    )
+    if queue is None:
+        return events
+    return events.then(
+        queue,
+        last=Statement(
+            f"""
+            {events.last.text}
+            UNION ALL
+            SELECT NULL, NULL, q.asset_id, q.target_dag_id FROM ({queue.last.text}) q
+            """,  # noqa: S608 - names from the models, values bound as parameters
+            queue.last.params,
+        ),
+    )
 
 
 def _alias_event_links_insert(
@@ -646,19 +707,31 @@ def asset_event_consumers_queue(
     statement); the queued ``(asset_id, dag_id)`` pairs. Call it inside the transaction that
     inserted ``events``."""
     return consumers_queue(
-        emissions=[
-            Emission(
-                asset_id=e.asset.pk,
-                alias_id=alias_id,
-                name=e.asset.name,
-                uri=e.asset.uri,
-                partition_key=e.event.partition_key,
-            )
-            for e in events
-            for alias_id in e.source_alias_ids
-        ],
+        emissions=_emissions((e.asset, e.source_aliases, e.event.partition_key) for e in events),
         now=now,
     )
+
+
+def _emissions(
+    events: Iterable[tuple[Asset, Sequence[AssetAlias], str | None]],
+) -> list[Emission]:
+    """What :mod:`consumption` needs of events: (asset, source aliases, partition key) each."""
+    return [
+        Emission(
+            asset_id=asset.pk,
+            alias_id=alias_id,
+            name=asset.name,
+            uri=asset.uri,
+            partition_key=partition_key,
+        )
+        for asset, aliases, partition_key in events
+        for alias_id in _source_alias_ids(aliases)
+    ]
+
+
+def _source_alias_ids(aliases: Sequence[AssetAlias]) -> list[int | None]:
+    """The ids of the aliases an event was emitted through; ``[None]`` when emitted directly."""
+    return [alias.pk for alias in aliases] or [None]
 
 
 def asset_changes_notify(*, events: Sequence[EmittedEvent]) -> None:

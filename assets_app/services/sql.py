@@ -97,6 +97,36 @@ class Statement:
     params: Sequence[Any]
 
 
+@dataclass(frozen=True)
+class Steps:
+    """A statement written as named steps and a last part, ``WITH n1 AS (…), n2 AS (…) last``,
+    so that statements join into one (:meth:`then`).
+
+    PostgreSQL refuses a data-modifying ``WITH`` inside another statement's step, so two such
+    statements cannot nest: joined, their steps stand side by side at the top level, and the
+    caller writes the last part over their names (the steps' names must differ). A step's and
+    the last part's parameters follow in the order of the text.
+    """
+
+    steps: tuple[tuple[str, Statement], ...]
+    last: Statement
+
+    def then(self, other: Steps, last: Statement) -> Steps:
+        """``self``'s steps, then ``other``'s, and ``last`` over them (PostgreSQL: the steps
+        all see the same snapshot, as in :meth:`Dialect.execute_all`)."""
+        names = [name for name, _ in (*self.steps, *other.steps)]
+        if len(set(names)) != len(names):
+            raise ValueError(f"steps of joined statements share a name: {names}")
+        return Steps(steps=(*self.steps, *other.steps), last=last)
+
+    def statement(self) -> Statement:
+        """The one statement (a plain one when there is no step)."""
+        steps = ", ".join(f"{name} AS ({' '.join(st.text.split())})" for name, st in self.steps)
+        text = " ".join(self.last.text.split())
+        params = [param for _, st in self.steps for param in st.params]
+        return Statement(f"WITH {steps} {text}" if steps else text, [*params, *self.last.params])
+
+
 def _as_one(statements: Sequence[Statement]) -> Statement:
     """All but the last statement as data-modifying CTEs of the last (PostgreSQL)."""
     *first, last = statements

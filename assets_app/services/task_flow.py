@@ -59,7 +59,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
-from assets_app.services.sql import Dialect, column, model_rows_insert, table
+from assets_app.services.sql import Dialect, Statement, column, model_rows_insert, of, table
 from assets_app.trigger_rules import (
     DEFAULT_TRIGGER_RULE,
     Decision,
@@ -321,26 +321,64 @@ def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool
     spent more time building it than PostgreSQL spends running it, on every finished task
     instance).
     """
+    statement = _settle(
+        runs=f"%s AND {column(DagRun, 'state')} = %s",
+        runs_params=[dag_run_id, DagRunState.RUNNING.value],
+        task_instances=_run_task_instances(),
+        task_instances_params=[dag_run_id],
+        end_date=end_date or timezone.now(),
+    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            _settle_sql(),
-            [
-                dag_run_id,
-                *(state.value for state in FAILED_TI_STATES),
-                False,  # a task instance of a task that others depend on is no leaf
-                DagRunState.FAILED.value,
-                DagRunState.SUCCESS.value,
-                connection.ops.adapt_datetimefield_value(end_date or timezone.now()),
-                dag_run_id,
-                DagRunState.RUNNING.value,
-                dag_run_id,
-                *(state.value for state in FINISHED_TI_STATES),
-            ],
-        )
+        cursor.execute(statement.text, statement.params)
         settled = cursor.rowcount
     if settled:
-        logger.info("DAG run %s finished", dag_run_id)
+        dag_run_ended(dag_run_id)
     return bool(settled)
+
+
+def dag_run_ended(dag_run_id: int) -> None:
+    """Say that a settle ended the run (this one or :func:`dag_run_settle_step`)."""
+    logger.info("DAG run %s finished", dag_run_id)
+
+
+def dag_run_settle_step(*, finished: str, end_date: datetime) -> Statement:
+    """:func:`dag_run_settle` as a step of the PostgreSQL statement that finishes a task
+    instance: ``finished`` names the step returning it as it is now (``id``, ``dag_run_id``,
+    ``dag_id``, ``task_id``, ``state``, ``has_downstream``); the step returns the id of the
+    run it ended.
+
+    The statement's snapshot still sees that task instance unfinished, so its new state comes
+    from ``finished`` and the others from the table. The run ends here only if the task has
+    no downstreams (else the hand-over decides the rest), every other task instance of the
+    run is finished, and no other transaction holds the run's row (``SKIP LOCKED``: a clear
+    holding the run and waiting for this task instance would deadlock with it). Otherwise
+    nothing happens, and the caller settles after the commit (:func:`dag_run_settle`), as the
+    concurrency argument there needs.
+    """
+    run_id, run_state = column(DagRun, "id"), column(DagRun, "state")
+    f, ti = of("f", TaskInstance), of("ti", TaskInstance)
+    return _settle(
+        runs=f"""(
+            SELECT r.{run_id} FROM {table(DagRun)} r, {finished} f
+            WHERE r.{run_id} = {f("dag_run")} AND NOT {f("has_downstream")}
+            AND r.{run_state} = %s
+            FOR UPDATE OF r SKIP LOCKED
+        )""",  # noqa: S608 - names from the models, values bound as parameters
+        runs_params=[DagRunState.RUNNING.value],
+        task_instances=" ".join(
+            f"""
+            SELECT {f("state")} AS state, {f("dag_id")} AS dag_id, {f("task_id")} AS task_id
+            FROM {finished} f
+            UNION ALL
+            SELECT {ti("state")}, {ti("dag_id")}, {ti("task_id")}
+            FROM {table(TaskInstance)} ti, {finished} f
+            WHERE {ti("dag_run")} = {f("dag_run")} AND {ti("id")} <> {f("id")}
+            """.split()  # noqa: S608 - names from the models, values bound as parameters
+        ),
+        task_instances_params=[],
+        end_date=end_date,
+        returning=f" RETURNING {run_id}",
+    )
 
 
 def dag_runs_settle_finished(*, end_date: datetime | None = None) -> int:
@@ -358,33 +396,71 @@ def dag_runs_settle_finished(*, end_date: datetime | None = None) -> int:
 
 
 @functools.cache
-def _settle_sql() -> str:
-    run_table, ti_table, task_table = table(DagRun), table(TaskInstance), table(DagTask)
-    run_id, run_state, run_end = (column(DagRun, f) for f in ("id", "state", "end_date"))
-    ti_run, ti_state, ti_dag, ti_task = (
-        column(TaskInstance, f) for f in ("dag_run", "state", "dag_id", "task_id")
+def _run_task_instances() -> str:
+    """The task instances of the run given as the one parameter, as :func:`_settle` reads
+    them."""
+    ti = of(table(TaskInstance), TaskInstance)
+    return (
+        f"SELECT {ti('state')} AS state, {ti('dag_id')} AS dag_id, {ti('task_id')} AS task_id "  # noqa: S608 - names from the models, values bound as parameters
+        f"FROM {table(TaskInstance)} WHERE {ti('dag_run')} = %s"
     )
+
+
+def _settle(
+    *,
+    runs: str,
+    runs_params: Sequence[Any],
+    task_instances: str,
+    task_instances_params: Sequence[Any],
+    end_date: datetime,
+    returning: str = "",
+) -> Statement:
+    """The settle ``UPDATE``, written once: the run ``runs`` selects ends if none of the task
+    instances ``task_instances`` selects (``state``, ``dag_id``, ``task_id``) is unfinished;
+    ``failed`` if one of a leaf (of a task no other depends on, or of no declared task) is
+    ``failed`` or ``upstream_failed``, else ``success``."""
+    failed = sorted(state.value for state in FAILED_TI_STATES)
+    finished = sorted(state.value for state in FINISHED_TI_STATES)
+    return Statement(
+        _settle_sql(runs, task_instances, len(failed), len(finished)) + returning,
+        [
+            *task_instances_params,
+            *failed,
+            False,  # a task instance of a task that others depend on is no leaf
+            DagRunState.FAILED.value,
+            DagRunState.SUCCESS.value,
+            connection.ops.adapt_datetimefield_value(end_date),
+            *runs_params,
+            *task_instances_params,
+            *finished,
+        ],
+    )
+
+
+@functools.cache
+def _settle_sql(runs: str, task_instances: str, failed: int, finished: int) -> str:
+    run_id, run_state, run_end = (column(DagRun, f) for f in ("id", "state", "end_date"))
     t_dag, t_task, t_leaf = (column(DagTask, f) for f in ("dag", "task_id", "is_leaf"))
 
-    def placeholders(values: Collection[str]) -> str:
-        return ", ".join(["%s"] * len(values))
+    def placeholders(count: int) -> str:
+        return ", ".join(["%s"] * count)
 
     return " ".join(
         f"""
-        UPDATE {run_table} SET
+        UPDATE {table(DagRun)} SET
             {run_state} = CASE WHEN EXISTS (
-                SELECT 1 FROM {ti_table} ti WHERE ti.{ti_run} = %s
-                AND ti.{ti_state} IN ({placeholders(FAILED_TI_STATES)})
+                SELECT 1 FROM ({task_instances}) ti
+                WHERE ti.state IN ({placeholders(failed)})
                 AND NOT EXISTS (
-                    SELECT 1 FROM {task_table} t WHERE t.{t_dag} = ti.{ti_dag}
-                    AND t.{t_task} = ti.{ti_task} AND t.{t_leaf} = %s
+                    SELECT 1 FROM {table(DagTask)} t WHERE t.{t_dag} = ti.dag_id
+                    AND t.{t_task} = ti.task_id AND t.{t_leaf} = %s
                 )
             ) THEN %s ELSE %s END,
             {run_end} = %s
-        WHERE {run_id} = %s AND {run_state} = %s
+        WHERE {run_id} = {runs}
         AND NOT EXISTS (
-            SELECT 1 FROM {ti_table} WHERE {ti_run} = %s
-            AND ({ti_state} IS NULL OR {ti_state} NOT IN ({placeholders(FINISHED_TI_STATES)}))
+            SELECT 1 FROM ({task_instances}) ti
+            WHERE ti.state IS NULL OR ti.state NOT IN ({placeholders(finished)})
         )
         """.split()  # noqa: S608 - names from the models, values bound as parameters
     )

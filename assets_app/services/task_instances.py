@@ -45,7 +45,12 @@ from assets_app.models import (
 )
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 from assets_app.services.sql import Dialect, column, columns, model_from_row, table
-from assets_app.services.task_flow import dag_run_progress, dag_run_start
+from assets_app.services.task_flow import (
+    dag_run_ended,
+    dag_run_progress,
+    dag_run_settle_step,
+    dag_run_start,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -285,16 +290,18 @@ def _finish(
     more query tells an unknown id (404), a retried report (``UNCHANGED``) and a task instance
     in another state (409) apart.
 
-    The ``UPDATE`` also returns whether the task has downstreams. Then, after the commit, the
-    run moves on (``task_flow.dag_run_progress``: its ready downstreams ``scheduled`` and the
-    workers woken — the hand-over —, and the run settled when nothing is left; see
-    ``task_flow`` for why after the commit makes two upstreams finishing at once hand over
-    exactly once). A retried report does it again, so a process that died between the two
-    leaves nothing waiting; the scheduler's passes sweep any other.
+    The ``UPDATE`` also returns whether the task has downstreams. On PostgreSQL the same
+    statement ends the run when this was its last unfinished task instance and a leaf
+    (``task_flow.dag_run_settle_step``: a one-task run's success is one statement). Otherwise,
+    after the commit, the run moves on (``task_flow.dag_run_progress``: its ready downstreams
+    ``scheduled`` and the workers woken — the hand-over —, and the run settled when nothing
+    is left; see ``task_flow`` for why after the commit makes two upstreams finishing at once
+    hand over exactly once). A retried report does it again, so a process that died between
+    the two leaves nothing waiting; the scheduler's passes sweep any other.
     """
     registers = isinstance(payload, SuccessPayload) and bool(payload.task_outlets)
     with transaction.atomic() if registers else contextlib.nullcontext():
-        finished, has_downstream = _finish_update(task_instance_id, payload)
+        finished, has_downstream, settled = _finish_update(task_instance_id, payload)
         if finished is None:
             dag_run_id = _finish_refused(task_instance_id, payload.state)
             has_downstream = True  # a retried report: hand over again (it may have died before)
@@ -303,7 +310,10 @@ def _finish(
             if registers:
                 assert isinstance(payload, SuccessPayload)  # noqa: S101 - narrows the type for mypy
                 _register_asset_changes(finished, payload)
-    dag_run_progress(dag_run_id=dag_run_id, has_downstream=has_downstream)
+    if settled:
+        dag_run_ended(dag_run_id)
+    else:
+        dag_run_progress(dag_run_id=dag_run_id, has_downstream=has_downstream)
     if finished is None:
         return _unchanged(task_instance_id, payload.state)
     logger.debug("task instance %s moved to %s", task_instance_id, payload.state)
@@ -313,6 +323,7 @@ def _finish(
 #: what the finishing ``UPDATE`` returns: what registration and the run's settling read
 _FINISH_RETURNING = (
     "id",
+    "state",
     "dag_id",
     "task_id",
     "run_id",
@@ -325,17 +336,18 @@ _FINISH_RETURNING = (
 
 def _finish_update(
     task_instance_id: uuid.UUID | str, payload: SuccessPayload | TerminalPayload
-) -> tuple[TaskInstance | None, bool]:
+) -> tuple[TaskInstance | None, bool, bool]:
     """The finishing ``UPDATE``: the task instance as it is now (``None`` if it was not
-    running) and whether its task has downstreams."""
+    running), whether its task has downstreams and whether the statement ended the run."""
     sql = Dialect.current()
     sets_rendered_map_index = payload.rendered_map_index is not KEEP
     end_date = sql.datetime(payload.end_date)
     params: list[Any] = [payload.state.value, end_date, end_date]
     if sets_rendered_map_index:
         params.append(payload.rendered_map_index)
+    now = timezone.now()
     params += [
-        sql.datetime(timezone.now()),
+        sql.datetime(now),
         TaskInstance._meta.pk.get_db_prep_value(task_instance_id, connection),
         TaskInstanceState.RUNNING.value,
     ]
@@ -344,13 +356,24 @@ def _finish_update(
         clears_next=isinstance(payload, SuccessPayload),
         sets_rendered_map_index=sets_rendered_map_index,
     )
+    if sql.postgresql:
+        settle = dag_run_settle_step(finished=_FINISHED_STEP, end_date=now)
+        statement = (
+            f"WITH {_FINISHED_STEP} AS ({statement}), settled AS ({settle.text}) "  # noqa: S608 - names from the models, values bound as parameters
+            f"SELECT {_FINISHED_STEP}.*, EXISTS (SELECT 1 FROM settled) FROM {_FINISHED_STEP}"
+        )
+        params += settle.params
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
-        return None, False
-    finished = model_from_row(TaskInstance, _FINISH_RETURNING, row)
-    return finished, finished.has_downstream
+        return None, False, False
+    settled = bool(row[len(_FINISH_RETURNING)]) if sql.postgresql else False
+    finished = model_from_row(TaskInstance, _FINISH_RETURNING, row[: len(_FINISH_RETURNING)])
+    return finished, finished.has_downstream, settled
+
+
+_FINISHED_STEP = "finished"
 
 
 @functools.cache

@@ -63,7 +63,7 @@ def test_a_runner_finishing_while_the_run_is_marked_waits_and_is_refused(
 
     # when: the runner's finishing UPDATE meets the locked task instance, it waits ...
     try:
-        assert await_lock_wait(query_like="UPDATE %task_instance%") == 1
+        assert await_lock_wait(query_like="%UPDATE task_instance%") == 1
     finally:
         release.set()
         marker.join(timeout=30)

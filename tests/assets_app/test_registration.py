@@ -732,11 +732,13 @@ if connection.vendor == "postgresql":  # independent writes go as one statement
         "INSERT asset + INSERT asset_alias",  # 1 and 2
         "SELECT asset",
         "SELECT asset_alias",
-        "INSERT asset_alias_asset + INSERT asset_event + INSERT asset_alias_asset_event",  # 5-7
-        "INSERT asset_dag_run_queue",
+        "INSERT asset_alias_asset + INSERT asset_event + INSERT asset_alias_asset_event"
+        " + INSERT asset_dag_run_queue",  # 5-8
     ]
 #: declared assets, no alias: the steps with rows
 DECLARED_ASSETS_PLAN = ["SELECT asset", "INSERT asset_event", "INSERT asset_dag_run_queue"]
+if connection.vendor == "postgresql":
+    DECLARED_ASSETS_PLAN = ["SELECT asset", "INSERT asset_event + INSERT asset_dag_run_queue"]
 
 
 def declared_assets(count: int) -> tuple[list[OutletProfile], list[AssetOutletEvent]]:

@@ -21,7 +21,7 @@ from assets_app.models import (
     TaskInstance,
 )
 from tests.executionapi.conftest import client_for, state_url, wire_sample
-from tests.factories import TaskInstanceFactory
+from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -704,7 +704,7 @@ def _count_success_queries(declare, make_ti, bodies: list[dict]) -> list[int]:
     declare(QUERY_COUNT_MANIFEST.format(outlets=outlets))
     counts = []
     for body in bodies:
-        ti = make_ti()
+        ti = make_ti(dag_run=DagRunFactory(dag=DagFactory(dag_id="producer"), state="running"))
         client = client_for(ti)
         with CaptureQueriesContext(connection) as queries:
             response = client.patch(state_url(ti), body, format="json")
@@ -722,9 +722,10 @@ def test_success_statements_are_bounded_whatever_the_payload(declare, make_ti):
     #   with rows to read or write: declared assets run 3 (SELECT declared active assets,
     #   INSERT events, upsert the queue rows of the live consumers); alias events run all 8
     #   (also INSERT alias targets, INSERT aliases, SELECT aliases, INSERT alias↔asset links,
-    #   INSERT alias↔event links), which PostgreSQL receives as 5 (the two first inserts as
-    #   one statement, the last three inserts as one);
-    #   after the commit, the run's settle.
+    #   INSERT alias↔event links), which PostgreSQL receives as 2 and 4 (the two first inserts
+    #   as one statement, the events and everything written with them as one);
+    #   after the commit, the run's settle; on PostgreSQL the finishing UPDATE settles the run
+    #   of a last leaf itself.
     counts = _count_success_queries(
         declare,
         make_ti,
@@ -732,13 +733,15 @@ def test_success_statements_are_bounded_whatever_the_payload(declare, make_ti):
     )
 
     assert AssetEvent.objects.count() == 1 + 100 + 1000 + 1
-    alias_plan = 5 if connection.vendor == "postgresql" else 8
-    assert counts == [2 + 1 + 3 + 1] * 2 + [2 + 1 + alias_plan + 1] * 2, counts
+    if connection.vendor == "postgresql":
+        assert counts == [2 + 1 + 2] * 2 + [2 + 1 + 4] * 2, counts
+    else:
+        assert counts == [2 + 1 + 3 + 1] * 2 + [2 + 1 + 8 + 1] * 2, counts
 
 
-def test_success_without_outlets_is_the_floor_of_two_statements(make_ti):
-    # given: a running task that declares no outlet
-    ti = make_ti()
+def test_success_without_outlets_is_the_floor_of_one_or_two_statements(make_ti):
+    # given: the one running task, declaring no outlet, of a running run
+    ti = make_ti(dag_run=DagRunFactory(dag=DagFactory(dag_id="producer"), state="running"))
     client = client_for(ti)
 
     # when
@@ -746,13 +749,20 @@ def test_success_without_outlets_is_the_floor_of_two_statements(make_ti):
         response = client.patch(state_url(ti), _success(), format="json")
 
     # then: no transaction (nothing to register): the UPDATE … RETURNING that checks, locks
-    # and finishes the TI commits by itself, then the run settles
+    # and finishes the TI commits by itself, then the run settles; on PostgreSQL the same
+    # statement settles the run (the one-task run's last leaf)
     assert response.status_code == 204, response.content
     sqls = [query["sql"].replace('"', "") for query in queries.captured_queries]
-    assert len(sqls) == 2, sqls
-    assert sqls[0].startswith("UPDATE task_instance SET state = "), sqls[0]
+    if connection.vendor == "postgresql":
+        assert len(sqls) == 1, sqls
+        assert sqls[0].startswith("WITH finished AS (UPDATE task_instance SET state = "), sqls[0]
+        assert ", settled AS (UPDATE dag_run SET " in sqls[0], sqls[0]
+    else:
+        assert len(sqls) == 2, sqls
+        assert sqls[0].startswith("UPDATE task_instance SET state = "), sqls[0]
+        assert sqls[1].startswith("UPDATE dag_run"), sqls[1]
     assert " RETURNING " in sqls[0], sqls[0]
-    assert sqls[1].startswith("UPDATE dag_run"), sqls[1]
+    assert TaskInstance.objects.get(pk=ti.pk).dag_run.state == "success"
 
 
 @pytest.mark.parametrize("body", [_success(), {"state": "failed", "end_date": END}])
@@ -767,7 +777,7 @@ def test_finishing_checks_locks_and_writes_in_one_update(make_ti, body):
 
     # then: by primary key and the running state, no SELECT first; duration exact to the µs
     assert response.status_code == 204, response.content
-    update = queries.captured_queries[0]["sql"].replace('"', "")
+    update = queries.captured_queries[0]["sql"].replace('"', "").removeprefix("WITH finished AS (")
     assert update.startswith("UPDATE task_instance SET "), update
     assert " WHERE id = " in update, update
     assert " AND state = " in update, update
