@@ -817,3 +817,48 @@ def test_no_statement_without_declared_outlets(ti):
     events = [asset_event("a", "s3://a"), alias_event("al", "n", "s3://n")]
 
     assert count_statements(ti, [], events) == []
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
+def test_existence_checks_probe_the_index_whatever_the_statistics(ti):
+    # given: targets and links already stored, and statistics that count a tenth of their rows
+    # (as when the tables grew faster than autovacuum analysed them: bench_http's alias1000)
+    outlets, events = alias_to_new_assets(1000)
+    register(ti, outlets, events)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE asset, asset_alias_asset")
+        cursor.execute(
+            "UPDATE pg_class SET reltuples = reltuples / 10"
+            " WHERE relname IN ('asset', 'asset_alias_asset')"
+        )
+
+    # when: the same targets again, every statement explained as it runs
+    with connection.cursor() as cursor:
+        cursor.execute("LOAD 'auto_explain'")
+        cursor.execute("SET LOCAL auto_explain.log_min_duration = 0")
+        cursor.execute("SET LOCAL auto_explain.log_level = notice")
+        cursor.execute("SET LOCAL client_min_messages = notice")
+    plans: list[str] = []
+
+    def keep(notice: Any) -> None:
+        plans.append(notice.message_primary)
+
+    connection.connection.add_notice_handler(keep)
+    try:
+        register(TaskInstanceFactory(dag_run=ti.dag_run, task_id="again"), outlets, events)
+    finally:
+        connection.connection.remove_notice_handler(keep)
+
+    # then: no anti-join over a whole table: each target, alias and link is one index probe
+    writes = [
+        plan for plan in plans if "INSERT INTO asset " in plan or "asset_alias_asset " in plan
+    ]
+    assert len(writes) == 2, [plan[:300] for plan in plans]
+    plan = "\n".join(
+        line for plan in writes for line in plan.splitlines() if "Query Text" not in line
+    )
+    assert "Anti Join" not in plan, plan
+    assert "Seq Scan on asset " not in plan, plan
+    assert "Seq Scan on asset_alias_asset " not in plan, plan
+    assert re.search(r"Index (Only )?Scan using \w+ on asset ", plan), plan
+    assert re.search(r"Index (Only )?Scan using \w+ on asset_alias_asset ", plan), plan
