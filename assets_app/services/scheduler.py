@@ -102,7 +102,7 @@ from assets_app.services.consumption import (
     unconsumed_event_ids,
 )
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
-from assets_app.services.sql import Dialect, of, table
+from assets_app.services.sql import Dialect, model_rows_insert, of, table
 from assets_app.services.task_flow import DagRoom, RunSpec, dag_runs_insert
 
 logger = logging.getLogger(__name__)
@@ -533,13 +533,13 @@ def _runs_insert(
         ],
         rooms=rooms,
     )
-    DagRunAssetEvent.objects.bulk_create(
-        [
-            DagRunAssetEvent(dag_run_id=new.dag_run_pk, event_id=event_id)
-            for run, new in zip(runs, created, strict=True)
-            for event_id in run.event_ids
-        ]
-    )
+    consumed = [
+        {"dag_run": new.dag_run_pk, "event": event_id}
+        for run, new in zip(runs, created, strict=True)
+        for event_id in run.event_ids
+    ]
+    if consumed:  # a row set, as the runs: no model instance per row (bulk_create)
+        model_rows_insert(DagRunAssetEvent, consumed)
     by_dag: dict[str, list[AssetTriggeredRun]] = {}
     for run, new in zip(runs, created, strict=True):
         by_dag.setdefault(run.dag_id, []).append(
