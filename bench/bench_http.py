@@ -15,10 +15,10 @@ example DAGs plus the benchmark's, and starts gunicorn (``devtools.processes``; 
 ``--workers`` processes x ``--threads`` threads, default one worker x 8) with production
 settings (``bench.settings``: DEBUG off, INFO logging, persistent connections with health
 checks) plus statement counting. Then, per scenario, it creates one running task instance per
-request and sends their success ``PATCH /execution/task-instances/{id}/state`` bodies, in the
-real task SDK's wire format, from ``--clients`` concurrent keep-alive HTTP clients: first
-``--warmup`` requests, then the measured ``--requests``. The database is dropped at the end,
-also on Ctrl-C.
+request, runs ``ANALYZE`` (what autovacuum would have done on a live system) and sends their
+success ``PATCH /execution/task-instances/{id}/state`` bodies, in the real task SDK's wire
+format, from ``--clients`` concurrent keep-alive HTTP clients: first ``--warmup`` requests,
+then the measured ``--requests``. The database is dropped at the end, also on Ctrl-C.
 
 Scenarios (``--scenarios``, default all but ``alias-shared``):
 
