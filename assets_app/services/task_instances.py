@@ -44,7 +44,15 @@ from assets_app.models import (
     TaskReschedule,
 )
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
-from assets_app.services.sql import Dialect, column, columns, model_from_row, table
+from assets_app.services.sql import (
+    Dialect,
+    Statement,
+    Steps,
+    column,
+    columns,
+    model_from_row,
+    table,
+)
 from assets_app.services.task_flow import (
     dag_run_ended,
     dag_run_progress,
@@ -357,12 +365,17 @@ def _finish_update(
         sets_rendered_map_index=sets_rendered_map_index,
     )
     if sql.postgresql:
-        settle = dag_run_settle_step(finished=_FINISHED_STEP, end_date=now)
-        statement = (
-            f"WITH {_FINISHED_STEP} AS ({statement}), settled AS ({settle.text}) "  # noqa: S608 - names from the models, values bound as parameters
-            f"SELECT {_FINISHED_STEP}.*, EXISTS (SELECT 1 FROM settled) FROM {_FINISHED_STEP}"
-        )
-        params += settle.params
+        joined = Steps(
+            steps=(
+                (_FINISHED_STEP, Statement(statement, params)),
+                ("settled", dag_run_settle_step(finished=_FINISHED_STEP, end_date=now)),
+            ),
+            last=Statement(
+                f"SELECT {_FINISHED_STEP}.*, EXISTS (SELECT 1 FROM settled) FROM {_FINISHED_STEP}",  # noqa: S608 - fixed names
+                [],
+            ),
+        ).statement()
+        statement, params = joined.text, list(joined.params)
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
