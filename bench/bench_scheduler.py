@@ -516,6 +516,52 @@ def running_task_instances(items: list[PlanItem]) -> None:
             item[2] = str(ti.pk)
 
 
+def history(count: int, *, dag_ids: list[str]) -> None:
+    """What a live registry already holds: ``count`` past events, 20 on each of ``count / 20``
+    assets no DAG schedules on, each asset's consumed by one past run of one of ``dag_ids``.
+
+    So the tables the phases grow are not empty when they start, and their statistics (taken
+    by the ``VACUUM ANALYZE`` after this) are those of a registry in use: with an empty
+    ``asset_event``, PostgreSQL plans the foreign-key check of each consumed event
+    (``dagrun_asset_event`` → ``asset_event``) as a sequential scan, and the scheduler's
+    connection keeps that plan until autovacuum analyses the table, which a phase of a minute
+    may never see.
+    """
+    now = timezone.now()
+    per_asset = 20
+    assets = Asset.objects.bulk_create(
+        [
+            Asset(name=f"bench_history_{n}", uri=f"bench://history/{n}")
+            for n in range(max(1, count // per_asset))
+        ]
+    )
+    with transaction.atomic():
+        runs = DagRun.objects.bulk_create(
+            [
+                DagRun(
+                    dag_id=dag_ids[n % len(dag_ids)],
+                    run_id=f"bench_history_{n}",
+                    run_type=DagRunType.MANUAL,
+                    state=DagRunState.SUCCESS,
+                    run_after=now,
+                    logical_date=now,
+                    start_date=now,
+                    end_date=now,
+                )
+                for n in range(len(assets))
+            ]
+        )
+        events = AssetEvent.objects.bulk_create(
+            [AssetEvent(asset=asset, timestamp=now) for asset in assets for _ in range(per_asset)]
+        )
+        DagRunAssetEvent.objects.bulk_create(
+            [
+                DagRunAssetEvent(dag_run=runs[n // per_asset], event=event)
+                for n, event in enumerate(events)
+            ]
+        )
+
+
 # --- child processes ------------------------------------------------------------------------
 
 
@@ -1157,11 +1203,13 @@ def setup(args: argparse.Namespace) -> tuple[Workload, list[list[PlanItem]]]:
             )
         )
         running_task_instances(plans[index])
+    history(args.history, dag_ids=[asset_dag(i) for i in range(args.assets)])
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     total = sum(len(items) for items in plans)
     print(
-        f"{total:,} running producer task instances created and VACUUM ANALYZE in "
+        f"{total:,} running producer task instances and {args.history:,} past events created, "
+        f"and VACUUM ANALYZE, in "
         f"{time.perf_counter() - started:.1f} s",
         flush=True,
     )
@@ -1200,6 +1248,9 @@ def main() -> None:  # noqa: C901 - the phases of the benchmark, in order
     parser.add_argument("--interval", type=float, default=1.0, help="scheduler --interval")
     parser.add_argument("--drain-timeout", type=float, default=900, help="seconds")
     parser.add_argument("--seed", type=int, default=12, help="random seed of the workload")
+    parser.add_argument(
+        "--history", type=int, default=20_000, help="past events in the database at the start"
+    )
     parser.add_argument(
         "--check-statements-log",
         type=Path,

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
 from assets_app.conditions import (
@@ -48,7 +47,7 @@ from assets_app.models import (
     DagScheduleAssetUriReference,
 )
 from assets_app.notify import QUEUE_CHANNEL, notify_sql
-from assets_app.services.sql import Dialect, Statement, Steps, columns, of, table
+from assets_app.services.sql import Dialect, Statement, Steps, columns, of, statements_cursor, table
 from task_sdk.definitions import AssetUniqueKey
 
 K = TypeVar("K")
@@ -99,7 +98,7 @@ def consumers_queue_run(sql: Dialect, steps: Steps | None) -> list[tuple[int, st
     if steps is None:
         return []
     statement = steps.statement()
-    with connection.cursor() as cursor:
+    with statements_cursor() as cursor:
         sql.execute(cursor, statement.text, statement.params)
         return sorted((asset_id, dag_id) for asset_id, dag_id, *_ in cursor.fetchall())
 
@@ -295,7 +294,7 @@ def unconsumed_event_ids(
     rows = sql.rows(dag_id="text", asset_id="bigint", alias="text", after="timestamptz")
     e, link, a = of("e", AssetEvent), of("l", AssetAliasAssetEvent), of("a", AssetAlias)
     c, d = of("c", DagRunAssetEvent), of("d", DagRun)
-    with connection.cursor() as cursor:
+    with statements_cursor() as cursor:
         sql.execute(
             cursor,
             f"""

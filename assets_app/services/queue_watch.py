@@ -9,10 +9,8 @@ from collections import deque
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from django.db import connection
-
 from assets_app.models import AssetDagRunQueue, Dag, DagRun, DagRunState
-from assets_app.services.sql import Dialect, of, table
+from assets_app.services.sql import Dialect, of, statements_cursor, table
 
 #: See :class:`QueueWatch`: how long (seconds) queue row ids below the highest one seen are
 #: still looked for, how often every waiting DAG is evaluated again, and how many per pass.
@@ -45,7 +43,7 @@ def queued_dags(dag_ids: Collection[str] | None = None) -> list[QueuedDag]:
     sql = Dialect.current()
     d, q, r = of("d", Dag), of("q", AssetDagRunQueue), of("r", DagRun)
     only = f"AND {q('target_dag')} IN (SELECT r.dag_id FROM {sql.rows(dag_id='text')})"  # noqa: S608 - names from the models, values bound as parameters
-    with connection.cursor() as cursor:
+    with statements_cursor() as cursor:
         sql.execute(
             cursor,
             f"""

@@ -69,7 +69,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
@@ -97,7 +97,15 @@ from assets_app.services.consumption import (
     consumers_queue_run,
     consumers_queue_steps,
 )
-from assets_app.services.sql import Dialect, Statement, Steps, columns, models_from_rows, table
+from assets_app.services.sql import (
+    Dialect,
+    Statement,
+    Steps,
+    columns,
+    models_from_rows,
+    statements_cursor,
+    table,
+)
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import DEFAULT_GROUP, AssetUniqueKey
 
@@ -205,7 +213,7 @@ def asset_changes_register(
     alias_names = sorted({name for group in groups for name in group.alias_names})
     sql = Dialect.current()
 
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), statements_cursor() as cursor:
         sql.execute_all(  # 1 and 2: one statement on PostgreSQL
             cursor,
             [

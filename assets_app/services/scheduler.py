@@ -84,7 +84,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 
 from assets_app.conditions import Condition, condition_is_met, condition_references
 from assets_app.exceptions import InvalidAssetExpression
@@ -102,7 +102,7 @@ from assets_app.services.consumption import (
     unconsumed_event_ids,
 )
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
-from assets_app.services.sql import Dialect, model_rows_insert, of, table
+from assets_app.services.sql import Dialect, model_rows_insert, of, statements_cursor, table
 from assets_app.services.task_flow import DagRoom, RunSpec, dag_runs_insert
 
 logger = logging.getLogger(__name__)
@@ -423,7 +423,7 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
         else "ORDER BY r.n"
     )
     lock = "FOR NO KEY UPDATE OF d SKIP LOCKED" if sql.postgresql else ""
-    with connection.cursor() as cursor:
+    with statements_cursor() as cursor:
         sql.execute(
             cursor,
             f"""

@@ -59,7 +59,15 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
-from assets_app.services.sql import Dialect, Statement, column, model_rows_insert, of, table
+from assets_app.services.sql import (
+    Dialect,
+    Statement,
+    column,
+    model_rows_insert,
+    of,
+    statements_cursor,
+    table,
+)
 from assets_app.trigger_rules import (
     DEFAULT_TRIGGER_RULE,
     Decision,
@@ -328,7 +336,7 @@ def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool
         task_instances_params=[dag_run_id],
         end_date=end_date or timezone.now(),
     )
-    with connection.cursor() as cursor:
+    with statements_cursor() as cursor:
         cursor.execute(statement.text, statement.params)
         settled = cursor.rowcount
     if settled:

@@ -51,6 +51,7 @@ from assets_app.services.sql import (
     column,
     columns,
     model_from_row,
+    statements_cursor,
     table,
 )
 from assets_app.services.task_flow import (
@@ -376,7 +377,7 @@ def _finish_update(
             ),
         ).statement()
         statement, params = joined.text, list(joined.params)
-    with connection.cursor() as cursor:
+    with statements_cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:

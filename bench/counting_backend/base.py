@@ -61,8 +61,13 @@ class DatabaseWrapper(postgresql.DatabaseWrapper):
 
     def get_connection_params(self) -> dict[str, Any]:
         params = super().get_connection_params()
+        params["cursor_factory"] = self._counting(params["cursor_factory"])
+        # the server-binding cursor of the hand-written statements (sql.statements_cursor)
+        self.binding_cursor_factory = self._counting(postgresql.ServerBindingCursor)
+        return params
+
+    def _counting(self, base: type) -> type:
         wrapper = self
-        base = params["cursor_factory"]
 
         class CountingCursor(base):
             def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
@@ -74,8 +79,7 @@ class DatabaseWrapper(postgresql.DatabaseWrapper):
                 wrapper._bench_sent(self.connection, len(params_seq))
                 return super().executemany(query, params_seq, **kwargs)
 
-        params["cursor_factory"] = CountingCursor
-        return params
+        return CountingCursor
 
     def _commit(self) -> Any:
         self._bench_ended()

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import BASE_DIR, env
 
@@ -87,6 +88,18 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
 else:
     _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     _db["CONN_HEALTH_CHECKS"] = True
+    # psycopg prepares a hand-written hot-path statement after this many runs on a connection
+    # (assets_app.services.sql.statements_cursor; the ORM's are never prepared). Set
+    # DATABASE_PREPARE_THRESHOLD=none behind a pooler that cannot keep prepared statements
+    # (PgBouncer before 1.21 in transaction mode).
+    _threshold = env.str("DATABASE_PREPARE_THRESHOLD", default="5").strip().lower()
+    if _threshold != "none" and not _threshold.isdigit():
+        raise ImproperlyConfigured(
+            f"DATABASE_PREPARE_THRESHOLD must be a whole number or 'none', not {_threshold!r}"
+        )
+    _db.setdefault("OPTIONS", {})["prepare_threshold"] = (
+        None if _threshold == "none" else int(_threshold)
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
