@@ -216,32 +216,53 @@ def condition_of(dag_id: str, expression: str) -> Condition:
 
 
 def condition_resolve(references: ConditionReferences) -> Resolution:
-    """Look up the asset ids of a condition's assets, aliases and refs (≤ 3 queries)."""
+    """Look up the asset ids of a condition's assets, aliases and refs (≤ 1 statement: an
+    index probe per name, key or alias, the names passed as one JSON row set)."""
+    wanted = [{"kind": "key", "name": k.name, "uri": k.uri} for k in references.asset_keys]
+    wanted += [{"kind": "alias", "name": name} for name in references.alias_names]
+    wanted += [{"kind": "name", "name": name} for name in references.name_refs]
+    wanted += [{"kind": "uri", "uri": uri} for uri in references.uri_refs]
     asset_ids: dict[AssetUniqueKey, int] = {}
-    if references.asset_keys:
-        keys = {(key.name, key.uri): key for key in references.asset_keys}
-        for pk, name, uri in Asset.objects.filter(
-            name__in={key.name for key in references.asset_keys}
-        ).values_list("pk", "name", "uri"):
-            key = keys.get((name, uri))
-            if key is not None:
-                asset_ids[key] = pk
     alias_asset_ids: dict[str, set[int]] = {}
-    if references.alias_names:
-        for name, asset_id in AssetAliasAsset.objects.filter(
-            alias__name__in=references.alias_names
-        ).values_list("alias__name", "asset_id"):
-            alias_asset_ids.setdefault(name, set()).add(asset_id)
     name_ref_ids: dict[str, int] = {}
     uri_ref_ids: dict[str, int] = {}
-    if references.name_refs or references.uri_refs:
-        names, uris = set(references.name_refs), set(references.uri_refs)
-        for asset_id, name, uri in AssetActive.objects.filter(
-            Q(name__in=names) | Q(uri__in=uris)
-        ).values_list("asset_id", "name", "uri"):
-            if name in names:
+    if not wanted:
+        return Resolution()
+    sql = Dialect.current()
+    a, act, al, link = (
+        of("a", Asset),
+        of("act", AssetActive),
+        of("al", AssetAlias),
+        of("l", AssetAliasAsset),
+    )
+    with statements_cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            WITH w AS (SELECT * FROM {sql.rows(Asset, ["name", "uri"], kind="text")})
+            SELECT 'key', {a("id")}, w.name, w.uri FROM w JOIN {table(Asset)} a
+                ON w.kind = 'key' AND {a("name")} = w.name AND {a("uri")} = w.uri
+            UNION ALL
+            SELECT 'alias', {link("asset")}, w.name, NULL FROM w JOIN {table(AssetAlias)} al
+                ON w.kind = 'alias' AND {al("name")} = w.name
+                JOIN {table(AssetAliasAsset)} l ON {link("alias")} = {al("id")}
+            UNION ALL
+            SELECT 'name', {act("asset")}, w.name, NULL FROM w JOIN {table(AssetActive)} act
+                ON w.kind = 'name' AND {act("name")} = w.name
+            UNION ALL
+            SELECT 'uri', {act("asset")}, NULL, w.uri FROM w JOIN {table(AssetActive)} act
+                ON w.kind = 'uri' AND {act("uri")} = w.uri
+            """,  # noqa: S608 - names from the models, values bound as parameters
+            [sql.json(wanted)],
+        )
+        for kind, asset_id, name, uri in cursor.fetchall():
+            if kind == "key":
+                asset_ids[AssetUniqueKey(name=name, uri=uri)] = asset_id
+            elif kind == "alias":
+                alias_asset_ids.setdefault(name, set()).add(asset_id)
+            elif kind == "name":
                 name_ref_ids[name] = asset_id
-            if uri in uris:
+            else:
                 uri_ref_ids[uri] = asset_id
     return Resolution(
         asset_ids=asset_ids,

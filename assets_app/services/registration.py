@@ -384,20 +384,6 @@ def _declared_asset_events_plan(
 # members are named after the columns they fill and typed like them (``Dialect.rows``).
 
 
-def _probe(sql: Dialect) -> str:
-    """Ends a ``NOT EXISTS`` subquery so that it stays one index probe per input row.
-
-    Without it PostgreSQL turns the subquery into an anti-join and, for the row set's default
-    estimate of 100 rows and a table whose statistics lag behind its growth (targets and alias
-    links grow by up to thousands of rows per request, faster than autovacuum analyses them),
-    plans a hash anti-join over the whole table: 1,000 alias events then cost 10-20 ms more
-    PostgreSQL time after 30,000 targets, growing with the table. ``OFFSET 0`` keeps the
-    subquery a correlated subplan (PostgreSQL does not pull up a sublink with an ``OFFSET``).
-    SQLite always probes (and has no ``OFFSET`` without ``LIMIT``).
-    """
-    return "OFFSET 0" if sql.postgresql else ""
-
-
 def _alias_targets_insert(
     sql: Dialect, *, extras: Mapping[AssetUniqueKey, dict[str, Any]], now: datetime
 ) -> Statement | None:
@@ -407,7 +393,7 @@ def _alias_targets_insert(
 
     ``NOT EXISTS`` skips the targets that exist (no conflict check, no sequence value spent);
     ``ON CONFLICT DO NOTHING`` covers the ones another transaction is inserting right now.
-    The check is one probe of the unique index per row (:func:`_probe`).
+    The check is one probe of the unique index per row (:attr:`Dialect.probe`).
     """
     if not extras:
         return None
@@ -419,7 +405,7 @@ def _alias_targets_insert(
         SELECT r.name, r.uri, %s, r.extra, %s, %s
         FROM {sql.rows(Asset, ["name", "uri", "extra"])}
         WHERE NOT EXISTS (
-            SELECT 1 FROM {table(Asset)} a WHERE a.name = r.name AND a.uri = r.uri {_probe(sql)}
+            SELECT 1 FROM {table(Asset)} a WHERE a.name = r.name AND a.uri = r.uri {sql.probe}
         )
         ORDER BY r.name, r.uri
         ON CONFLICT ({columns(Asset, "name", "uri")}) DO NOTHING
@@ -442,7 +428,7 @@ def _aliases_insert(sql: Dialect, *, names: Sequence[str]) -> Statement | None:
         INSERT INTO {table(AssetAlias)} ({columns(AssetAlias, "name", "group")})
         SELECT r.name, %s
         FROM {sql.rows(AssetAlias, ["name"])}
-        WHERE NOT EXISTS (SELECT 1 FROM {table(AssetAlias)} a WHERE a.name = r.name {_probe(sql)})
+        WHERE NOT EXISTS (SELECT 1 FROM {table(AssetAlias)} a WHERE a.name = r.name {sql.probe})
         ORDER BY r.name
         ON CONFLICT ({columns(AssetAlias, "name")}) DO NOTHING
         """,  # noqa: S608 - names from the models, values bound as parameters
@@ -539,7 +525,7 @@ def _alias_asset_links_insert(
         FROM {sql.rows(AssetAliasAsset, ["alias", "asset"])}
         WHERE NOT EXISTS (
             SELECT 1 FROM {table(AssetAliasAsset)} l
-            WHERE l.alias_id = r.alias_id AND l.asset_id = r.asset_id {_probe(sql)}
+            WHERE l.alias_id = r.alias_id AND l.asset_id = r.asset_id {sql.probe}
         )
         ORDER BY r.alias_id, r.asset_id
         ON CONFLICT ({link_columns}) DO NOTHING

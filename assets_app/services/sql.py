@@ -208,6 +208,20 @@ class Dialect:
         for st in todo:
             self.execute(cursor, st.text, st.params)
 
+    @property
+    def probe(self) -> str:
+        """Ends an ``EXISTS`` / ``NOT EXISTS`` subquery so that it stays one index probe per
+        outer row, whatever the statistics.
+
+        Without it PostgreSQL may turn the subquery into a (anti-)join and, for a row set's
+        default estimate of 100 rows and a table whose statistics lag behind its growth (or
+        that is full of dead rows, as the queue), plan a hash join over the whole table.
+        ``OFFSET 0`` keeps the subquery a correlated subplan (PostgreSQL does not pull up a
+        sublink with an ``OFFSET``). SQLite always probes (and has no ``OFFSET`` without
+        ``LIMIT``).
+        """
+        return "OFFSET 0" if self.postgresql else ""
+
     def joined_integers(self, expression: str) -> str:
         """An aggregate: the integer ``expression`` of a group's rows, comma-separated."""
         if self.postgresql:

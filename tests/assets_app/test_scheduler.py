@@ -688,12 +688,12 @@ def test_query_count_per_triggered_dag_is_constant(django_assert_num_queries):
     queue(dag, x)
 
     # when / then
-    with django_assert_num_queries(16 + (connection.vendor == "postgresql")):
+    with django_assert_num_queries(14 + (connection.vendor == "postgresql")):
         # the pass, no locks:  1 the queued DAGs (their queue rows and expressions)
-        #                      2 assets by key  3 alias → assets
+        #                      2 assets by key and alias → assets (one statement)
         # the DAG's transaction (here a SAVEPOINT inside the test's transaction), the same on
         # PostgreSQL and SQLite (no table lock):
-        #   claim (lock) the DAG row, lock its queue rows, assets by key, alias → assets,
+        #   claim (lock) the DAG row, lock its queue rows, assets by key and alias → assets,
         #   previous run's created_at, unconsumed event ids, insert the run, insert its
         #   consumed events, the tasks' retries, insert its TIs, NOTIFY the workers (on
         #   PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
@@ -724,10 +724,11 @@ def test_query_count_of_a_batch_does_not_grow_with_its_dags(django_assert_num_qu
         dags.append(dag)
 
     # when / then: one transaction whatever the number of DAGs (here a SAVEPOINT): lock the
-    # DAGs, lock their queue rows, assets by name, alias → assets, active assets by ref,
-    # previous runs, unconsumed events, insert the runs, their events, the tasks' retries,
-    # their TIs, NOTIFY the workers (PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
-    with django_assert_num_queries(14 + (connection.vendor == "postgresql")):
+    # DAGs, lock their queue rows, assets by key, alias → assets and active assets by ref (one
+    # statement), previous runs, unconsumed events, insert the runs, their events, the tasks'
+    # retries, their TIs, NOTIFY the workers (PostgreSQL), delete the queue rows, RELEASE
+    # SAVEPOINT
+    with django_assert_num_queries(12 + (connection.vendor == "postgresql")):
         outcomes = dags_asset_triggered_runs_create(dag_ids=[dag.dag_id for dag in dags])
     assert [o.outcome for o in outcomes] == [Outcome.CREATED] * 30
     assert DagRun.objects.count() == 30
