@@ -116,6 +116,7 @@ class AssetEvent(models.Model):
         db_constraint=False,
         null=True,  # only so that joins are LEFT JOINs once the asset is gone
         related_name="events",
+        db_index=False,  # by asset: idx_asset_id_timestamp's prefix
     )
     extra = models.JSONField(default=dict, blank=True)
     source_task_id = models.CharField(max_length=ID_LENGTH, null=True, blank=True)  # noqa: DJ001
@@ -387,9 +388,17 @@ class TaskLeafReference(TaskAssetReference):
 class AssetDagRunQueue(models.Model):
     """A consumer DAG waiting to run because one of its assets changed."""
 
-    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="queued_dags")
+    # The hottest table written (a row per consumer of each event, deleted when its run is
+    # created): no index but the three its readers use. By asset: the unique key's prefix.
+    asset = models.ForeignKey(
+        Asset, on_delete=models.CASCADE, related_name="queued_dags", db_index=False
+    )
     target_dag = models.ForeignKey(
-        Dag, on_delete=models.CASCADE, related_name="queued_assets", db_column="target_dag_id"
+        Dag,
+        on_delete=models.CASCADE,
+        related_name="queued_assets",
+        db_column="target_dag_id",
+        db_index=False,  # the index below, without the unused LIKE twin of a ForeignKey's
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -399,6 +408,7 @@ class AssetDagRunQueue(models.Model):
         verbose_name = "asset DAG-run queue entry"
         verbose_name_plural = "asset DAG-run queue entries"
         constraints = composite_key("asset", "target_dag", name="adrq_asset_dag_unique")
+        indexes = [models.Index(fields=["target_dag"], name="adrq_target_dag")]
 
     def __str__(self) -> str:
         return f"{self.target_dag_id} waits on asset {self.asset_id}"
@@ -421,7 +431,8 @@ class DagRunType(models.TextChoices):
 class DagRun(models.Model):
     """One run of a DAG."""
 
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="runs")
+    # by DAG: the prefix of the unique (dag_id, run_id)
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="runs", db_index=False)
     run_id = models.CharField(max_length=ID_LENGTH)
     logical_date = models.DateTimeField(null=True, blank=True)
     data_interval_start = models.DateTimeField(null=True, blank=True)
@@ -503,7 +514,10 @@ DAG_RUN_SUMMARY_FIELDS = (
 class DagRunAssetEvent(models.Model):
     """An asset event consumed by (that triggered) a DAG run."""
 
-    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="event_links")
+    # by run: the prefix of the unique (dag_run_id, event_id)
+    dag_run = models.ForeignKey(
+        DagRun, on_delete=models.CASCADE, related_name="event_links", db_index=False
+    )
     event = models.ForeignKey(AssetEvent, on_delete=models.CASCADE, related_name="dagrun_links")
 
     class Meta:

@@ -140,6 +140,37 @@ def test_database_url_selects_postgresql(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("value", "threshold"), [(None, 5), ("2", 2), ("0", 0), ("none", None), (" None ", None)]
+)
+def test_postgresql_prepares_hot_statements_after_a_threshold_from_the_environment(
+    tmp_path, value, threshold
+):
+    env = {} if value is None else {"DATABASE_PREPARE_THRESHOLD": value}
+    result = load(
+        "config.settings.local",
+        tmp_path,
+        DATABASE_URL="postgres://u:p@db.example:5433/registry",
+        **env,
+    )
+    assert json.loads(result.stdout)["options"]["prepare_threshold"] == threshold
+
+
+@pytest.mark.parametrize("value", ["-1", "often", "2.5"])
+def test_a_bad_prepare_threshold_is_refused_at_start_up_naming_the_variable(tmp_path, value):
+    result = load(
+        "config.settings.local",
+        tmp_path,
+        DATABASE_URL="postgres://u:p@db.example:5433/registry",
+        DATABASE_PREPARE_THRESHOLD=value,
+    )
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert f"DATABASE_PREPARE_THRESHOLD must be a whole number or 'none', not {value!r}" in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize(
     ("env", "message"),
     [
         pytest.param(

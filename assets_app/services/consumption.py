@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db.models import Exists, Max, OuterRef, Q
@@ -57,6 +57,9 @@ V = TypeVar("V")
 #: only if its producer's transaction stayed open longer than this (requests time out long
 #: before).
 EVENT_LOOKBACK = timedelta(minutes=10)
+#: The lower bound of a DAG's first run's scan: the whole history, as an index range like any
+#: other bound (``(asset_id, timestamp)``), not a condition read from every event of the asset.
+_BEGINNING = datetime(1, 1, 2, tzinfo=UTC)
 
 
 # --- who gets queued ---------------------------------------------------------------------
@@ -298,7 +301,7 @@ def unconsumed_event_ids(
     for dag_id, condition in conditions.items():
         references = condition_references(condition)
         latest = previous.get(dag_id)
-        after = None if latest is None else Dialect.json_datetime(latest - EVENT_LOOKBACK)
+        after = Dialect.json_datetime(_BEGINNING if latest is None else latest - EVENT_LOOKBACK)
         direct = {resolution.asset_ids.get(key) for key in references.asset_keys}
         direct |= {resolution.name_ref_ids.get(name) for name in references.name_refs}
         direct |= {resolution.uri_ref_ids.get(uri) for uri in references.uri_refs}
@@ -321,8 +324,8 @@ def unconsumed_event_ids(
             f"""
             SELECT r.dag_id, {e("id")} FROM {rows}
             JOIN {table(AssetEvent)} e ON {e("asset")} = r.asset_id
+            AND {e("timestamp")} > r.after
             WHERE {e("partition_key")} IS NULL
-            AND (r.after IS NULL OR {e("timestamp")} > r.after)
             AND (r.alias IS NULL OR EXISTS (
                 SELECT 1 FROM {table(AssetAliasAssetEvent)} l
                 JOIN {table(AssetAlias)} a ON {a("id")} = {link("alias")}

@@ -14,6 +14,7 @@ from assets_app.services.sql import (
     Statement,
     UnsupportedDatabaseError,
     columns,
+    statements_cursor,
     table,
 )
 
@@ -105,3 +106,42 @@ def test_seconds_between_is_exact_to_the_microsecond():
         cursor.execute(f"SELECT {sql.seconds_between(cast, cast)}", [later, earlier])
         [seconds] = cursor.fetchone()
     assert float(seconds) == 12.500001
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_postgresql_prepares_a_hand_written_statement_after_the_threshold_and_counts_it(
+    django_assert_num_queries,
+):
+    connection.ensure_connection()
+    threshold = connection.connection.prepare_threshold
+    assert threshold == 5  # the settings' default (DATABASE_PREPARE_THRESHOLD)
+    statement = "SELECT count(*) + %s FROM asset_event WHERE asset_id = %s /* prepared? */"
+
+    def prepared() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return [row[0] for row in cursor.fetchall() if "prepared?" in row[0]]
+
+    with django_assert_num_queries(threshold + 1):  # prepared or not, each one is counted
+        for n in range(threshold + 1):
+            with statements_cursor() as cursor:
+                Dialect.current().execute(cursor, statement, [n, -1])
+                assert cursor.fetchone() == (n,)
+    assert prepared() == [
+        "SELECT count(*) + $1 FROM asset_event WHERE asset_id = $2 /* prepared? */"
+    ]
+
+    with connection.cursor() as cursor:  # the ORM's (client-side binding): never prepared
+        for _ in range(threshold + 1):
+            cursor.execute(
+                "SELECT count(*) FROM asset_event WHERE asset_id = %s /* prepared? */", [-2]
+            )
+    assert len(prepared()) == 1
+
+
+@pytest.mark.django_db
+def test_the_statements_cursor_runs_statements_on_both_databases():
+    with statements_cursor() as cursor:
+        Dialect.current().execute(cursor, "SELECT %s + %s", [2, 3])
+        assert cursor.fetchone() == (5,)
