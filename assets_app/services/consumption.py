@@ -297,11 +297,12 @@ def unconsumed_event_ids(
         .annotate(latest=Max("created_at"))
         .values_list("dag_id", "latest")
     )
+    sql = Dialect.current()
     wanted: list[dict[str, Any]] = []
     for dag_id, condition in conditions.items():
         references = condition_references(condition)
         latest = previous.get(dag_id)
-        after = Dialect.json_datetime(_BEGINNING if latest is None else latest - EVENT_LOOKBACK)
+        after = sql.json_datetime(_BEGINNING if latest is None else latest - EVENT_LOOKBACK)
         direct = {resolution.asset_ids.get(key) for key in references.asset_keys}
         direct |= {resolution.name_ref_ids.get(name) for name in references.name_refs}
         direct |= {resolution.uri_ref_ids.get(uri) for uri in references.uri_refs}
@@ -314,7 +315,6 @@ def unconsumed_event_ids(
         ]
     if not wanted:
         return {}
-    sql = Dialect.current()
     rows = sql.rows(dag_id="text", asset_id="bigint", alias="text", after="timestamptz")
     e, link, a = of("e", AssetEvent), of("l", AssetAliasAssetEvent), of("a", AssetAlias)
     c, d = of("c", DagRunAssetEvent), of("d", DagRun)

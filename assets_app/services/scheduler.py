@@ -117,6 +117,7 @@ BATCH_SIZE = 100
 CLAIM_WINDOW = 2
 
 _RUN_ID_ALPHABET = string.ascii_letters + string.digits
+_SUFFIXES = len(_RUN_ID_ALPHABET) ** 8
 
 
 class Outcome(enum.StrEnum):
@@ -170,9 +171,14 @@ class SchedulerPassResult:
 
 
 def asset_triggered_run_id(*, run_after: datetime) -> str:
-    """``asset_triggered__<run_after ISO>_<8 random letters/digits>``, like Airflow 3."""
-    suffix = "".join(secrets.choice(_RUN_ID_ALPHABET) for _ in range(8))
-    return f"{DagRunType.ASSET_TRIGGERED}__{run_after.isoformat()}_{suffix}"
+    """``asset_triggered__<run_after ISO>_<8 random letters/digits>``, like Airflow 3 (one
+    draw of the system's random source, not one per letter)."""
+    n = secrets.randbelow(_SUFFIXES)
+    suffix = []
+    for _ in range(8):
+        n, k = divmod(n, len(_RUN_ID_ALPHABET))
+        suffix.append(_RUN_ID_ALPHABET[k])
+    return f"{DagRunType.ASSET_TRIGGERED}__{run_after.isoformat()}_{''.join(suffix)}"
 
 
 def scheduler_pass(
@@ -309,7 +315,7 @@ def dags_asset_triggered_runs_create(
         resolution = condition_resolve(condition_references(*conditions.values()))
         met: dict[str, Condition] = {}
         for dag_id, condition in conditions.items():
-            ready_asset_ids = {asset_id for _, asset_id, _ in queued[dag_id]}
+            ready_asset_ids = queued[dag_id].asset_ids
             if condition_is_met(condition, resolution=resolution, ready_asset_ids=ready_asset_ids):
                 met[dag_id] = condition
             else:
@@ -329,8 +335,14 @@ def dags_asset_triggered_runs_create(
     return [batch.outcomes[dag_id] for dag_id in dag_ids]
 
 
-#: A DAG's locked queue rows: (row id, asset id, created_at)
-_QueueRows = list[tuple[int, int, datetime]]
+@dataclass
+class _QueueRows:
+    """A DAG's locked queue rows."""
+
+    pks: list[int] = field(default_factory=list)
+    asset_ids: set[int] = field(default_factory=set)
+    #: the newest row's ``created_at``: the run's ``run_after``
+    newest: datetime | None = None
 
 
 @dataclass
@@ -354,16 +366,39 @@ class _Batch:
 
 def _queue_rows_lock(active: Mapping[str, _LockedDag]) -> dict[str, _QueueRows]:
     """Lock the queue rows of the ``active`` DAGs that no producer holds (``FOR UPDATE SKIP
-    LOCKED``: 1 statement, none without DAGs), by DAG."""
+    LOCKED``: 1 statement, none without DAGs), by DAG. Only each DAG's newest ``created_at``
+    is read (a datetime read is a Python conversion per value)."""
     queued: dict[str, _QueueRows] = {}
-    if active:
-        for pk, dag_id, asset_id, created_at in (
-            AssetDagRunQueue.objects.select_for_update(skip_locked=True)
-            .filter(target_dag_id__in=active)
-            .order_by()
-            .values_list("pk", "target_dag_id", "asset_id", "created_at")
-        ):
-            queued.setdefault(dag_id, []).append((pk, asset_id, created_at))
+    if not active:
+        return queued
+    sql = Dialect.current()
+    q = of("q", AssetDagRunQueue)
+    lock = "FOR UPDATE OF q SKIP LOCKED" if sql.postgresql else ""
+    with statements_cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            WITH locked AS (
+                SELECT {q("id")} AS id, {q("target_dag")} AS dag_id, {q("asset")} AS asset_id,
+                    {q("created_at")} AS created_at
+                FROM {table(AssetDagRunQueue)} q
+                WHERE {q("target_dag")} IN (SELECT r.dag_id FROM {sql.rows(dag_id="text")})
+                {lock}
+            )
+            SELECT id, dag_id, asset_id, CASE WHEN row_number() OVER (
+                PARTITION BY dag_id ORDER BY created_at DESC) = 1 THEN created_at END
+            FROM locked
+            """,  # noqa: S608 - names from the models, values bound as parameters
+            [sql.json({"dag_id": dag_id} for dag_id in active)],
+        )
+        for pk, dag_id, asset_id, newest in cursor.fetchall():
+            rows = queued.get(dag_id)
+            if rows is None:
+                rows = queued[dag_id] = _QueueRows()
+            rows.pks.append(pk)
+            rows.asset_ids.add(asset_id)
+            if newest is not None:
+                rows.newest = sql.datetime_from_db(newest)
     return queued
 
 
@@ -379,7 +414,7 @@ def _conditions_of(
         if not rows:
             batch.settle(dag_id, Outcome.NOT_READY)
         elif dag.asset_expression is None:
-            batch.delete_pks += [pk for pk, _, _ in rows]
+            batch.delete_pks += rows.pks
             batch.settle(dag_id, Outcome.DROPPED)
         else:
             try:
@@ -491,9 +526,10 @@ def _runs_plan(
     more: set[str] = set()  # one_run_per_event DAGs with events left for later runs
     for dag_id in met:
         events = consumed.get(dag_id)
-        run_after = max(created_at for _, _, created_at in queued[dag_id])
+        run_after = queued[dag_id].newest
+        assert run_after is not None  # noqa: S101 - every DAG here has rows, one the newest
         if not events:
-            batch.delete_pks += [pk for pk, _, _ in queued[dag_id]]
+            batch.delete_pks += queued[dag_id].pks
             batch.settle(dag_id, Outcome.NOTHING_TO_CONSUME)
         elif active[dag_id].one_run_per_event:
             free = active[dag_id].max_active_runs - active[dag_id].active_runs
@@ -501,10 +537,10 @@ def _runs_plan(
             if len(events) > free:
                 more.add(dag_id)  # its rows stay: the rest wait for free slots
             else:
-                batch.delete_pks += [pk for pk, _, _ in queued[dag_id]]
+                batch.delete_pks += queued[dag_id].pks
         else:
             runs.append(_NewRun(dag_id, run_after, tuple(events)))
-            batch.delete_pks += [pk for pk, _, _ in queued[dag_id]]
+            batch.delete_pks += queued[dag_id].pks
     return runs, more
 
 

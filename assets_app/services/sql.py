@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
@@ -29,6 +29,7 @@ from django.db import connection, connections, models
 from django.db.backends.utils import CursorWrapper
 from django.db.models.base import ModelState
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 SUPPORTED_VENDORS = ("postgresql", "sqlite")
 
@@ -228,12 +229,24 @@ class Dialect:
             return f"string_agg(({expression})::text, ',')"
         return f"group_concat({expression}, ',')"
 
-    @staticmethod
-    def json_datetime(value: datetime) -> Any:
+    def json_datetime(self, value: datetime) -> Any:
         """``value`` as the database compares it with a datetime column, inside a JSON
-        parameter (a row set's member)."""
+        parameter (a row set's member). PostgreSQL takes an aware datetime as it is (Django
+        adapts nothing), so its ISO form; SQLite's is Django's adaptation (naive, in UTC)."""
+        if self.postgresql:
+            return value.isoformat()
         adapted = connection.ops.adapt_datetimefield_value(value)
         return adapted.isoformat() if isinstance(adapted, datetime) else adapted
+
+    def datetime_from_db(self, value: Any) -> datetime:
+        """A datetime column's value read by a hand-written statement, as the ORM reads it
+        (SQLite returns the stored text: naive, in UTC)."""
+        if isinstance(value, datetime):
+            return value
+        parsed = parse_datetime(value)
+        if parsed is None:
+            raise ValueError(f"not a datetime: {value!r}")
+        return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
 
     @staticmethod
     def json(rows: Iterable[Mapping[str, Any]]) -> str:

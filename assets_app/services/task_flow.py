@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -219,7 +219,9 @@ def dag_runs_insert(
         free = slots.setdefault(spec.dag_id, rooms[spec.dag_id].free_slots())
         admitted.append(free > 0)
         slots[spec.dag_id] = free - 1
-    json_dt = Dialect.json_datetime
+    sql = Dialect.current()
+    json_dt = sql.json_datetime
+    now_json = json_dt(now)
     inserted = {
         (dag_id, run_id): pk
         for pk, dag_id, run_id in model_rows_insert(
@@ -230,14 +232,14 @@ def dag_runs_insert(
                     "run_id": spec.run_id,
                     "run_type": spec.run_type,
                     "run_after": json_dt(spec.run_after),
-                    "logical_date": _json_or_none(spec.logical_date),
-                    "data_interval_start": _json_or_none(spec.data_interval_start),
-                    "data_interval_end": _json_or_none(spec.data_interval_end),
+                    "logical_date": _json_or_none(sql, spec.logical_date),
+                    "data_interval_start": _json_or_none(sql, spec.data_interval_start),
+                    "data_interval_end": _json_or_none(sql, spec.data_interval_end),
                     "conf": dict(spec.conf),
                     "partition_key": spec.partition_key,
                     "state": (DagRunState.RUNNING if runs else DagRunState.QUEUED).value,
-                    "start_date": json_dt(now) if runs else None,
-                    "created_at": json_dt(now),
+                    "start_date": now_json if runs else None,
+                    "created_at": now_json,
                 }
                 for spec, runs in zip(specs, admitted, strict=True)
             ],
@@ -249,6 +251,7 @@ def dag_runs_insert(
     plans = dags_task_plans(dag_ids)
     ti_pk = TaskInstance._meta.pk
     assert ti_pk is not None  # noqa: S101 - narrows the type for mypy
+    db = connections[DEFAULT_DB_ALIAS]  # once: the proxy looks the connection up per use
     depended_on = {(dag_id, up) for (dag_id, _), plan in plans.items() for up in plan.upstream}
     instances: list[dict[str, Any]] = []
     for spec, pk, runs in zip(specs, pks, admitted, strict=True):
@@ -256,7 +259,7 @@ def dag_runs_insert(
             plan = plans.get((spec.dag_id, task_id), _NO_PLAN)
             instances.append(
                 {
-                    "id": str(ti_pk.get_db_prep_value(uuid.uuid4(), connection)),
+                    "id": str(ti_pk.get_db_prep_value(uuid.uuid4(), db)),
                     "dag_run": pk,
                     "dag_id": spec.dag_id,
                     "run_id": spec.run_id,
@@ -287,8 +290,8 @@ def dag_runs_insert(
 _NO_PLAN = TaskPlan()
 
 
-def _json_or_none(value: datetime | None) -> Any:
-    return None if value is None else Dialect.json_datetime(value)
+def _json_or_none(sql: Dialect, value: datetime | None) -> Any:
+    return None if value is None else sql.json_datetime(value)
 
 
 # --- a run's state ------------------------------------------------------------------------
