@@ -7,7 +7,7 @@ composite key, because Django 5.2's admin cannot show composite-primary-key mode
 from __future__ import annotations
 
 import uuid
-from typing import cast
+from typing import Any, cast
 
 from django.db import models
 from django.db.models.functions import Upper
@@ -518,15 +518,28 @@ class DagRunAssetEvent(models.Model):
     dag_run = models.ForeignKey(
         DagRun, on_delete=models.CASCADE, related_name="event_links", db_index=False
     )
-    event = models.ForeignKey(AssetEvent, on_delete=models.CASCADE, related_name="dagrun_links")
+    # by event: the prefix of dagrun_event_dag
+    event = models.ForeignKey(
+        AssetEvent, on_delete=models.CASCADE, related_name="dagrun_links", db_index=False
+    )
+    #: the run's DAG, copied (a run never changes DAG; set on save from ``dag_run``): "has a
+    #: run of this DAG consumed the event" is one index probe, not a walk over every run that
+    #: consumed it (the scheduler asks it of each candidate event of each run it creates)
+    dag_id = models.CharField(max_length=ID_LENGTH, editable=False)
 
     class Meta:
         db_table = "dagrun_asset_event"
         verbose_name = "DAG run consumed event"
         constraints = composite_key("dag_run", "event", name="dagrun_asset_event_unique")
+        indexes = [models.Index(fields=["event", "dag_id"], name="dagrun_event_dag")]
 
     def __str__(self) -> str:
         return f"run {self.dag_run_id} consumed event {self.event_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self.dag_id:
+            self.dag_id = self.dag_run.dag_id
+        super().save(*args, **kwargs)
 
 
 class TaskInstanceState(models.TextChoices):

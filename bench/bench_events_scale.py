@@ -131,9 +131,12 @@ def fill(events: int) -> None:
         """INSERT INTO asset_alias_asset (alias_id, asset_id)
             SELECT DISTINCT l.alias_id, e.asset_id
             FROM asset_alias_asset_event l JOIN asset_event e ON e.id = l.event_id""",
-        f"""INSERT INTO dagrun_asset_event (dag_run_id, event_id)
-            SELECT (SELECT min(id) FROM dag_run) + (e.id / 20) % {DAGS * RUNS_PER_DAG}, e.id
-            FROM asset_event e WHERE e.id % 20 = 0""",
+        f"""INSERT INTO dagrun_asset_event (dag_run_id, event_id, dag_id)
+            SELECT r.id, l.event_id, r.dag_id FROM (
+                SELECT (SELECT min(id) FROM dag_run) + (e.id / 20) % {DAGS * RUNS_PER_DAG}
+                    AS dag_run_id, e.id AS event_id
+                FROM asset_event e WHERE e.id % 20 = 0
+            ) l JOIN dag_run r ON r.id = l.dag_run_id""",
     ]
     with connection.cursor() as cursor:
         for sql in statements:

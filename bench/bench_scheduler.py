@@ -556,7 +556,9 @@ def history(count: int, *, dag_ids: list[str]) -> None:
         )
         DagRunAssetEvent.objects.bulk_create(
             [
-                DagRunAssetEvent(dag_run=runs[n // per_asset], event=event)
+                DagRunAssetEvent(
+                    dag_run=runs[n // per_asset], event=event, dag_id=runs[n // per_asset].dag_id
+                )
                 for n, event in enumerate(events)
             ]
         )

@@ -317,7 +317,7 @@ def unconsumed_event_ids(
         return {}
     rows = sql.rows(dag_id="text", asset_id="bigint", alias="text", after="timestamptz")
     e, link, a = of("e", AssetEvent), of("l", AssetAliasAssetEvent), of("a", AssetAlias)
-    c, d = of("c", DagRunAssetEvent), of("d", DagRun)
+    c = of("c", DagRunAssetEvent)
     with statements_cursor() as cursor:
         sql.execute(
             cursor,
@@ -332,8 +332,7 @@ def unconsumed_event_ids(
                 WHERE {link("event")} = {e("id")} AND {a("name")} = r.alias))
             AND NOT EXISTS (
                 SELECT 1 FROM {table(DagRunAssetEvent)} c
-                JOIN {table(DagRun)} d ON {d("id")} = {c("dag_run")}
-                WHERE {c("event")} = {e("id")} AND {d("dag")} = r.dag_id)
+                WHERE {c("event")} = {e("id")} AND {c("dag_id")} = r.dag_id {sql.probe})
             ORDER BY r.dag_id, {e("timestamp")}, {e("id")}
             """,  # noqa: S608 - names from the models, values bound as parameters
             [sql.json(wanted)],
@@ -430,9 +429,7 @@ def events_awaiting_consumers() -> Q:
 
 def consumed_by(dag_id: str) -> Q:
     """Events some run of ``dag_id`` consumed."""
-    return Q(
-        Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_run__dag_id=dag_id))
-    )
+    return Q(Exists(DagRunAssetEvent.objects.filter(event_id=OuterRef("pk"), dag_id=dag_id)))
 
 
 def resolution_restrict(resolution: Resolution, references: ConditionReferences) -> Resolution:

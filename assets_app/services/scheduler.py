@@ -573,7 +573,7 @@ def _runs_insert(
         rooms=rooms,
     )
     consumed = [
-        {"dag_run": new.dag_run_pk, "event": event_id}
+        {"dag_run": new.dag_run_pk, "event": event_id, "dag_id": run.dag_id}
         for run, new in zip(runs, created, strict=True)
         for event_id in run.event_ids
     ]

@@ -57,7 +57,8 @@ def _more_events(world, count: int, *, hours_apart: float = 0.5) -> None:
         AssetAliasAssetEvent(alias=alias, event=event) for event in events
     )
     DagRunAssetEvent.objects.bulk_create(
-        DagRunAssetEvent(dag_run=run, event=event) for run, event in zip(runs, events, strict=True)
+        DagRunAssetEvent(dag_run=run, event=event, dag_id=run.dag_id)
+        for run, event in zip(runs, events, strict=True)
     )
 
 
