@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, connections, models
@@ -274,6 +274,7 @@ def statements_cursor() -> Iterator[CursorWrapper]:
             yield plain
         return
     connection.ensure_connection()
+    # a backend may bring its own (the benchmarks' counts the statements it sends)
     factory = getattr(connection, "binding_cursor_factory", None) or _binding_cursor_factory()
     raw = factory(connection.connection)
     wrapped = (
@@ -286,9 +287,10 @@ def statements_cursor() -> Iterator[CursorWrapper]:
 
 
 def _binding_cursor_factory() -> Callable[[Any], Any]:
-    from django.db.backends.postgresql.base import ServerBindingCursor  # psycopg 3 only
+    """Django's server-side binding cursor (psycopg 3; imported only on PostgreSQL)."""
+    from django.db.backends.postgresql.base import ServerBindingCursor
 
-    return ServerBindingCursor
+    return cast("Callable[[Any], Any]", ServerBindingCursor)
 
 
 #: Callable defaults whose one value serves every row of an ``INSERT`` (``model_rows_insert``).
