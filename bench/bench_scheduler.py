@@ -554,14 +554,13 @@ def history(count: int, *, dag_ids: list[str]) -> None:
         events = AssetEvent.objects.bulk_create(
             [AssetEvent(asset=asset, timestamp=now) for asset in assets for _ in range(per_asset)]
         )
-        DagRunAssetEvent.objects.bulk_create(
-            [
-                DagRunAssetEvent(
-                    dag_run=runs[n // per_asset], event=event, dag_id=runs[n // per_asset].dag_id
-                )
-                for n, event in enumerate(events)
-            ]
-        )
+        links = [
+            DagRunAssetEvent(dag_run=runs[n // per_asset], event=event)
+            for n, event in enumerate(events)
+        ]
+        for link in links:  # an attribute, not a keyword: also runs on commits before the field
+            link.dag_id = link.dag_run.dag_id
+        DagRunAssetEvent.objects.bulk_create(links)
 
 
 # --- child processes ------------------------------------------------------------------------
