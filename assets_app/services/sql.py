@@ -273,15 +273,21 @@ def statements_cursor() -> Iterator[CursorWrapper]:
         with connection.cursor() as plain:
             yield plain
         return
+    # what connection.cursor() does, with another cursor class: the health check of a
+    # persistent connection (CONN_HEALTH_CHECKS: a broken one is replaced, not used), connect
+    # if need be, then Django's wrapper (query logging, execute wrappers, error translation)
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     # a backend may bring its own (the benchmarks' counts the statements it sends)
     factory = getattr(connection, "binding_cursor_factory", None) or _binding_cursor_factory()
-    raw = factory(connection.connection)
-    wrapped = (
-        connection.make_debug_cursor(raw)
-        if connection.queries_logged
-        else (connection.make_cursor(raw))
-    )
+    with connection.wrap_database_errors:
+        raw = factory(connection.connection)
+        connection.validate_thread_sharing()
+        wrapped = (
+            connection.make_debug_cursor(raw)
+            if connection.queries_logged
+            else (connection.make_cursor(raw))
+        )
     with wrapped as bound:
         yield bound
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from assets_app.checks import database_vendor_check
 from assets_app.models import AssetEvent
@@ -145,3 +145,20 @@ def test_the_statements_cursor_runs_statements_on_both_databases():
     with statements_cursor() as cursor:
         Dialect.current().execute(cursor, "SELECT %s + %s", [2, 3])
         assert cursor.fetchone() == (5,)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_statements_cursor_checks_a_persistent_connections_health_first(monkeypatch):
+    # as connection.cursor() does (CONN_HEALTH_CHECKS): a connection broken since its last
+    # request (the database restarted) is replaced before the statement, not used
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    checked: list[bool] = []
+    monkeypatch.setattr(db, "health_check_enabled", True)
+    monkeypatch.setattr(db, "health_check_done", False)
+    monkeypatch.setattr(db, "is_usable", lambda: checked.append(True) or True)
+    with statements_cursor() as cursor:
+        Dialect.current().execute(cursor, "SELECT %s", [1])
+        assert cursor.fetchone() == (1,)
+    assert checked == [True]
