@@ -530,7 +530,12 @@ class DagRunAssetEvent(models.Model):
     class Meta:
         db_table = "dagrun_asset_event"
         verbose_name = "DAG run consumed event"
-        constraints = composite_key("dag_run", "event", name="dagrun_asset_event_unique")
+        constraints = [
+            *composite_key("dag_run", "event", name="dagrun_asset_event_unique"),
+            # a link written without its DAG (bulk_create skips save) would read as consumed
+            # by no DAG, and the event be consumed again: refused instead
+            models.CheckConstraint(condition=~models.Q(dag_id=""), name="dagrun_event_dag_set"),
+        ]
         indexes = [models.Index(fields=["event", "dag_id"], name="dagrun_event_dag")]
 
     def __str__(self) -> str:

@@ -47,6 +47,12 @@ class Migration(migrations.Migration):
             model_name="dagrunassetevent",
             index=models.Index(fields=["event", "dag_id"], name="dagrun_event_dag"),
         ),
+        migrations.AddConstraint(
+            model_name="dagrunassetevent",
+            constraint=models.CheckConstraint(
+                condition=~models.Q(dag_id=""), name="dagrun_event_dag_set"
+            ),
+        ),
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.AlterField(

@@ -225,12 +225,12 @@ def condition_resolve(references: ConditionReferences) -> Resolution:
     wanted += [{"kind": "alias", "name": name} for name in references.alias_names]
     wanted += [{"kind": "name", "name": name} for name in references.name_refs]
     wanted += [{"kind": "uri", "uri": uri} for uri in references.uri_refs]
+    if not wanted:
+        return Resolution()
     asset_ids: dict[AssetUniqueKey, int] = {}
     alias_asset_ids: dict[str, set[int]] = {}
     name_ref_ids: dict[str, int] = {}
     uri_ref_ids: dict[str, int] = {}
-    if not wanted:
-        return Resolution()
     sql = Dialect.current()
     a, act, al, link = (
         of("a", Asset),

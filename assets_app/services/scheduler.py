@@ -102,7 +102,14 @@ from assets_app.services.consumption import (
     unconsumed_event_ids,
 )
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
-from assets_app.services.sql import Dialect, model_rows_insert, of, statements_cursor, table
+from assets_app.services.sql import (
+    Dialect,
+    model_from_row,
+    model_rows_insert,
+    of,
+    statements_cursor,
+    table,
+)
 from assets_app.services.task_flow import DagRoom, RunSpec, dag_runs_insert
 
 logger = logging.getLogger(__name__)
@@ -397,8 +404,10 @@ def _queue_rows_lock(active: Mapping[str, _LockedDag]) -> dict[str, _QueueRows]:
                 rows = queued[dag_id] = _QueueRows()
             rows.pks.append(pk)
             rows.asset_ids.add(asset_id)
-            if newest is not None:
-                rows.newest = sql.datetime_from_db(newest)
+            if newest is not None:  # converted as the ORM reads the column
+                rows.newest = model_from_row(
+                    AssetDagRunQueue, ("created_at",), (newest,)
+                ).created_at
     return queued
 
 

@@ -21,15 +21,15 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, connections, models
 from django.db.backends.utils import CursorWrapper
 from django.db.models.base import ModelState
+from django.db.models.expressions import Col
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 SUPPORTED_VENDORS = ("postgresql", "sqlite")
 
@@ -238,16 +238,6 @@ class Dialect:
         adapted = connection.ops.adapt_datetimefield_value(value)
         return adapted.isoformat() if isinstance(adapted, datetime) else adapted
 
-    def datetime_from_db(self, value: Any) -> datetime:
-        """A datetime column's value read by a hand-written statement, as the ORM reads it
-        (SQLite returns the stored text: naive, in UTC)."""
-        if isinstance(value, datetime):
-            return value
-        parsed = parse_datetime(value)
-        if parsed is None:
-            raise ValueError(f"not a datetime: {value!r}")
-        return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
-
     @staticmethod
     def json(rows: Iterable[Mapping[str, Any]]) -> str:
         return json.dumps(list(rows), separators=(",", ":"))
@@ -283,15 +273,13 @@ def statements_cursor() -> Iterator[CursorWrapper]:
     with connection.wrap_database_errors:
         raw = factory(connection.connection)
         connection.validate_thread_sharing()
-        wrapped = (
-            connection.make_debug_cursor(raw)
-            if connection.queries_logged
-            else (connection.make_cursor(raw))
-        )
+        logged = connection.queries_logged
+        wrapped = connection.make_debug_cursor(raw) if logged else connection.make_cursor(raw)
     with wrapped as bound:
         yield bound
 
 
+@functools.cache  # once per process
 def _binding_cursor_factory() -> Callable[[Any], Any]:
     """Django's server-side binding cursor (psycopg 3; imported only on PostgreSQL)."""
     from django.db.backends.postgresql.base import ServerBindingCursor
@@ -402,9 +390,9 @@ def models_from_rows(
     for values in rows:
         if converting:
             values = list(values)
-            for at, field, converters in converting:
+            for at, col, converters in converting:
                 for converter in converters:
-                    values[at] = converter(values[at], field, real_connection)
+                    values[at] = converter(values[at], col, real_connection)
         instance = model.__new__(model)
         instance.__dict__.update(zip(attnames, values, strict=True))
         state = instance._state = ModelState()
@@ -417,18 +405,24 @@ def models_from_rows(
 @functools.cache  # per model and field list: built once per process
 def _row_plan(
     model: type[models.Model], fields: tuple[str, ...], vendor: str, from_database: bool
-) -> tuple[tuple[str, ...], tuple[tuple[int, models.Field[Any, Any], tuple[Any, ...]], ...]]:
+) -> tuple[tuple[str, ...], tuple[tuple[int, Col, tuple[Any, ...]], ...]]:
     """The attribute name of each of ``fields`` and, for the values read from ``vendor``'s
-    database, the ORM's converters of the fields that have any (by position)."""
+    database, the converters the ORM applies to the fields' columns, the backend's (SQLite's
+    datetimes, read as text) and the field's own, as its compiler does (by position)."""
     attnames, converting = [], []
     for at, name in enumerate(fields):
         field = model._meta.get_field(name)
         if not field.concrete or field.attname is None:
             raise ValueError(f"{model.__name__}.{name} is no column")
         attnames.append(field.attname)
-        converters = tuple(field.get_db_converters(connection)) if from_database else ()
-        if converters:
-            converting.append((at, field, converters))
+        if from_database:
+            col = field.get_col(model._meta.db_table)
+            converters = (
+                *connection.ops.get_db_converters(col),
+                *col.get_db_converters(connection),
+            )
+            if converters:
+                converting.append((at, col, converters))
     return tuple(attnames), tuple(converting)
 
 

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -26,6 +27,7 @@ from assets_app.models import (
 from assets_app.services.consumption import (
     EVENT_LOOKBACK,
     condition_resolve,
+    consumed_by,
     next_run_events,
     resolution_restrict,
     unconsumed_event_ids,
@@ -130,3 +132,16 @@ def test_the_sql_and_orm_forms_consume_the_same_events(
 
     assert by_sql.get(dag_id, []) == wanted  # oldest first
     assert sorted(by_orm) == sorted(wanted)
+
+
+def test_a_consumed_event_link_keeps_its_runs_dag_and_refuses_one_without():
+    run = DagRunFactory()
+    event = AssetEventFactory()
+    link = DagRunAssetEvent.objects.create(dag_run=run, event=event)
+    assert link.dag_id == run.dag_id
+    assert AssetEvent.objects.filter(consumed_by(run.dag_id)).get() == event
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        DagRunAssetEvent.objects.bulk_create(
+            [DagRunAssetEvent(dag_run=DagRunFactory(), event=AssetEventFactory())]
+        )

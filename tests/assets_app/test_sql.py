@@ -14,9 +14,11 @@ from assets_app.services.sql import (
     Statement,
     UnsupportedDatabaseError,
     columns,
+    model_from_row,
     statements_cursor,
     table,
 )
+from tests.factories import AssetEventFactory
 
 
 def test_column_lists_and_tables_come_from_the_models():
@@ -162,3 +164,23 @@ def test_the_statements_cursor_checks_a_persistent_connections_health_first(monk
         Dialect.current().execute(cursor, "SELECT %s", [1])
         assert cursor.fetchone() == (1,)
     assert checked == [True]
+
+
+@pytest.mark.django_db
+def test_values_read_by_hand_are_converted_as_the_orm_reads_them():
+    # SQLite returns a datetime column as text: the backend's converter, not the field's, turns
+    # it into an aware datetime (the scheduler reads a queue row's created_at so)
+    event = AssetEventFactory(extra={"k": [1, 2]})
+    with connection.cursor() as cursor:
+        cursor.execute('SELECT "timestamp", extra FROM asset_event WHERE id = %s', [event.pk])
+        row = cursor.fetchone()
+    read = model_from_row(AssetEvent, ("timestamp", "extra"), row)
+    stored = AssetEvent.objects.get(pk=event.pk)
+    assert (
+        (read.timestamp, read.extra)
+        == (stored.timestamp, stored.extra)
+        == (
+            event.timestamp,
+            {"k": [1, 2]},
+        )
+    )
