@@ -24,8 +24,9 @@ Semantics (as Airflow 3 evaluates ``AssetAll`` / ``AssetAny`` / ``AssetAlias`` /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from assets_app.exceptions import InvalidAssetExpression
@@ -127,6 +128,18 @@ class ConditionReferences:
 
     def __bool__(self) -> bool:
         return bool(self.asset_keys or self.alias_names or self.name_refs or self.uri_refs)
+
+    @staticmethod
+    def union(parts: Iterable[ConditionReferences]) -> ConditionReferences:
+        """What ``parts`` mention together, in order: ``condition_references(*conditions)``
+        from each condition's own references, without walking the trees again."""
+        parts = list(parts)
+        return ConditionReferences(
+            asset_keys=tuple(dict.fromkeys(chain.from_iterable(p.asset_keys for p in parts))),
+            alias_names=tuple(dict.fromkeys(chain.from_iterable(p.alias_names for p in parts))),
+            name_refs=tuple(dict.fromkeys(chain.from_iterable(p.name_refs for p in parts))),
+            uri_refs=tuple(dict.fromkeys(chain.from_iterable(p.uri_refs for p in parts))),
+        )
 
 
 def condition_references(*conditions: Condition) -> ConditionReferences:

@@ -5,6 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python bench/bench_scheduler.py                   # the full run, half an hour
     .venv/bin/python bench/bench_scheduler.py --dags 300 --assets 60 --rate 30 --seconds 4
     .venv/bin/python bench/bench_scheduler.py --phases steady1 --seconds 30
+    .venv/bin/python bench/bench_scheduler.py --phases steady1 --seconds 30 --keep-logs
 
 PostgreSQL only (``DATABASE_URL`` names the server, default
 ``postgres://postgres@127.0.0.1:5432/ar_bench``). It creates the scratch database
@@ -103,6 +104,10 @@ Printed per phase
   schedules on, that no run of the DAG consumed and for which no queue row (asset, DAG) is
   waiting (must be 0); runs without events; runs whose consumed events alone do not satisfy
   the condition (triggered by a queue row whose event an earlier run had already taken).
+
+``--keep-logs`` keeps the work directory (its path is printed at the end): each scheduler's
+passes, one JSON line per pass (``*-scheduler-N.jsonl``: start and end, CPU, PostgreSQL CPU,
+statements, runs created), to see a phase pass by pass.
 
 The statement counts were checked against PostgreSQL's log with
 ``--check-statements-log FILE`` (as in ``bench_http.py``: ``log_statement = all`` on the
@@ -1276,6 +1281,12 @@ def main() -> None:  # noqa: C901 - the phases of the benchmark, in order
         "--history", type=int, default=20_000, help="past events in the database at the start"
     )
     parser.add_argument(
+        "--keep-logs",
+        action="store_true",
+        help="keep the work directory: each scheduler's passes (one JSON line per pass), the "
+        "producers' records and the children's output",
+    )
+    parser.add_argument(
         "--check-statements-log",
         type=Path,
         metavar="FILE",
@@ -1325,7 +1336,7 @@ def main() -> None:  # noqa: C901 - the phases of the benchmark, in order
         shutil.rmtree(workdir, ignore_errors=True)
         raise SystemExit(130) from None
     finally:
-        if failed and workdir.exists():
+        if (failed or args.keep_logs) and workdir.exists():
             print(f"logs kept in {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -199,8 +199,9 @@ def consumers_queue_steps(
 # --- when a DAG is ready -----------------------------------------------------------------
 
 
-#: dag_id → (its asset_expression as stored, parsed): parsing is most of evaluating.
-_parsed: dict[str, tuple[str, Condition]] = {}
+#: dag_id → (its asset_expression as stored, parsed, what it mentions): parsing is most of
+#: evaluating, and every pass and batch gathers what its DAGs' conditions mention.
+_parsed: dict[str, tuple[str, Condition, ConditionReferences]] = {}
 
 
 def condition_of(dag_id: str, expression: str) -> Condition:
@@ -214,8 +215,25 @@ def condition_of(dag_id: str, expression: str) -> Condition:
     except ValueError as exc:
         raise InvalidAssetExpression(f"not JSON: {exc}") from exc
     condition = condition_parse(document)
-    _parsed[dag_id] = (expression, condition)
+    _parsed[dag_id] = (expression, condition, condition_references(condition))
     return condition
+
+
+def references_of(conditions: Mapping[str, Condition]) -> ConditionReferences:
+    """What the conditions of DAGs (``dag_id`` → its condition) mention together:
+    ``condition_references(*conditions.values())``, from what :func:`condition_of`
+    remembered of each."""
+    return ConditionReferences.union(
+        _references_of(dag_id, condition) for dag_id, condition in conditions.items()
+    )
+
+
+def _references_of(dag_id: str, condition: Condition) -> ConditionReferences:
+    """``condition_references(condition)``, remembered if :func:`condition_of` made it."""
+    cached = _parsed.get(dag_id)
+    if cached is not None and cached[1] is condition:
+        return cached[2]
+    return condition_references(condition)
 
 
 def condition_resolve(references: ConditionReferences) -> Resolution:
@@ -278,10 +296,28 @@ def condition_resolve(references: ConditionReferences) -> Resolution:
 # --- what a run consumes -----------------------------------------------------------------
 
 
+def latest_asset_triggered_runs(dag_ids: Collection[str]) -> dict[str, datetime]:
+    """When the latest asset-triggered run of each of ``dag_ids`` that has one was created
+    (1 query): where the events its next run consumes start (see ``EVENT_LOOKBACK``)."""
+    return dict(
+        DagRun.objects.filter(dag_id__in=dag_ids, run_type=DagRunType.ASSET_TRIGGERED)
+        .values("dag_id")
+        .annotate(latest=Max("created_at"))
+        .values_list("dag_id", "latest")
+    )
+
+
 def unconsumed_event_ids(
-    *, conditions: Mapping[str, Condition], resolution: Resolution
+    *,
+    conditions: Mapping[str, Condition],
+    resolution: Resolution,
+    previous: Mapping[str, datetime | None],
 ) -> dict[str, list[int]]:
-    """Per DAG, the ids of the events its new run consumes, oldest first (≤ 2 queries).
+    """Per DAG, the ids of the events its new run consumes, oldest first (≤ 1 query).
+
+    ``previous``: when each DAG's latest asset-triggered run was created
+    (:func:`latest_asset_triggered_runs`; the scheduler reads it with the DAG's lock), absent or
+    ``None`` if it has none.
 
     The set-based SQL form of :func:`next_run_events` (``tests/assets_app/test_consumption.py``
     holds the two to the same cases): events on the assets the condition names directly or by
@@ -291,16 +327,10 @@ def unconsumed_event_ids(
     """
     if not conditions:
         return {}
-    previous = dict(
-        DagRun.objects.filter(dag_id__in=conditions, run_type=DagRunType.ASSET_TRIGGERED)
-        .values("dag_id")
-        .annotate(latest=Max("created_at"))
-        .values_list("dag_id", "latest")
-    )
     sql = Dialect.current()
     wanted: list[dict[str, Any]] = []
     for dag_id, condition in conditions.items():
-        references = condition_references(condition)
+        references = _references_of(dag_id, condition)
         latest = previous.get(dag_id)
         after = sql.json_datetime(_BEGINNING if latest is None else latest - EVENT_LOOKBACK)
         direct = {resolution.asset_ids.get(key) for key in references.asset_keys}
@@ -407,12 +437,7 @@ def events_awaiting_consumers() -> Q:
         except InvalidAssetExpression:
             unreadable.append(dag_id)
     resolution = condition_resolve(condition_references(*conditions.values()))
-    previous_runs = dict(
-        DagRun.objects.filter(dag_id__in=conditions, run_type=DagRunType.ASSET_TRIGGERED)
-        .values("dag_id")
-        .annotate(latest=Max("created_at"))
-        .values_list("dag_id", "latest")
-    )
+    previous_runs = latest_asset_triggered_runs(conditions)
     awaited = Q(pk__in=[])
     for dag_id, condition in sorted(conditions.items()):
         references = condition_references(condition)

@@ -83,10 +83,11 @@ import string
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from assets_app.conditions import Condition, condition_is_met, condition_references
+from assets_app.conditions import Condition, condition_is_met
 from assets_app.exceptions import InvalidAssetExpression
 from assets_app.models import (
     AssetDagRunQueue,
@@ -99,12 +100,14 @@ from assets_app.models import (
 from assets_app.services.consumption import (
     condition_of,
     condition_resolve,
+    references_of,
     unconsumed_event_ids,
 )
 from assets_app.services.queue_watch import QueuedDag, QueueWatch, queued_dags
 from assets_app.services.sql import (
     Dialect,
-    model_from_row,
+    column,
+    column_values,
     model_rows_insert,
     of,
     statements_cursor,
@@ -264,7 +267,7 @@ def _ready_dag_ids(queued: Sequence[QueuedDag], *, result: SchedulerPassResult) 
         except InvalidAssetExpression as exc:
             logger.error("DAG %s has an invalid asset_expression: %s", dag.dag_id, exc)
             result.outcomes.append(DagOutcome(dag_id=dag.dag_id, outcome=Outcome.INVALID))
-    resolution = condition_resolve(condition_references(*conditions.values()))
+    resolution = condition_resolve(references_of(conditions))
     ready: list[str] = []
     for dag in queued:
         condition = conditions.get(dag.dag_id)
@@ -319,7 +322,7 @@ def dags_asset_triggered_runs_create(
                 active[dag_id] = dag
         queued = _queue_rows_lock(active)
         conditions = _conditions_of(active, queued, batch=batch)
-        resolution = condition_resolve(condition_references(*conditions.values()))
+        resolution = condition_resolve(references_of(conditions))
         met: dict[str, Condition] = {}
         for dag_id, condition in conditions.items():
             ready_asset_ids = queued[dag_id].asset_ids
@@ -328,7 +331,11 @@ def dags_asset_triggered_runs_create(
             else:
                 batch.settle(dag_id, Outcome.NOT_READY)
 
-        consumed = unconsumed_event_ids(conditions=met, resolution=resolution)
+        consumed = unconsumed_event_ids(
+            conditions=met,
+            resolution=resolution,
+            previous={dag_id: active[dag_id].latest_run_created_at for dag_id in met},
+        )
         runs, more = _runs_plan(met, consumed, queued=queued, active=active, batch=batch)
         if runs:
             _runs_insert(
@@ -337,8 +344,7 @@ def dags_asset_triggered_runs_create(
                 settle=batch.settle,
                 more=more,
             )
-        if batch.delete_pks:
-            AssetDagRunQueue.objects.filter(pk__in=batch.delete_pks).delete()
+        _queue_rows_delete(batch.delete_pks)
     return [batch.outcomes[dag_id] for dag_id in dag_ids]
 
 
@@ -398,17 +404,31 @@ def _queue_rows_lock(active: Mapping[str, _LockedDag]) -> dict[str, _QueueRows]:
             """,  # noqa: S608 - names from the models, values bound as parameters
             [sql.json({"dag_id": dag_id} for dag_id in active)],
         )
-        for pk, dag_id, asset_id, newest in cursor.fetchall():
+        newest: dict[str, Any] = {}
+        for pk, dag_id, asset_id, created_at in cursor.fetchall():
             rows = queued.get(dag_id)
             if rows is None:
                 rows = queued[dag_id] = _QueueRows()
             rows.pks.append(pk)
             rows.asset_ids.add(asset_id)
-            if newest is not None:  # converted as the ORM reads the column
-                rows.newest = model_from_row(
-                    AssetDagRunQueue, ("created_at",), (newest,)
-                ).created_at
+            if created_at is not None:
+                newest[dag_id] = created_at
+    # converted as the ORM reads the column
+    for dag_id, created_at in zip(
+        newest, column_values(AssetDagRunQueue, "created_at", newest.values()), strict=True
+    ):
+        queued[dag_id].newest = created_at
     return queued
+
+
+def _queue_rows_delete(pks: Collection[int]) -> None:
+    """Delete the locked queue rows ``pks`` (1 statement, none without rows)."""
+    if not pks:
+        return
+    sql = Dialect.current()
+    among, ids = sql.among(column(AssetDagRunQueue, "id"), pks, type="bigint")
+    with statements_cursor() as cursor:
+        sql.execute(cursor, f"DELETE FROM {table(AssetDagRunQueue)} WHERE {among}", [ids])  # noqa: S608 - names from the models, values bound as parameters
 
 
 def _conditions_of(
@@ -443,6 +463,8 @@ class _LockedDag:
     asset_expression: str | None
     one_run_per_event: bool
     room: DagRoom
+    #: when its latest asset-triggered run was created (where its events scan starts)
+    latest_run_created_at: datetime | None
 
     @property
     def max_active_runs(self) -> int:
@@ -457,7 +479,8 @@ class _LockedDag:
 def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]:
     """Lock the rows of ``dag_ids`` that no other transaction holds, in the order given
     (``FOR NO KEY UPDATE SKIP LOCKED``); with a ``limit``, only the first ``limit`` of them
-    that still have queue rows (1 statement)."""
+    that still have queue rows (1 statement, with each DAG's active runs and latest
+    asset-triggered run)."""
     sql = Dialect.current()
     d, q, r = of("d", Dag), of("q", AssetDagRunQueue), of("a", DagRun)
     # a probe of the queue's target_dag index per DAG: as a semi-join PostgreSQL read the whole
@@ -479,7 +502,9 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
                 (SELECT COUNT(*) FROM {table(DagRun)} a WHERE {r("dag")} = {d("dag_id")}
                     AND {r("state")} = %s),
                 (SELECT COUNT(*) FROM {table(DagRun)} a WHERE {r("dag")} = {d("dag_id")}
-                    AND {r("state")} = %s)
+                    AND {r("state")} = %s),
+                (SELECT MAX({r("created_at")}) FROM {table(DagRun)} a
+                    WHERE {r("dag")} = {d("dag_id")} AND {r("run_type")} = %s)
             FROM {sql.rows(dag_id="text", n="integer")} JOIN {table(Dag)} d
                 ON {d("dag_id")} = r.dag_id
             {claim} {lock}
@@ -487,36 +512,34 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
             [
                 DagRunState.RUNNING.value,
                 DagRunState.QUEUED.value,
+                DagRunType.ASSET_TRIGGERED.value,
                 sql.json({"dag_id": dag_id, "n": n} for n, dag_id in enumerate(dag_ids)),
             ],
         )
-        return [
-            _LockedDag(
-                dag_id=dag_id,
+        rows = cursor.fetchall()
+    # converted as the ORM reads the column
+    latest_runs = column_values(DagRun, "created_at", [row[-1] for row in rows])
+    return [
+        _LockedDag(
+            dag_id=dag_id,
+            is_paused=bool(is_paused),
+            is_stale=bool(is_stale),
+            asset_expression=expression,
+            one_run_per_event=bool(per_event),
+            room=DagRoom(
                 is_paused=bool(is_paused),
-                is_stale=bool(is_stale),
-                asset_expression=expression,
-                one_run_per_event=bool(per_event),
-                room=DagRoom(
-                    is_paused=bool(is_paused),
-                    max_active_runs=cap,
-                    running=running,
-                    queued=queued,
-                    task_ids=json.loads(task_ids) if isinstance(task_ids, str) else task_ids or [],
-                ),
-            )
-            for (
-                dag_id,
-                is_paused,
-                is_stale,
-                expression,
-                cap,
-                per_event,
-                task_ids,
-                running,
-                queued,
-            ) in cursor.fetchall()
-        ]
+                max_active_runs=cap,
+                running=running,
+                queued=queued,
+                task_ids=json.loads(task_ids) if isinstance(task_ids, str) else task_ids or [],
+            ),
+            latest_run_created_at=latest,
+        )
+        for (
+            (dag_id, is_paused, is_stale, expression, cap, per_event, task_ids, running, queued, _),
+            latest,
+        ) in zip(rows, latest_runs, strict=True)
+    ]
 
 
 def _runs_plan(

@@ -139,12 +139,18 @@ def test_references_of_several_conditions_are_their_union_in_order_mentioned():
     # when
     references = condition_references(first, second)
 
-    # then
-    assert references == ConditionReferences(
-        asset_keys=(AssetUniqueKey("a", "s3://b/a"), AssetUniqueKey("b", "s3://b/b")),
-        alias_names=("x",),
-        uri_refs=("u://v",),
+    # then: also when made from each condition's own references (what the scheduler
+    # remembers per DAG)
+    assert (
+        references
+        == ConditionReferences.union([condition_references(first), condition_references(second)])
+        == ConditionReferences(
+            asset_keys=(AssetUniqueKey("a", "s3://b/a"), AssetUniqueKey("b", "s3://b/b")),
+            alias_names=("x",),
+            uri_refs=("u://v",),
+        )
     )
+    assert ConditionReferences.union([]) == ConditionReferences()
 
 
 @pytest.mark.parametrize(

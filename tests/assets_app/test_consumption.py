@@ -28,6 +28,7 @@ from assets_app.services.consumption import (
     EVENT_LOOKBACK,
     condition_resolve,
     consumed_by,
+    latest_asset_triggered_runs,
     next_run_events,
     resolution_restrict,
     unconsumed_event_ids,
@@ -114,7 +115,11 @@ def test_the_sql_and_orm_forms_consume_the_same_events(
     resolution = condition_resolve(references)
     wanted = [events[name].pk for name in expected]
 
-    by_sql = unconsumed_event_ids(conditions={dag_id: condition}, resolution=resolution)
+    by_sql = unconsumed_event_ids(
+        conditions={dag_id: condition},
+        resolution=resolution,
+        previous=latest_asset_triggered_runs([dag_id]),
+    )
     by_orm = list(
         AssetEvent.objects.filter(
             next_run_events(

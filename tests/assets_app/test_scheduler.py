@@ -688,13 +688,13 @@ def test_query_count_per_triggered_dag_is_constant(django_assert_num_queries):
     queue(dag, x)
 
     # when / then
-    with django_assert_num_queries(14 + (connection.vendor == "postgresql")):
+    with django_assert_num_queries(13 + (connection.vendor == "postgresql")):
         # the pass, no locks:  1 the queued DAGs (their queue rows and expressions)
         #                      2 assets by key and alias → assets (one statement)
         # the DAG's transaction (here a SAVEPOINT inside the test's transaction), the same on
         # PostgreSQL and SQLite (no table lock):
-        #   claim (lock) the DAG row, lock its queue rows, assets by key and alias → assets,
-        #   previous run's created_at, unconsumed event ids, insert the run, insert its
+        #   claim (lock) the DAG row (with its previous run's created_at), lock its queue
+        #   rows, assets by key and alias → assets, unconsumed event ids, insert the run, insert its
         #   consumed events, the tasks' retries, insert its TIs, NOTIFY the workers (on
         #   PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
         (created,) = scheduler_pass().created
@@ -724,11 +724,11 @@ def test_query_count_of_a_batch_does_not_grow_with_its_dags(django_assert_num_qu
         dags.append(dag)
 
     # when / then: one transaction whatever the number of DAGs (here a SAVEPOINT): lock the
-    # DAGs, lock their queue rows, assets by key, alias → assets and active assets by ref (one
-    # statement), previous runs, unconsumed events, insert the runs, their events, the tasks'
-    # retries, their TIs, NOTIFY the workers (PostgreSQL), delete the queue rows, RELEASE
-    # SAVEPOINT
-    with django_assert_num_queries(12 + (connection.vendor == "postgresql")):
+    # DAGs (with their previous runs), lock their queue rows, assets by key, alias → assets
+    # and active assets by ref (one statement), unconsumed events, insert the runs, their
+    # events, the tasks' retries, their TIs, NOTIFY the workers (PostgreSQL), delete the queue
+    # rows, RELEASE SAVEPOINT
+    with django_assert_num_queries(11 + (connection.vendor == "postgresql")):
         outcomes = dags_asset_triggered_runs_create(dag_ids=[dag.dag_id for dag in dags])
     assert [o.outcome for o in outcomes] == [Outcome.CREATED] * 30
     assert DagRun.objects.count() == 30
@@ -851,10 +851,10 @@ def test_a_pass_claims_batch_after_batch_until_the_ready_list_is_done(
         queue(consumer(f"c{i:02d}", asset_node(a)), a)
 
     # when / then: batches of 10: three claims, the last one short (so no fourth)
-    with django_assert_num_queries(2 + 3 * (12 + (connection.vendor == "postgresql"))):
+    with django_assert_num_queries(2 + 3 * (11 + (connection.vendor == "postgresql"))):
         # the pass: the queued DAGs, assets by key (nothing else to resolve); then per batch
-        # (a SAVEPOINT here): claim, lock the queue rows, assets by key, previous runs,
-        # unconsumed events, insert the runs, their events, the tasks' retries, their TIs,
+        # (a SAVEPOINT here): claim (with the previous runs), lock the queue rows, assets by
+        # key, unconsumed events, insert the runs, their events, the tasks' retries, their TIs,
         # NOTIFY (PostgreSQL), delete the queue rows, RELEASE SAVEPOINT
         result = scheduler_pass(batch_size=10)
     assert len(result.created) == 25

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from assets_app.checks import database_vendor_check
-from assets_app.models import AssetEvent
+from assets_app.models import AssetEvent, Dag
 from assets_app.services.sql import (
     Dialect,
     Statement,
     UnsupportedDatabaseError,
+    column_values,
     columns,
+    json_text,
     model_from_row,
     statements_cursor,
     table,
 )
-from tests.factories import AssetEventFactory
+from tests.factories import AssetEventFactory, DagFactory
 
 
 def test_column_lists_and_tables_come_from_the_models():
@@ -184,3 +190,71 @@ def test_values_read_by_hand_are_converted_as_the_orm_reads_them():
             {"k": [1, 2]},
         )
     )
+
+
+@pytest.mark.django_db
+def test_values_of_one_column_are_converted_as_the_orm_reads_them():
+    first, second = AssetEventFactory(), AssetEventFactory()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'SELECT "timestamp" FROM asset_event WHERE id IN (%s, %s) ORDER BY id',
+            [first.pk, second.pk],
+        )
+        read = column_values(AssetEvent, "timestamp", [value for (value,) in cursor.fetchall()])
+    assert read == [first.timestamp, second.timestamp]
+    assert column_values(AssetEvent, "timestamp", []) == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param([{"a": 1, "b": None, "c": [True, False], "d": 1.5}], id="row-set"),
+        pytest.param([{"name": "ünïcode ✓ \u2028", "extra": {"nested": {"x": "y"}}}], id="text"),
+        pytest.param([{"big": 2**70, "negative": -(2**70)}], id="beyond-64-bits"),
+        pytest.param([{"ids": [1, 2, 3]}, {1: "a key that is no string"}], id="int-keys"),
+        pytest.param([{"lone": "\ud800"}], id="lone-surrogate"),
+        pytest.param([], id="empty"),
+    ],
+)
+def test_json_text_is_the_json_value_the_standard_library_gives(value):
+    assert json.loads(json_text(value)) == json.loads(json.dumps(value))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param([{"at": datetime(2026, 1, 1, tzinfo=UTC)}], id="datetime"),
+        pytest.param([{"amount": Decimal("1.5")}], id="decimal"),
+        pytest.param([{"set": {1, 2}}], id="set"),
+    ],
+)
+def test_json_text_refuses_what_the_standard_library_refuses(value):
+    # a datetime must be adapted for the database first (Dialect.json_datetime)
+    with pytest.raises(TypeError):
+        json.dumps(value)
+    with pytest.raises(TypeError):
+        json_text(value)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("wanted", "found"),
+    [
+        pytest.param(["b", "c", "nope"], ["b", "c"], id="some"),
+        pytest.param([], [], id="none"),
+        pytest.param(["a'; DROP TABLE dag; --"], [], id="quotes-stay-values"),
+    ],
+)
+def test_among_matches_a_column_against_many_values_on_both_databases(wanted, found):
+    for dag_id in ("a", "b", "c"):
+        DagFactory(dag_id=dag_id)
+    sql = Dialect.current()
+    among, values = sql.among(f"{table(Dag)}.dag_id", wanted, type="text")
+    with statements_cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"SELECT dag_id FROM {table(Dag)} WHERE {among} ORDER BY dag_id",  # noqa: S608 - test
+            [values],
+        )
+        assert [dag_id for (dag_id,) in cursor.fetchall()] == found
+    assert Dag.objects.count() == 3
