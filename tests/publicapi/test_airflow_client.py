@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -195,7 +196,19 @@ def test_airflowctl_triggers_a_run_and_watches_the_worker_finish_it(server, tmp_
     (created,) = json.loads(triggered.stdout)  # airflowctl prints one item as a list
     assert (created["dag_run_id"], created["state"]) == ("from_ctl", "running")  # it has room
 
-    # when a worker runs until stopped, and the CLI watches the run
+    # when the CLI watches the run: once before a worker starts (so it is seen running however
+    # fast the worker is), then while a worker runs until stopped
+    seen: list[str] = []
+
+    def watch() -> dict[str, Any]:
+        got = airflowctl("dagrun", "get", dag_id, "from_ctl", home=tmp_path)
+        assert got.returncode == 0, got.stdout + got.stderr
+        (run,) = json.loads(got.stdout)
+        if not seen or seen[-1] != run["state"]:
+            seen.append(run["state"])
+        return run
+
+    watch()
     worker = subprocess.Popen(
         [
             *(sys.executable, "manage.py", "worker", "--server", server.url),
@@ -207,15 +220,10 @@ def test_airflowctl_triggers_a_run_and_watches_the_worker_finish_it(server, tmp_
         stderr=subprocess.STDOUT,
         text=True,
     )
-    seen: list[str] = []
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            got = airflowctl("dagrun", "get", dag_id, "from_ctl", home=tmp_path)
-            assert got.returncode == 0, got.stdout + got.stderr
-            (run,) = json.loads(got.stdout)
-            if not seen or seen[-1] != run["state"]:
-                seen.append(run["state"])
+            run = watch()
             if run["state"] in ("success", "failed"):
                 break
             time.sleep(0.3)
