@@ -228,13 +228,14 @@ processes)::
 
 Measured for issue 23 (prepared hot statements, no redundant indexes, the consumption check
 by ``dagrun_asset_event.dag_id``), ``--phases steady1 --seconds 20``, this file on both
-commits (``--history`` 20,000), alternated on the 2-core machine, nothing else running::
+commits (``--history`` 20,000; 3e2b92e holds that work), alternated on the 2-core
+machine, nothing else running::
 
     commit     rate  producers ms/event  runs/s    CPU ms/run       event -> run p99
     3db188f    200   2.5-3.5 + 3.4-4.9   354-997   0.4-0.5+0.3-0.6  1.43-17.7 s, median 9.2 s (7)
-    this tree  200   2.5-3.3 + 2.1-2.7   830-1097  0.4 + 0.3-0.4    1.01-4.30 s, median 1.9 s (6)
+    3e2b92e    200   2.5-3.3 + 2.1-2.7   830-1097  0.4 + 0.3-0.4    1.01-4.30 s, median 1.9 s (6)
     3db188f    100   3.7 + 5.2           554       0.7 + 0.5        465 ms (p50 125 ms)
-    this tree  100   3.1 + 2.9           567       0.7 + 0.5        285 ms (p50 57 ms)
+    3e2b92e    100   3.1 + 2.9           567       0.7 + 0.5        285 ms (p50 57 ms)
 
 * The producers' PostgreSQL CPU per event fell by 40 % (planning was 1.7 ms of it), so
   200 events/s costs 0.9-1.2 cores of producers instead of 1.2-1.7.
@@ -254,9 +255,9 @@ with its lock, references remembered per DAG, orjson for the row sets), ``--seco
 against 0a70c69, six pairs alternated, PostgreSQL without ``pg_stat_statements`` for the
 last three::
 
-    commit     rate  producers ms/event  scheduler CPU ms/run  event -> run p99
-    0a70c69    200   2.5-3.3 + 2.1-2.6   0.4-0.5 + 0.3-0.5     1.08-7.20 s, median 6.0 s (6)
-    80bcf4c    200   2.8-3.5 + 2.3-2.8   0.3-0.4 + 0.4         1.35-5.95 s, median 3.2 s (6)
+    commit     rate  producers ms/event  CPU ms/run (sch + PG)  event -> run p99
+    0a70c69    200   2.5-3.3 + 2.1-2.6   0.4-0.5 + 0.3-0.5      1.08-7.20 s, median 6.0 s (6)
+    80bcf4c    200   2.8-3.5 + 2.3-2.8   0.3-0.4 + 0.4          1.35-5.95 s, median 3.2 s (6)
 
 * The scheduler's own CPU per run fell by about a quarter (0.4-0.5 → 0.3 ms); its
   PostgreSQL CPU per run did not move. The p99 is still set by whether a phase stays ahead

@@ -76,7 +76,6 @@ On SQLite ``select_for_update`` is a no-op; the ``IMMEDIATE`` transactions
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import secrets
 import string
@@ -517,8 +516,9 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
             ],
         )
         rows = cursor.fetchall()
-    # converted as the ORM reads the column
-    latest_runs = column_values(DagRun, "created_at", [row[-1] for row in rows])
+    # converted as the ORM reads the columns
+    task_ids = column_values(Dag, "task_ids", [row[6] for row in rows])
+    latest_runs = column_values(DagRun, "created_at", [row[9] for row in rows])
     return [
         _LockedDag(
             dag_id=dag_id,
@@ -531,14 +531,15 @@ def _dags_lock(dag_ids: Sequence[str], *, limit: int | None) -> list[_LockedDag]
                 max_active_runs=cap,
                 running=running,
                 queued=queued,
-                task_ids=json.loads(task_ids) if isinstance(task_ids, str) else task_ids or [],
+                task_ids=tasks or [],
             ),
             latest_run_created_at=latest,
         )
         for (
-            (dag_id, is_paused, is_stale, expression, cap, per_event, task_ids, running, queued, _),
+            (dag_id, is_paused, is_stale, expression, cap, per_event, _, running, queued, _),
+            tasks,
             latest,
-        ) in zip(rows, latest_runs, strict=True)
+        ) in zip(rows, task_ids, latest_runs, strict=True)
     ]
 
 

@@ -34,7 +34,6 @@ state IS NULL`` makes the task instance change once however many decide it.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import uuid
 from collections import defaultdict
@@ -64,6 +63,7 @@ from assets_app.services.sql import (
     Dialect,
     Statement,
     column,
+    column_values,
     model_rows_insert,
     of,
     statements_cursor,
@@ -123,13 +123,15 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
             [ids],
         )
         rows = cursor.fetchall()
+    # JSON converted as the ORM reads the column
+    upstreams = column_values(DagTask, "upstream", [row[3] for row in rows])
     return {
         (dag_id, task_id): TaskPlan(
-            retries=retries,
-            upstream=tuple(json.loads(upstream) if isinstance(upstream, str) else upstream or ()),
-            trigger_rule=trigger_rule,
+            retries=retries, upstream=tuple(upstream or ()), trigger_rule=trigger_rule
         )
-        for dag_id, task_id, retries, upstream, trigger_rule in rows
+        for (dag_id, task_id, retries, _, trigger_rule), upstream in zip(
+            rows, upstreams, strict=True
+        )
     }
 
 

@@ -29,6 +29,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
+from assets_app.services.consumption import EVENT_LOOKBACK
 from assets_app.services.queue_watch import QueueWatch
 from assets_app.services.registration import asset_changes_register
 from assets_app.services.scheduler import (
@@ -435,6 +436,26 @@ def test_event_committed_late_is_consumed_by_the_next_run_not_lost():
     # then
     assert first.event_ids == (early.pk,)
     assert second.event_ids == (late.pk,)
+
+
+def test_a_later_run_does_not_reach_back_past_the_lookback_before_the_previous_run():
+    # given: a run was created; then events older than EVENT_LOOKBACK before it, and a new one
+    a = AssetFactory()
+    dag = consumer("lookback", asset_node(a))
+    emit(a)
+    queue(dag, a)
+    (first,) = scheduler_pass().created
+    run_created = DagRun.objects.get(pk=first.dag_run_pk).created_at
+    emit(a, timestamp=run_created - EVENT_LOOKBACK - timedelta(minutes=1))
+    inside = emit(a, timestamp=run_created - EVENT_LOOKBACK + timedelta(minutes=1))
+    new = emit(a)
+    queue(dag, a)
+
+    # when
+    (second,) = scheduler_pass().created
+
+    # then: the scan starts EVENT_LOOKBACK before the previous run was created
+    assert second.event_ids == (inside.pk, new.pk)
 
 
 def test_event_stamped_ahead_of_the_schedulers_clock_is_consumed_not_dropped():
