@@ -43,7 +43,8 @@ def queued_dags(dag_ids: Collection[str] | None = None) -> list[QueuedDag]:
     sql = Dialect.current()
     d, q, r = of("d", Dag), of("q", AssetDagRunQueue), of("r", DagRun)
     only = f"AND {q('target_dag')} IN (SELECT r.dag_id FROM {sql.rows(dag_id='text')})"  # noqa: S608 - names from the models, values bound as parameters
-    with statements_cursor() as cursor:
+    # planned per call: the queue's size swings (see statements_cursor)
+    with statements_cursor(prepare=False) as cursor:
         sql.execute(
             cursor,
             f"""

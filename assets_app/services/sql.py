@@ -224,6 +224,23 @@ class Dialect:
         """
         return "OFFSET 0" if self.postgresql else ""
 
+    def probe_join(self, table: str, alias: str, on: str, *, lock: str = "") -> str:
+        """``JOIN table alias ON on`` that stays one index probe per row of the left side,
+        whatever the statistics (as :attr:`probe` for ``EXISTS``); ``lock``, a PostgreSQL
+        locking clause (``FOR UPDATE SKIP LOCKED``), locks the joined rows of ``table``.
+
+        A row set (:meth:`rows`) is estimated at 100 rows whatever its size, and for 100 rows
+        PostgreSQL plans a plain join with a large table as a hash join that reads the whole
+        table: a producer's one event read every DAG's schedule references (tens of thousands
+        of rows, most of the time of its statement). A ``LATERAL`` subquery with ``OFFSET 0``
+        is not pulled up, so it runs per left row, with the index. SQLite always probes (and
+        its transactions are exclusive: no lock).
+        """
+        if self.postgresql:
+            probed = f"SELECT * FROM {table} {alias} WHERE {on} {self.probe} {lock}"  # noqa: S608 - names from the models
+            return f"CROSS JOIN LATERAL ({probed}) {alias}"
+        return f"JOIN {table} {alias} ON {on}"
+
     def among(self, expression: str, values: Iterable[int | str], *, type: str) -> tuple[str, Any]:
         """A condition that ``expression`` is one of ``values`` (of PostgreSQL type ``type``,
         e.g. ``bigint`` or ``text``), and its parameter.
@@ -285,7 +302,7 @@ def json_text(value: Any) -> str:
 
 
 @contextmanager
-def statements_cursor() -> Iterator[CursorWrapper]:
+def statements_cursor(*, prepare: bool = True) -> Iterator[CursorWrapper]:
     """A cursor for the hand-written statements (``connection.cursor()`` otherwise).
 
     On PostgreSQL it binds parameters on the server, so that psycopg **prepares** a statement
@@ -295,6 +312,13 @@ def statements_cursor() -> Iterator[CursorWrapper]:
     sets) and the same text at every call, so their planning cost more than running them
     (finishing a task instance: 0.7 ms of planning for 0.3 ms of execution). The ORM keeps
     Django's client-side binding, whose statements are never prepared.
+
+    ``prepare=False``: planned at every call, for the statements over a table whose size
+    swings by orders of magnitude within seconds (``asset_dag_run_queue``: empty when the
+    schedulers keep up, tens of thousands of rows in a burst). A prepared statement keeps the
+    plan it got when it was prepared, sized for the table as it was then, until the table is
+    next analyzed: the queue rows' delete, prepared on an almost empty queue, read all of
+    its 11,000 rows for each of its ids (100 ms per batch) a few seconds later.
     """
     if connection.vendor != "postgresql":
         with connection.cursor() as plain:
@@ -307,6 +331,8 @@ def statements_cursor() -> Iterator[CursorWrapper]:
     connection.ensure_connection()
     # a backend may bring its own (the benchmarks' counts the statements it sends)
     factory = getattr(connection, "binding_cursor_factory", None) or _binding_cursor_factory()
+    if not prepare:
+        factory = _unprepared(factory)
     with connection.wrap_database_errors:
         raw = factory(connection.connection)
         connection.validate_thread_sharing()
@@ -322,6 +348,17 @@ def _binding_cursor_factory() -> Callable[[Any], Any]:
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     return cast("Callable[[Any], Any]", ServerBindingCursor)
+
+
+@functools.lru_cache(maxsize=8)  # per cursor class (one per process, or per benchmark connection)
+def _unprepared(cursor_class: Any) -> Any:
+    """``cursor_class`` that never prepares what it runs (psycopg's ``prepare=False``)."""
+
+    class Unprepared(cursor_class):  # type: ignore[misc]
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            return super().execute(query, params, **{**kwargs, "prepare": False})
+
+    return Unprepared
 
 
 #: Callable defaults whose one value serves every row of an ``INSERT`` (``model_rows_insert``).

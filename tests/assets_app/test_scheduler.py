@@ -1048,3 +1048,27 @@ def test_command_rejects_bad_arguments(args):
 
     with pytest.raises(CommandError):
         call_command("scheduler", *args, stdout=StringIO())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's prepared statements")
+def test_the_statements_that_read_the_queue_are_planned_at_every_pass():
+    # given: a consumer that gets a run at every pass, more passes than the prepare threshold
+    asset = AssetFactory()
+    dag = consumer("often", asset_node(asset))
+    threshold = connection.settings_dict["OPTIONS"]["prepare_threshold"]
+    for _ in range(threshold + 3):
+        emit(asset)
+        queue(dag, asset)
+
+        # when
+        assert len(scheduler_pass().created) == 1
+        assert not AssetDagRunQueue.objects.exists()
+
+    # then: the other hand-written statements of a batch are prepared, not those that read
+    # the queue: a plan kept from a pass over a small queue reads all of it once it has grown
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [statement for (statement,) in cursor.fetchall()]
+    assert any("INSERT INTO dagrun_asset_event" in s for s in prepared), prepared
+    assert [s for s in prepared if "asset_dag_run_queue" in s] == []
+    assert len(runs_of(dag)) == threshold + 3
