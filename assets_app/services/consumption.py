@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db.models import Exists, Max, Model, OuterRef, Q
+from django.db.models import Exists, Max, OuterRef, Q
 
 from assets_app.conditions import (
     Condition,
@@ -152,11 +152,6 @@ def consumers_queue_steps(
         """,  # noqa: S608 - names from the models, values bound as parameters
         [sql.datetime(now)],
     )
-
-    def consumers_by(reference: type[Model], on: str) -> str:
-        probed = sql.probe_join(table(reference), "s", on)
-        return f"SELECT e.asset_id, s.dag_id FROM emitted e {probed}"  # noqa: S608 - names from the models
-
     steps = (
         (
             "emitted",
@@ -174,14 +169,18 @@ def consumers_queue_steps(
             "consumer",
             Statement(
                 f"""
-                {consumers_by(DagScheduleAssetReference, "s.asset_id = e.asset_id")}
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetReference)} s ON s.asset_id = e.asset_id
                 UNION
-                {consumers_by(DagScheduleAssetAliasReference, "s.alias_id = e.alias_id")}
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetAliasReference)} s ON s.alias_id = e.alias_id
                 UNION
-                {consumers_by(DagScheduleAssetNameReference, "s.name = e.name")}
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetNameReference)} s ON s.name = e.name
                 UNION
-                {consumers_by(DagScheduleAssetUriReference, "s.uri = e.uri")}
-                """,
+                SELECT e.asset_id, s.dag_id FROM emitted e
+                JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
+                """,  # noqa: S608 - names from the models, values bound as parameters
                 [],
             ),
         ),

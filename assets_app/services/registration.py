@@ -464,19 +464,18 @@ def _assets_select(
         cursor,
         f"""
         WITH wanted AS (SELECT * FROM {sql.rows(Asset, ["name", "uri"], kind="text")})
-        SELECT {picked}, EXISTS (
-            SELECT 1 FROM {table(AssetActive)} act WHERE act.asset_id = a.id {sql.probe}
-        )
-        FROM (
+        SELECT {picked}, act.asset_id IS NOT NULL
+        FROM {table(Asset)} a LEFT JOIN {table(AssetActive)} act ON act.asset_id = a.id
+        WHERE a.id IN (
             SELECT aa.asset_id FROM {table(AssetActive)} aa
             JOIN wanted w ON w.kind = 'declared' AND aa.name = w.name
-            UNION
+            UNION ALL
             SELECT aa.asset_id FROM {table(AssetActive)} aa
             JOIN wanted w ON w.kind = 'declared' AND aa.uri = w.uri
-            UNION
+            UNION ALL
             SELECT t.id FROM {table(Asset)} t
             JOIN wanted w ON w.kind = 'target' AND t.name = w.name AND t.uri = w.uri
-        ) m {sql.probe_join(table(Asset), "a", "a.id = m.asset_id")}
+        )
         """,  # noqa: S608 - names from the models, values bound as parameters
         [sql.json(wanted)],
     )

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -22,7 +20,6 @@ from assets_app.models import (
     AssetAliasAssetEvent,
     AssetDagRunQueue,
     AssetEvent,
-    Dag,
     DagScheduleAssetAliasReference,
     DagScheduleAssetNameReference,
     DagScheduleAssetReference,
@@ -722,7 +719,7 @@ def count_statements(ti: TaskInstance, outlets, events) -> list[str]:
 FIXED_PLAN = [
     "INSERT asset",  # 1. alias targets, ON CONFLICT (name, uri) DO NOTHING
     "INSERT asset_alias",  # 2. aliases, ON CONFLICT (name) DO NOTHING
-    "SELECT asset_active",  # 3. active assets for declared keys/names/uris, alias targets by key
+    "SELECT asset",  # 3. active assets for declared keys/names/uris, alias targets by key
     "SELECT asset_alias",  # 4. aliases by name
     "INSERT asset_alias_asset",  # 5. alias → asset links, ON CONFLICT DO NOTHING
     "INSERT asset_event",  # 6. all events, RETURNING id
@@ -733,18 +730,15 @@ FIXED_PLAN = [
 if connection.vendor == "postgresql":  # independent writes go as one statement
     FIXED_PLAN = [
         "INSERT asset + INSERT asset_alias",  # 1 and 2
-        "SELECT asset_active",
+        "SELECT asset",
         "SELECT asset_alias",
         "INSERT asset_alias_asset + INSERT asset_event + INSERT asset_alias_asset_event"
         " + INSERT asset_dag_run_queue",  # 5-8
     ]
 #: declared assets, no alias: the steps with rows
-DECLARED_ASSETS_PLAN = ["SELECT asset_active", "INSERT asset_event", "INSERT asset_dag_run_queue"]
+DECLARED_ASSETS_PLAN = ["SELECT asset", "INSERT asset_event", "INSERT asset_dag_run_queue"]
 if connection.vendor == "postgresql":
-    DECLARED_ASSETS_PLAN = [
-        "SELECT asset_active",
-        "INSERT asset_event + INSERT asset_dag_run_queue",
-    ]
+    DECLARED_ASSETS_PLAN = ["SELECT asset", "INSERT asset_event + INSERT asset_dag_run_queue"]
 
 
 def declared_assets(count: int) -> tuple[list[OutletProfile], list[AssetOutletEvent]]:
@@ -811,9 +805,7 @@ def test_statements_when_aliases_are_missing_too(ti):
     ("outlets", "plan"),
     [
         pytest.param([alias_outlet("al")], [], id="alias-without-events"),
-        pytest.param(
-            [asset_outlet("gone", "s3://gone")], ["SELECT asset_active"], id="unknown-asset"
-        ),
+        pytest.param([asset_outlet("gone", "s3://gone")], ["SELECT asset"], id="unknown-asset"),
     ],
 )
 def test_statements_when_nothing_is_registered_are_only_the_lookups(ti, outlets, plan):
@@ -825,27 +817,6 @@ def test_no_statement_without_declared_outlets(ti):
     events = [asset_event("a", "s3://a"), alias_event("al", "n", "s3://n")]
 
     assert count_statements(ti, [], events) == []
-
-
-@contextmanager
-def explained() -> Iterator[list[str]]:
-    """The plans of the statements run inside, as PostgreSQL's ``auto_explain`` gives them
-    (with their text), for the rest of the test's transaction."""
-    with connection.cursor() as cursor:
-        cursor.execute("LOAD 'auto_explain'")
-        cursor.execute("SET LOCAL auto_explain.log_min_duration = 0")
-        cursor.execute("SET LOCAL auto_explain.log_level = notice")
-        cursor.execute("SET LOCAL client_min_messages = notice")
-    plans: list[str] = []
-
-    def keep(notice: Any) -> None:
-        plans.append(notice.message_primary)
-
-    connection.connection.add_notice_handler(keep)
-    try:
-        yield plans
-    finally:
-        connection.connection.remove_notice_handler(keep)
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
@@ -862,8 +833,21 @@ def test_existence_checks_probe_the_index_whatever_the_statistics(ti):
         )
 
     # when: the same targets again, every statement explained as it runs
-    with explained() as plans:
+    with connection.cursor() as cursor:
+        cursor.execute("LOAD 'auto_explain'")
+        cursor.execute("SET LOCAL auto_explain.log_min_duration = 0")
+        cursor.execute("SET LOCAL auto_explain.log_level = notice")
+        cursor.execute("SET LOCAL client_min_messages = notice")
+    plans: list[str] = []
+
+    def keep(notice: Any) -> None:
+        plans.append(notice.message_primary)
+
+    connection.connection.add_notice_handler(keep)
+    try:
         register(TaskInstanceFactory(dag_run=ti.dag_run, task_id="again"), outlets, events)
+    finally:
+        connection.connection.remove_notice_handler(keep)
 
     # then: no anti-join over a whole table: each target, alias and link is one index probe
     writes = [
@@ -878,34 +862,3 @@ def test_existence_checks_probe_the_index_whatever_the_statistics(ti):
     assert "Seq Scan on asset_alias_asset " not in plan, plan
     assert re.search(r"Index (Only )?Scan using \w+ on asset ", plan), plan
     assert re.search(r"Index (Only )?Scan using \w+ on asset_alias_asset ", plan), plan
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
-def test_consumers_are_found_by_index_probes_however_many_dags_schedule_on_assets(ti):
-    # given: 300 DAGs scheduled on 10 other assets each (3,000 references, analysed), and one
-    # consumer of the asset the task emits on
-    others = Asset.objects.bulk_create(
-        [Asset(name=f"other_{n}", uri=f"s3://other/{n}") for n in range(300)]
-    )
-    dags = Dag.objects.bulk_create([DagFactory.build(dag_id=f"busy_{n}") for n in range(300)])
-    DagScheduleAssetReference.objects.bulk_create(
-        DagScheduleAssetReference(dag=dag, asset=others[(n + k * 7) % len(others)])
-        for n, dag in enumerate(dags)
-        for k in range(10)
-    )
-    outlets, events = declared_assets(1)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE dag_schedule_asset_reference, asset, dag")
-
-    # when
-    with explained() as plans:
-        result = register(ti, outlets, events)
-
-    # then: the consumer is queued, found by a probe of the references' asset index (a row
-    # set is estimated at 100 rows: as a plain join, PostgreSQL read all 3,000 references)
-    assert [dag_id for _, dag_id in result.queued] == ["consumer_of_1_assets"]
-    (plan,) = [plan for plan in plans if "INSERT INTO asset_dag_run_queue" in plan]
-    assert "Seq Scan on dag_schedule_asset_reference " not in plan, plan
-    assert re.search(
-        r"(Index (Only )?Scan using \w+|Bitmap Heap Scan) on dag_schedule_asset_reference ", plan
-    ), plan
