@@ -264,6 +264,33 @@ last three::
   (``--keep-logs``: passes of 0.2-0.5 s) or a disturbance (autovacuum, a checkpoint) makes
   passes grow to 1-2 s, after which the backlog drains slowly: the machine is ~90 % busy
   (producers 1.0-1.2 cores, scheduler and its backend 0.6-0.7).
+
+Then (a903820 and its two reviews: the four statements that read the queue planned at every
+call, its rows locked by one index probe per DAG), against 1ea60de, 200
+events/s, ``--seconds 30``, alternated in three sittings (the first two with a903820's
+registration probes, since reverted, and the first with the delete still an ``ANY`` filter,
+planned per call). This machine's PostgreSQL runs
+without autovacuum (``conf.d/90-ci.conf``), and the host's speed drifted: the producers' CPU
+per event, identical code, was 1.8-3.0 ms. Event -> run p99 per pair, before / after::
+
+    sitting 1 (delete by ANY, per call)   376/382  177/185  646/293  708/480  922/1490 ms
+    sitting 2 (delete by join)            455/678  561/545  583/516 ms
+    sitting 3 (9b3b984)                   1140/869  936/1090  731/1680 ms
+
+* No difference in the usual run: both trees kept p99 under 1 s when the host was fast and
+  went over it when it was slow. Scheduler and PostgreSQL CPU per run: 0.3 + 0.3 ms in
+  every run of both.
+* What changed is the bad run. A prepared statement keeps the plan of its sixth execution:
+  on 1ea60de's scheduler, with ``auto_explain``, the queue delete prepared on an almost
+  empty queue filtered all 11,000 rows by a 418-id array, up to 104 ms per batch, 2.45 s of
+  a 20 s phase, and the rows' lock read the whole queue (a hash semi-join) for every batch.
+* ``pg_stat_statements``, one pair each (ms per call, before -> after): the rows' lock
+  2.42 -> 0.57 and 1.94 -> 0.70; the claim 3.15 -> 1.89 and 2.14 -> 2.36; the pass's read
+  10.97 -> 3.84 and 4.34 -> 4.94; the delete 0.40 -> 1.30 (ANY) and 0.34 -> 1.76 (join).
+  Planned per call, the delete is slower here, because the statistics are those of the
+  empty queue (no autovacuum). With current statistics (20,000 rows, 117 ids) the ``ANY``
+  filter is an index scan, 0.16 ms, and the join a hash join, 3.7 ms: the delete stays an
+  ``ANY`` filter.
 """
 
 from __future__ import annotations
