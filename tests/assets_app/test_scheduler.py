@@ -1050,7 +1050,11 @@ def test_command_rejects_bad_arguments(args):
         call_command("scheduler", *args, stdout=StringIO())
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's prepared statements")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql"
+    or connection.settings_dict["OPTIONS"].get("prepare_threshold") is None,
+    reason="PostgreSQL's prepared statements (DATABASE_PREPARE_THRESHOLD set)",
+)
 def test_the_statements_that_read_the_queue_are_planned_at_every_pass():
     # given: a consumer that gets a run at every pass, more passes than the prepare threshold
     asset = AssetFactory()
