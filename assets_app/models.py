@@ -91,7 +91,12 @@ class AssetAlias(models.Model):
 class AssetAliasAsset(models.Model):
     """An alias resolved to an asset (created when a task emits through the alias)."""
 
-    alias = models.ForeignKey(AssetAlias, on_delete=models.CASCADE, related_name="asset_links")
+    alias = models.ForeignKey(
+        AssetAlias,
+        on_delete=models.CASCADE,
+        related_name="asset_links",
+        db_index=False,  # by alias: asset_alias_asset_unique's prefix
+    )
     asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="alias_links")
 
     class Meta:
@@ -150,7 +155,12 @@ class AssetEvent(models.Model):
 class AssetAliasAssetEvent(models.Model):
     """Links an event to an alias it was emitted through (the event's ``source_aliases``)."""
 
-    alias = models.ForeignKey(AssetAlias, on_delete=models.CASCADE, related_name="event_links")
+    alias = models.ForeignKey(
+        AssetAlias,
+        on_delete=models.CASCADE,
+        related_name="event_links",
+        db_index=False,  # by alias: asset_alias_asset_event_unique's prefix
+    )
     event = models.ForeignKey(AssetEvent, on_delete=models.CASCADE, related_name="alias_links")
 
     class Meta:

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from django.db.models import Exists, Max, OuterRef, Q
 
@@ -65,10 +64,10 @@ _BEGINNING = datetime(1, 1, 2, tzinfo=UTC)
 # --- who gets queued ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Emission:
+class Emission(NamedTuple):
     """An emitted event as its consumers are found: its asset, the alias it came through (if
-    any) and its partition key."""
+    any) and its partition key. A tuple: a request makes one per alias event, by the
+    thousand."""
 
     asset_id: int
     alias_id: int | None

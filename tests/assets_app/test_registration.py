@@ -665,6 +665,44 @@ def test_signal_per_changed_asset_once(ti, received, django_capture_on_commit_ca
     assert received.count(("asset_event_emitted", ("asset_one", ()))) == 2
 
 
+def test_a_receiver_may_read_every_field_of_the_asset(ti, django_capture_on_commit_callbacks):
+    # given: an alias target created by this success; only an asset_changed receiver
+    seen: list[tuple[Any, ...]] = []
+
+    def on_changed(sender, asset, **kwargs):
+        seen.append((asset.name, asset.extra, asset.created_at, asset.updated_at))
+
+    asset_changed.connect(on_changed, dispatch_uid="test-fields")
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            register(
+                ti,
+                [alias_outlet("al")],
+                [alias_event("al", "dyn", "s3://dyn", dest_asset_extra={"owner": "team"})],
+            )
+    finally:
+        asset_changed.disconnect(dispatch_uid="test-fields")
+
+    # then: the timestamps the registration did not read are loaded on access
+    stored = Asset.objects.get(name="dyn")
+    assert seen == [("dyn", {"owner": "team"}, stored.created_at, stored.updated_at)]
+
+
+def test_no_signal_is_sent_to_nobody(ti, django_capture_on_commit_callbacks, monkeypatch):
+    # given: no receiver connected (the signals' send_robust would be called 2,000 times for
+    # 1,000 alias events)
+    active_asset("asset_one", "s3://bucket/one")
+    sent: list[str] = []
+    for signal, name in ((asset_changed, "changed"), (asset_event_emitted, "emitted")):
+        monkeypatch.setattr(signal, "send_robust", lambda *a, name=name, **k: sent.append(name))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        result = register(ti, [asset_outlet("asset_one", "s3://bucket/one")])
+
+    assert len(result.events) == 1
+    assert sent == []
+
+
 def test_failing_receiver_is_logged_not_raised(
     ti, received, caplog, django_capture_on_commit_callbacks
 ):
