@@ -69,6 +69,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
+import orjson
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
@@ -290,12 +291,22 @@ def _describe(profile: OutletProfile) -> str:
     return f"Asset(name={profile.name!r}, uri={profile.uri!r})"
 
 
-#: one encoder for every call (``json.dumps`` with options builds one per call)
+#: the standard library's sorted, compact encoder, one for every call
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
-def _canonical_json(value: Mapping[str, Any]) -> str:
-    return _CANONICAL_JSON.encode(value)
+def _canonical_json(value: Mapping[str, Any]) -> bytes:
+    """``value`` as sorted, compact JSON: a grouping key, equal for equal values.
+
+    ``orjson`` (a tenth of the standard library's cost); what it refuses (integers beyond 64
+    bits) goes to the standard library, always, so a value's key never depends on the call.
+    """
+    if not value:
+        return b"{}"  # most dest_asset_extra
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError too
+        return _CANONICAL_JSON.encode(value).encode()
 
 
 def _alias_events_group(
@@ -306,8 +317,8 @@ def _alias_events_group(
     Groups on (asset key, canonical dest_asset_extra, canonical extra, partition key), in
     order of first appearance; each group lists its aliases in order of appearance.
     """
-    groups: dict[tuple[AssetUniqueKey, str, str, str | None], dict[str, None]] = {}
-    extras: dict[tuple[AssetUniqueKey, str, str, str | None], dict[str, Any]] = {}
+    groups: dict[tuple[AssetUniqueKey, bytes, bytes, str | None], dict[str, None]] = {}
+    extras: dict[tuple[AssetUniqueKey, bytes, bytes, str | None], dict[str, Any]] = {}
     target_extras: dict[AssetUniqueKey, dict[str, Any]] = {}  # first dest_asset_extra seen
     for event in events:
         if event.source_alias_name not in declared.alias_names:

@@ -459,6 +459,24 @@ def test_alias_events_group_on_canonical_json(ti):
     assert Asset.objects.get().extra == {"m": 1}
 
 
+def test_alias_events_group_on_extras_beyond_64_bit_integers(ti):
+    # given: extras orjson cannot encode (an integer beyond 64 bits), keys in another order
+    big = 2**70
+    register(
+        ti,
+        [alias_outlet("a1"), alias_outlet("a2")],
+        [
+            alias_event("a1", "dyn", "s3://d", {"n": big, "k": "v"}),
+            alias_event("a2", "dyn", "s3://d", {"k": "v", "n": big}),
+            alias_event("a2", "dyn", "s3://d", {"k": "v", "n": big + 1}),
+        ],
+    )
+
+    # then: grouped as any other extras
+    groups = sorted((tuple(source_aliases(e)), e.extra["n"]) for e in AssetEvent.objects.all())
+    assert groups == [(("a1", "a2"), big), (("a2",), big + 1)]
+
+
 def test_alias_target_need_not_be_active(ti):
     AssetFactory(name="dyn", uri="s3://bucket/dyn")  # inactive
 
