@@ -264,7 +264,7 @@ def asset_changes_register(
 
     return RegistrationResult(
         events=tuple(e.event for e in emitted),
-        changed_asset_ids=tuple(asset.id for asset in _changed_assets(emitted)),
+        changed_asset_ids=tuple(dict.fromkeys(p.asset.id for p in planned)),  # each emitted
         queued=tuple(queued),
         skipped=tuple(skipped),
     )

@@ -277,7 +277,7 @@ class OutletEventsField(serializers.Field[list[OutletEvent], Any, Any, Any]):
     def _shape(self, item: Any) -> LeanSerializer:
         if not isinstance(item, dict):
             self.fail("dict_type")
-        tag = next((tag for tag in OUTLET_EVENT_SHAPES if tag in item), None)
+        tag = next(filter(item.__contains__, OUTLET_EVENT_SHAPES), None)  # no frame per tag
         if tag is None:
             self.fail("union_tag_not_found")
         return OUTLET_EVENT_SHAPES[tag]
