@@ -1,9 +1,9 @@
 """WSGI entry point (gunicorn config.wsgi). Uses production settings unless told otherwise.
 
 Once the application is loaded, every object alive is moved out of the garbage collector's
-sight (:func:`config.startup.loaded_objects_freeze`): a loaded Django process holds some
-700,000 objects, and each full collection, which a request that creates many objects (1,000
-alias events) triggers every few requests, walked all of them.
+sight (:func:`config.startup.loaded_objects_freeze`): a loaded process holds about 130,000
+objects, and each full collection, which a request that creates many objects (1,000 alias
+events) triggers every few requests, walked all of them.
 """
 
 import os
