@@ -91,6 +91,16 @@ Server / PostgreSQL CPU per request, the three pairs::
 alias1000's server CPU fell by 35-48 % in every pair; its PostgreSQL CPU moved within the
 noise (a third of it is the commit's 6,000 deferred foreign-key checks of the link and queue
 rows). floor and asset did not move beyond the host's drift.
+
+Later the same day, the host fast, four pairs, 1e0faf8 against d8ae1b8 (srv / pg ms, p99 ms)::
+
+    scenario      before: srv ms            pg ms          after: srv ms         pg ms
+    floor         2.7 3.1 3.2 2.3           0.5-0.6        2.2 2.2 2.4 2.6       0.5-0.7
+    asset         4.1 5.0 4.1 3.9           1.4-1.8        4.0 3.7 3.9 4.6       1.4-1.7
+    alias1000     103 115 107 104           102-120        57 54 57 62           99-106
+
+floor's p99 latency went from 83-121 ms to 40-45 ms: the full collections the frozen objects
+no longer take part in were its slowest requests.
 """
 
 from __future__ import annotations
