@@ -8,6 +8,11 @@ re-validate the foreign keys, a scan of each table under lock."""
 import django.db.models.deletion
 from django.db import migrations, models
 
+from assets_app.migrations._indexes import (
+    single_column_indexes_create,
+    single_column_indexes_drop,
+)
+
 #: (table, column) whose single-column, non-unique indexes go
 REDUNDANT = [
     ("asset_dag_run_queue", "asset_id"),
@@ -20,30 +25,14 @@ KEPT = {"adrq_target_dag"}
 
 
 def drop_redundant_indexes(apps, schema_editor):
-    connection = schema_editor.connection
-    with connection.cursor() as cursor:
-        for table, column in REDUNDANT:
-            constraints = connection.introspection.get_constraints(cursor, table)
-            for name, info in constraints.items():
-                if (
-                    info["index"]
-                    and not info["unique"]
-                    and not info["primary_key"]
-                    and info["columns"] == [column]
-                    and name not in KEPT
-                ):
-                    schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
+    single_column_indexes_drop(schema_editor, REDUNDANT, kept=KEPT)
 
 
 def recreate_indexes(apps, schema_editor):
-    for table, column in REDUNDANT:
-        if (table, column) == ("asset_dag_run_queue", "target_dag_id"):
-            continue  # adrq_target_dag (removed by the reversed AddIndex) is Django's own
-        name = schema_editor.quote_name(f"{table}_{column}_fk_idx")
-        schema_editor.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON {schema_editor.quote_name(table)} "
-            f"({schema_editor.quote_name(column)})"
-        )
+    # adrq_target_dag (removed by the reversed AddIndex) is Django's own
+    single_column_indexes_create(
+        schema_editor, [tc for tc in REDUNDANT if tc != ("asset_dag_run_queue", "target_dag_id")]
+    )
 
 
 class Migration(migrations.Migration):

@@ -1,10 +1,14 @@
 """The alias link tables lose their index by alias, the prefix of their unique (alias_id,
 asset_id) and (alias_id, event_id): 1,000 alias events wrote 2,000 index entries fewer.
-Dropped by name as in 0017 (``DROP INDEX`` only: Django's ``AlterField`` would also drop and
-re-validate the foreign keys, a scan of each table under lock)."""
+Dropped as in 0017 (``_indexes``: the index only, not the foreign key)."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from assets_app.migrations._indexes import (
+    single_column_indexes_create,
+    single_column_indexes_drop,
+)
 
 #: (table, column) whose single-column, non-unique indexes go
 REDUNDANT = [
@@ -14,27 +18,11 @@ REDUNDANT = [
 
 
 def drop_redundant_indexes(apps, schema_editor):
-    connection = schema_editor.connection
-    with connection.cursor() as cursor:
-        for table, column in REDUNDANT:
-            constraints = connection.introspection.get_constraints(cursor, table)
-            for name, info in constraints.items():
-                if (
-                    info["index"]
-                    and not info["unique"]
-                    and not info["primary_key"]
-                    and info["columns"] == [column]
-                ):
-                    schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
+    single_column_indexes_drop(schema_editor, REDUNDANT)
 
 
 def recreate_indexes(apps, schema_editor):
-    for table, column in REDUNDANT:
-        name = schema_editor.quote_name(f"{table}_{column}_fk_idx")
-        schema_editor.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON {schema_editor.quote_name(table)} "
-            f"({schema_editor.quote_name(column)})"
-        )
+    single_column_indexes_create(schema_editor, REDUNDANT)
 
 
 class Migration(migrations.Migration):
