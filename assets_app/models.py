@@ -161,7 +161,13 @@ class AssetAliasAssetEvent(models.Model):
         related_name="event_links",
         db_index=False,  # by alias: asset_alias_asset_event_unique's prefix
     )
-    event = models.ForeignKey(AssetEvent, on_delete=models.CASCADE, related_name="alias_links")
+    # No database constraint: the link is inserted in the statement that inserts its event,
+    # and events are only deleted through the ORM (``asset_events_prune``), whose collector
+    # deletes the links first. The constraint guarded nothing and cost a check per link at
+    # commit (a thousand alias events: a thousand ``SELECT … FOR KEY SHARE``).
+    event = models.ForeignKey(
+        AssetEvent, on_delete=models.CASCADE, related_name="alias_links", db_constraint=False
+    )
 
     class Meta:
         db_table = "asset_alias_asset_event"
@@ -403,12 +409,17 @@ class AssetDagRunQueue(models.Model):
     asset = models.ForeignKey(
         Asset, on_delete=models.CASCADE, related_name="queued_dags", db_index=False
     )
+    # No database constraint on the DAG: DAG rows are never deleted (a DAG no longer declared
+    # goes stale; neither the admin nor an API deletes one), and the statement that queues a
+    # row reads its DAG (live, not stale) in the same statement. The constraint guarded
+    # nothing and cost a check per queue row at commit. An ORM delete still cascades.
     target_dag = models.ForeignKey(
         Dag,
         on_delete=models.CASCADE,
         related_name="queued_assets",
         db_column="target_dag_id",
         db_index=False,  # the index below, without the unused LIKE twin of a ForeignKey's
+        db_constraint=False,
     )
     created_at = models.DateTimeField(default=timezone.now)
 

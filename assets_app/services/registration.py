@@ -19,10 +19,12 @@ task instance's ids) are ordinary parameters. The dialect differences, the
 table and column names and the row sets' types live in :mod:`assets_app.services.sql` and come
 from the models. In order:
 
-1. ``INSERT`` the assets alias events target, ``ON CONFLICT (name, uri) DO NOTHING``;
+1. ``INSERT`` the assets alias events target, ``ON CONFLICT (name, uri) DO NOTHING``,
+   ``RETURNING`` the ones it created;
 2. ``INSERT`` the aliases alias events were emitted through, ``ON CONFLICT (name) DO NOTHING``;
 3. ``SELECT`` the active assets matching the declared keys, names and uris, and the alias
-   targets by (name, uri);
+   targets statement 1 did not create, by (name, uri) (not sent when there are none: a
+   thousand new targets are not read twice);
 4. ``SELECT`` the aliases by name;
 5. ``INSERT`` the alias → asset links, ``ON CONFLICT DO NOTHING``;
 6. ``INSERT`` the events; each planned event gets its exact new id (PostgreSQL: ids drawn from
@@ -36,8 +38,10 @@ from the models. In order:
    it queued something).
 
 PostgreSQL receives fewer: statements whose rows do not depend on each other's run as the
-steps of one (``sql.Steps``), so 1 and 2 are one statement, and 5 to 8 are one. Declared assets
-without aliases then cost two statements (3, and 6 with 8), alias events four.
+steps of one (``sql.Steps``), so 1 and 2 are one statement (1 its main part, whose
+``RETURNING`` rows come back), and 5 to 8 are one. Declared assets
+without aliases then cost two statements (3, and 6 with 8), alias events four (three when
+statement 1 created every target).
 
 Concurrency
 -----------
@@ -213,16 +217,15 @@ def asset_changes_register(
     sql = Dialect.current()
 
     with transaction.atomic(savepoint=False), statements_cursor() as cursor:
-        sql.execute_all(  # 1 and 2: one statement on PostgreSQL
-            cursor,
-            [
-                _alias_targets_insert(sql, extras=target_extras, now=timezone.now()),
-                _aliases_insert(sql, names=alias_names),
-            ],
-        )
+        inserting = _alias_targets_insert(sql, extras=target_extras, now=timezone.now())
+        # 1 and 2. PostgreSQL: one statement, 1 its main part (whose rows come back), which
+        # runs before its steps (2): assets, then aliases, as in dags_declare. SQLite: 2, 1.
+        sql.execute_all(cursor, [_aliases_insert(sql, names=alias_names), inserting])
+        created = _assets_returned(cursor) if inserting is not None else {}
         active, targets = _assets_select(  # 3
-            cursor, sql, declared=declared, targets=target_extras
+            cursor, sql, declared=declared, targets=[k for k in target_extras if k not in created]
         )
+        targets.update(created)
         aliases = _aliases_select(cursor, sql, names=alias_names)  # 4
         if len(targets) != len(target_extras) or len(aliases) != len(alias_names):
             raise AssetRegistrationError("alias targets or aliases could not be read back")
@@ -397,10 +400,17 @@ def _declared_asset_events_plan(
 # members are named after the columns they fill and typed like them (``Dialect.rows``).
 
 
+#: what a registration reads of an asset; ``created_at`` and ``updated_at`` are left deferred
+#: (loaded on access, as after ``.only()``): nothing here reads them, and converting two
+#: timestamps per row was a tenth of the CPU of a request with 1,000 alias events
+_ASSET_FIELDS = ("id", "name", "uri", "group", "extra")
+
+
 def _alias_targets_insert(
     sql: Dialect, *, extras: Mapping[AssetUniqueKey, dict[str, Any]], now: datetime
 ) -> Statement | None:
-    """Statement 1: create the missing alias targets, not active, with dest_asset_extra.
+    """Statement 1: create the missing alias targets, not active, with dest_asset_extra,
+    returning the rows it created (:data:`_ASSET_FIELDS`): statement 3 reads only the others.
 
     Their group is Airflow's default (``asset``), as for an ``Asset`` declared without one.
 
@@ -422,6 +432,7 @@ def _alias_targets_insert(
         )
         ORDER BY r.name, r.uri
         ON CONFLICT ({columns(Asset, "name", "uri")}) DO NOTHING
+        RETURNING {columns(Asset, *_ASSET_FIELDS)}
         """,  # noqa: S608 - names from the models, values bound as parameters
         [
             DEFAULT_GROUP,
@@ -449,10 +460,13 @@ def _aliases_insert(sql: Dialect, *, names: Sequence[str]) -> Statement | None:
     )
 
 
-#: what a registration reads of an asset; ``created_at`` and ``updated_at`` are left deferred
-#: (loaded on access, as after ``.only()``): nothing here reads them, and converting two
-#: timestamps per row was a tenth of the CPU of a request with 1,000 alias events
-_ASSET_FIELDS = ("id", "name", "uri", "group", "extra")
+def _assets_returned(cursor: CursorWrapper) -> dict[AssetUniqueKey, Asset]:
+    """The alias targets statement 1 created (not active: no ``asset_active`` row can name an
+    asset created in this statement), by key."""
+    return {
+        AssetUniqueKey(name=asset.name, uri=asset.uri): asset
+        for asset in models_from_rows(Asset, _ASSET_FIELDS, cursor.fetchall())
+    }
 
 
 def _assets_select(

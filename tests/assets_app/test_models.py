@@ -122,3 +122,68 @@ def test_no_index_on_the_event_path_is_the_prefix_of_another():
                 ):
                     redundant.append((table, name, columns))
     assert redundant == []
+
+
+#: the foreign keys the database enforces on the event path. Two are left to the ORM
+#: (``db_constraint=False``, assets_app/models.py says why): ``asset_alias_asset_event.event_id``
+#: (the link is inserted with its event; events are deleted only through the ORM) and
+#: ``asset_dag_run_queue.target_dag_id`` (DAG rows are never deleted); each cost a check per
+#: row at commit. ``asset_event.asset_id`` is not enforced either, as in Airflow.
+ENFORCED_FOREIGN_KEYS = {
+    ("asset_alias_asset", "alias_id", "asset_alias"),
+    ("asset_alias_asset", "asset_id", "asset"),
+    ("asset_alias_asset_event", "alias_id", "asset_alias"),
+    ("asset_dag_run_queue", "asset_id", "asset"),
+    ("dag_run", "dag_id", "dag"),
+    ("dagrun_asset_event", "dag_run_id", "dag_run"),
+    ("dagrun_asset_event", "event_id", "asset_event"),
+    ("task_instance", "dag_run_id", "dag_run"),
+}
+
+
+def test_foreign_keys_the_database_enforces_on_the_event_path():
+    from django.db import connection
+
+    enforced = set()
+    with connection.cursor() as cursor:
+        for table in EVENT_PATH_TABLES:
+            for info in connection.introspection.get_constraints(cursor, table).values():
+                if info["foreign_key"]:
+                    (column,) = info["columns"]
+                    enforced.add((table, column, info["foreign_key"][0]))
+    assert enforced == ENFORCED_FOREIGN_KEYS
+
+
+def test_no_face_deletes_a_dag(rf, admin_user):
+    """What lets ``asset_dag_run_queue.target_dag_id`` go unenforced: a DAG that is no longer
+    declared goes stale, and no face deletes its row (an ORM delete would still cascade)."""
+    from django.contrib.admin.sites import site
+
+    from assets_app.models import Dag
+    from operatorapi.views import DagViewSet
+    from publicapi.views import DagDetailView
+
+    request = rf.get("/")
+    request.user = admin_user
+    assert site._registry[Dag].has_delete_permission(request) is False
+    assert not hasattr(DagViewSet, "destroy")
+    assert not hasattr(DagDetailView, "delete")
+
+
+def test_deleting_an_event_through_the_orm_removes_its_alias_links():
+    """``asset_alias_asset_event.event_id`` has no database constraint; the ORM's cascade is
+    what removes the links (``prune_asset_events`` deletes this way)."""
+    event, alias = AssetEventFactory(), AssetAliasFactory()
+    AssetAliasAssetEvent.objects.create(alias=alias, event=event)
+    AssetEvent.objects.filter(pk=event.pk).delete()
+    assert not AssetAliasAssetEvent.objects.exists()
+
+
+def test_deleting_a_dag_through_the_orm_removes_its_queue_rows():
+    from assets_app.models import AssetDagRunQueue, Dag
+    from tests.factories import DagFactory
+
+    dag, asset = DagFactory(), AssetFactory()
+    AssetDagRunQueue.objects.create(asset=asset, target_dag=dag)
+    Dag.objects.filter(pk=dag.pk).delete()
+    assert not AssetDagRunQueue.objects.exists()

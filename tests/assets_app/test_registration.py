@@ -773,9 +773,9 @@ def count_statements(ti: TaskInstance, outlets, events) -> list[str]:
 # rows as one JSON parameter, so nothing is ever split into batches; a step with no rows is
 # not sent.
 FIXED_PLAN = [
-    "INSERT asset",  # 1. alias targets, ON CONFLICT (name, uri) DO NOTHING
     "INSERT asset_alias",  # 2. aliases, ON CONFLICT (name) DO NOTHING
-    "SELECT asset",  # 3. active assets for declared keys/names/uris, alias targets by key
+    "INSERT asset",  # 1. alias targets, ON CONFLICT (name, uri) DO NOTHING, RETURNING the new
+    "SELECT asset",  # 3. active assets for declared keys/names/uris, other alias targets by key
     "SELECT asset_alias",  # 4. aliases by name
     "INSERT asset_alias_asset",  # 5. alias → asset links, ON CONFLICT DO NOTHING
     "INSERT asset_event",  # 6. all events, RETURNING id
@@ -785,12 +785,15 @@ FIXED_PLAN = [
 ]
 if connection.vendor == "postgresql":  # independent writes go as one statement
     FIXED_PLAN = [
-        "INSERT asset + INSERT asset_alias",  # 1 and 2
+        "INSERT asset_alias + INSERT asset",  # 2 and 1 (its main part, RETURNING the new)
         "SELECT asset",
         "SELECT asset_alias",
         "INSERT asset_alias_asset + INSERT asset_event + INSERT asset_alias_asset_event"
         " + INSERT asset_dag_run_queue",  # 5-8
     ]
+#: alias events whose targets all had to be created, no declared asset: statement 3 has
+#: nothing left to read (statement 1 returned every target)
+NEW_TARGETS_PLAN = [step for step in FIXED_PLAN if step != "SELECT asset"]
 #: declared assets, no alias: the steps with rows
 DECLARED_ASSETS_PLAN = ["SELECT asset", "INSERT asset_event", "INSERT asset_dag_run_queue"]
 if connection.vendor == "postgresql":
@@ -830,7 +833,7 @@ def test_statements_for_declared_assets_are_the_fixed_plan(ti, count):
 def test_statements_for_alias_events_to_new_assets_are_the_fixed_plan(ti, count):
     outlets, events = alias_to_new_assets(count)
 
-    assert count_statements(ti, outlets, events) == FIXED_PLAN
+    assert count_statements(ti, outlets, events) == NEW_TARGETS_PLAN
     assert AssetEvent.objects.count() == count
     assert AssetAliasAsset.objects.count() == count
     assert AssetDagRunQueue.objects.count() == count
@@ -852,9 +855,39 @@ def test_statements_when_aliases_are_missing_too(ti):
     events = [alias_event("fresh", f"n{n}", f"s3://n/{n}") for n in range(50)]
 
     # then: the same plan, and everything was created
-    assert count_statements(ti, [alias_outlet("fresh")], events) == FIXED_PLAN
+    assert count_statements(ti, [alias_outlet("fresh")], events) == NEW_TARGETS_PLAN
     assert AssetAlias.objects.get().name == "fresh"
     assert AssetEvent.objects.count() == AssetAliasAsset.objects.count() == 50
+
+
+def test_statements_when_some_targets_exist_read_only_those(ti):
+    # given: alias events to 6 targets, 2 of which exist (with their own extra)
+    outlets, events = alias_to_new_assets(6)
+    for n in (1, 4):
+        AssetFactory(name=f"new6_{n}", uri=f"s3://new/6/{n}", extra={"kept": n})
+
+    # when
+    sent: list[tuple[str, Any]] = []
+
+    def record(execute, sql, params, many, context):
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        result = register(ti, outlets, events)
+
+    # then: the full plan, statement 3 reading the 2 existing targets only
+    assert [statement_step(sql) for sql, _ in sent] == FIXED_PLAN
+    (read,) = [params for sql, params in sent if statement_step(sql) == "SELECT asset"]
+    assert sorted(row["name"] for row in json.loads(str(read[0]))) == ["new6_1", "new6_4"]
+    # and every event is on its own target, new ones with dest_asset_extra, old ones as kept
+    by_name = {event.asset.name: event.asset for event in result.events}
+    assert sorted(by_name) == [f"new6_{n}" for n in range(6)]
+    for n, asset in enumerate(by_name[f"new6_{n}"] for n in range(6)):
+        stored = Asset.objects.get(name=f"new6_{n}")
+        assert asset.pk == stored.pk
+        assert asset.extra == stored.extra == ({"kept": n} if n in (1, 4) else {"d": n})
+        assert asset.group == stored.group
 
 
 @pytest.mark.parametrize(

@@ -715,28 +715,37 @@ def _count_success_queries(declare, make_ti, bodies: list[dict]) -> list[int]:
 
 def test_success_statements_are_bounded_whatever_the_payload(declare, make_ti):
     # Statements of one success request, the same on PostgreSQL and SQLite: 1 outlet, 100
-    # asset outlets, 1,000 alias events to 1,000 distinct new assets, 1 alias event.
+    # asset outlets, 1,000 alias events to 1,000 distinct new assets, 1 alias event to a new
+    # asset, 1 to an existing one.
     #   the API's transaction: a SAVEPOINT/RELEASE pair here (inside the test's transaction);
     #   in it, the UPDATE … RETURNING that checks, locks and finishes the TI, then
     #   registration (assets_app.services.registration), at most 8 statements and only those
     #   with rows to read or write: declared assets run 3 (SELECT declared active assets,
-    #   INSERT events, upsert the queue rows of the live consumers); alias events run all 8
-    #   (also INSERT alias targets, INSERT aliases, SELECT aliases, INSERT alias↔asset links,
-    #   INSERT alias↔event links), which PostgreSQL receives as 2 and 4 (the two first inserts
-    #   as one statement, the events and everything written with them as one);
+    #   INSERT events, upsert the queue rows of the live consumers); alias events to an
+    #   existing asset run all 8 (also INSERT alias targets, INSERT aliases, SELECT aliases,
+    #   INSERT alias↔asset links, INSERT alias↔event links), which PostgreSQL receives as 2
+    #   and 4 (the two first inserts as one statement, the events and everything written with
+    #   them as one); to new assets only, 7 and 3: the targets' INSERT returns them, so
+    #   nothing is read back;
     #   after the commit, the run's settle; on PostgreSQL the finishing UPDATE settles the run
     #   of a last leaf itself.
     counts = _count_success_queries(
         declare,
         make_ti,
-        [_asset_outlets(1), _asset_outlets(100), _alias_events(1000, 0), _alias_events(1, 1000)],
+        [
+            _asset_outlets(1),
+            _asset_outlets(100),
+            _alias_events(1000, 0),
+            _alias_events(1, 1000),
+            _alias_events(1, 0),
+        ],
     )
 
-    assert AssetEvent.objects.count() == 1 + 100 + 1000 + 1
+    assert AssetEvent.objects.count() == 1 + 100 + 1000 + 1 + 1
     if connection.vendor == "postgresql":
-        assert counts == [2 + 1 + 2] * 2 + [2 + 1 + 4] * 2, counts
+        assert counts == [2 + 1 + 2] * 2 + [2 + 1 + 3] * 2 + [2 + 1 + 4], counts
     else:
-        assert counts == [2 + 1 + 3 + 1] * 2 + [2 + 1 + 8 + 1] * 2, counts
+        assert counts == [2 + 1 + 3 + 1] * 2 + [2 + 1 + 7 + 1] * 2 + [2 + 1 + 8 + 1], counts
 
 
 def test_success_without_outlets_is_the_floor_of_one_or_two_statements(make_ti):
