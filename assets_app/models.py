@@ -242,7 +242,12 @@ class DagTask(models.Model):
     no task of the DAG depends on it (the leaves decide a run's state, as in Airflow).
     """
 
-    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="tasks")
+    dag = models.ForeignKey(
+        Dag,
+        on_delete=models.CASCADE,
+        related_name="tasks",
+        db_index=False,  # by DAG: dag_task_unique's prefix
+    )
     task_id = models.CharField(max_length=ID_LENGTH)
     retries = models.PositiveIntegerField(default=0)
     retry_delay = models.FloatField(default=300.0)  # seconds, as Airflow's default timedelta(300)
@@ -295,7 +300,12 @@ class DagScheduleReference(DagReference):
 class DagScheduleAssetReference(DagScheduleReference):
     """A DAG scheduled on an asset."""
 
-    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="scheduled_dags")
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.CASCADE,
+        related_name="scheduled_dags",
+        db_index=False,  # by asset: dsar_asset_dag_unique's prefix
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -306,7 +316,12 @@ class DagScheduleAssetReference(DagScheduleReference):
 class DagScheduleAssetAliasReference(DagScheduleReference):
     """A DAG scheduled on an asset alias."""
 
-    alias = models.ForeignKey(AssetAlias, on_delete=models.CASCADE, related_name="scheduled_dags")
+    alias = models.ForeignKey(
+        AssetAlias,
+        on_delete=models.CASCADE,
+        related_name="scheduled_dags",
+        db_index=False,  # by alias: dsaar_alias_dag_unique's prefix
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -346,7 +361,12 @@ class TaskAssetReference(DagReference):
 class TaskOutletAssetReference(TaskAssetReference):
     """A task declaring an asset as an outlet."""
 
-    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="producing_tasks")
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.CASCADE,
+        related_name="producing_tasks",
+        db_index=False,  # by asset: toar_asset_dag_task_unique's prefix
+    )
 
     class Meta:
         db_table = "task_outlet_asset_reference"
@@ -359,7 +379,12 @@ class TaskOutletAssetReference(TaskAssetReference):
 class TaskInletAssetReference(TaskAssetReference):
     """A task declaring an asset as an inlet."""
 
-    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="consuming_tasks")
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.CASCADE,
+        related_name="consuming_tasks",
+        db_index=False,  # by asset: tiar_asset_dag_task_unique's prefix
+    )
 
     class Meta:
         db_table = "task_inlet_asset_reference"
@@ -387,6 +412,8 @@ class TaskLeafReference(TaskAssetReference):
         NAME_REF = "name_ref", "Asset.ref(name)"
         URI_REF = "uri_ref", "Asset.ref(uri)"
 
+    # the base's ``dag``, without its own index: tlr_dag_task_leaf_unique begins with it
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, db_index=False)
     direction = models.CharField(max_length=6, choices=Direction.choices)
     kind = models.CharField(max_length=8, choices=Kind.choices)
     value = models.CharField(max_length=NAME_LENGTH)  # the alias name, the name or the uri
@@ -718,7 +745,12 @@ class TaskInstanceHistory(TaskTry):
 class XCom(TaskKey):
     """A value a task pushed (e.g. its ``return_value``)."""
 
-    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="xcoms")
+    dag_run = models.ForeignKey(
+        DagRun,
+        on_delete=models.CASCADE,
+        related_name="xcoms",
+        db_index=False,  # by run: xcom_natural_key_unique's prefix
+    )
     key = models.CharField(max_length=512)
     value = models.JSONField(null=True, blank=True)
     timestamp = models.DateTimeField(default=timezone.now)
@@ -863,7 +895,12 @@ class TaskStateStore(models.Model):
     (``None``: never) is when ``state_store_clean`` may delete the row.
     """
 
-    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_state")
+    dag_run = models.ForeignKey(
+        DagRun,
+        on_delete=models.CASCADE,
+        related_name="task_state",
+        db_index=False,  # by run: task_state_store_uq's prefix
+    )
     dag_id = models.CharField(max_length=ID_LENGTH)
     run_id = models.CharField(max_length=ID_LENGTH)
     task_id = models.CharField(max_length=ID_LENGTH)
@@ -903,7 +940,12 @@ class AssetStateStore(models.Model):
     wrote last (no foreign key: the names outlive the run).
     """
 
-    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, related_name="state")
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.CASCADE,
+        related_name="state",
+        db_index=False,  # by asset: asset_state_store_uq's prefix
+    )
     key = models.CharField(max_length=STATE_KEY_LENGTH)
     value = models.TextField()
     updated_at = models.DateTimeField(default=timezone.now)
