@@ -113,7 +113,10 @@ by their INSERT instead of read back: 7 statements instead of 8)::
     alias1000   pg ms          119 114 130 116 123 107      96 96 89 97 96 109
 
 alias1000's PostgreSQL CPU fell in five pairs of six (median 118 -> 96 ms); asset did not move
-beyond the host's drift.
+beyond the host's drift. Six more pairs on 860011d, the host faster (floor 2.0-3.1 ms):
+alias1000's PostgreSQL CPU 130 87 83 92 99 88 -> 88 77 96 95 80 81 ms, server CPU
+83 49 47 67 71 66 -> 57 53 68 74 58 60 ms; in the two pairs where the host was fastest
+(floor 2.0-2.1 ms after), 88 and 77 ms.
 """
 
 from __future__ import annotations
