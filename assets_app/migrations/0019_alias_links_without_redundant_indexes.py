@@ -5,24 +5,13 @@ Dropped as in 0017 (``_indexes``: the index only, not the foreign key)."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-from assets_app.migrations._indexes import (
-    single_column_indexes_create,
-    single_column_indexes_drop,
-)
+from assets_app.migrations._indexes import single_column_indexes_operation
 
 #: (table, column) whose single-column, non-unique indexes go
 REDUNDANT = [
     ("asset_alias_asset", "alias_id"),
     ("asset_alias_asset_event", "alias_id"),
 ]
-
-
-def drop_redundant_indexes(apps, schema_editor):
-    single_column_indexes_drop(schema_editor, REDUNDANT)
-
-
-def recreate_indexes(apps, schema_editor):
-    single_column_indexes_create(schema_editor, REDUNDANT)
 
 
 class Migration(migrations.Migration):
@@ -55,7 +44,7 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[
-                migrations.RunPython(drop_redundant_indexes, recreate_indexes),
+                single_column_indexes_operation(REDUNDANT),
             ],
         ),
     ]

@@ -6,10 +6,7 @@ the index only, not the foreign key)."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-from assets_app.migrations._indexes import (
-    single_column_indexes_create,
-    single_column_indexes_drop,
-)
+from assets_app.migrations._indexes import single_column_indexes_operation
 
 #: (table, column) whose single-column, non-unique indexes go
 REDUNDANT = [
@@ -23,14 +20,6 @@ REDUNDANT = [
     ("task_state_store", "dag_run_id"),
     ("xcom", "dag_run_id"),
 ]
-
-
-def drop_redundant_indexes(apps, schema_editor):
-    single_column_indexes_drop(schema_editor, REDUNDANT)
-
-
-def recreate_indexes(apps, schema_editor):
-    single_column_indexes_create(schema_editor, REDUNDANT)
 
 
 class Migration(migrations.Migration):
@@ -132,7 +121,7 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[
-                migrations.RunPython(drop_redundant_indexes, recreate_indexes),
+                single_column_indexes_operation(REDUNDANT),
             ],
         ),
     ]

@@ -1,5 +1,5 @@
-"""What the migrations that drop redundant indexes share (0017, 0019). Not a migration: the
-loader skips modules whose name starts with ``_``.
+"""What the migrations that drop redundant indexes share (0017, 0019, 0021). Not a migration:
+the loader skips modules whose name starts with ``_``.
 
 A foreign key's own single-column index is redundant when another index begins with that
 column. Only the index is dropped (``DROP INDEX``): Django's ``AlterField(db_index=False)``
@@ -8,7 +8,9 @@ migrations change the field in the state only and drop the index here, found by 
 (Django's generated names differ between databases).
 """
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
+
+from django.db import migrations
 
 
 def single_column_indexes_drop(
@@ -39,3 +41,16 @@ def single_column_indexes_create(schema_editor, columns: Iterable[tuple[str, str
             f"CREATE INDEX IF NOT EXISTS {name} ON {schema_editor.quote_name(table)} "
             f"({schema_editor.quote_name(column)})"
         )
+
+
+def single_column_indexes_operation(columns: Sequence[tuple[str, str]]) -> migrations.RunPython:
+    """The operation of a migration that drops the indexes of ``columns``
+    (:func:`single_column_indexes_drop`) and creates them again when reversed."""
+
+    def drop(apps, schema_editor) -> None:
+        single_column_indexes_drop(schema_editor, columns)
+
+    def create(apps, schema_editor) -> None:
+        single_column_indexes_create(schema_editor, columns)
+
+    return migrations.RunPython(drop, create)

@@ -883,8 +883,8 @@ def test_statements_when_some_targets_exist_read_only_those(ti):
     # and every event is on its own target, new ones with dest_asset_extra, old ones as kept
     by_name = {event.asset.name: event.asset for event in result.events}
     assert sorted(by_name) == [f"new6_{n}" for n in range(6)]
-    for n, asset in enumerate(by_name[f"new6_{n}"] for n in range(6)):
-        stored = Asset.objects.get(name=f"new6_{n}")
+    for n in range(6):
+        asset, stored = by_name[f"new6_{n}"], Asset.objects.get(name=f"new6_{n}")
         assert asset.pk == stored.pk
         assert asset.extra == stored.extra == ({"kept": n} if n in (1, 4) else {"d": n})
         assert asset.group == stored.group
