@@ -79,6 +79,8 @@ class Emission(NamedTuple):
 #: The step of :func:`consumers_queue_steps` that upserts the queue rows and returns the queued
 #: ``(asset_id, target_dag_id)`` pairs, for a statement that joins it.
 QUEUED_STEP = "queued"
+#: The step that inserts the queue rows of assets created in the same transaction (PostgreSQL).
+QUEUED_FRESH_STEP = "queued_fresh"
 
 
 def consumers_queue(*, emissions: Iterable[Emission], now: datetime) -> list[tuple[int, str]]:
@@ -106,12 +108,16 @@ def consumers_queue_run(sql: Dialect, steps: Steps | None) -> list[tuple[int, st
 
 
 def consumers_queue_steps(
-    sql: Dialect, *, emissions: Iterable[Emission], now: datetime
+    sql: Dialect,
+    *,
+    emissions: Iterable[Emission],
+    now: datetime,
+    fresh_asset_ids: Collection[int] = frozenset(),
 ) -> Steps | None:
     """The statement that queues the consumers of ``emissions`` (``None``: nothing can be
     queued), as steps another statement can join (registration joins it to the insert of the
-    events): ``emitted``, ``consumer`` and, on PostgreSQL, :data:`QUEUED_STEP`; its last part
-    returns the queued pairs.
+    events): ``emitted``, ``consumer`` and, on PostgreSQL, :data:`QUEUED_STEP` (and
+    :data:`QUEUED_FRESH_STEP`); its last part returns the queued pairs.
 
     A DAG consumes an event when it is neither paused nor stale and schedules on the event's
     asset, on one of its source aliases, or on a name/uri reference to the asset. An event
@@ -126,6 +132,12 @@ def consumers_queue_steps(
     ``created_at`` (the oldest wait). On PostgreSQL the statement also wakes the schedulers
     when its transaction commits (one notification however many rows: PostgreSQL folds a
     transaction's identical ones), in the last part: ``pg_notify`` per queued row.
+
+    ``fresh_asset_ids`` (PostgreSQL; ignored on SQLite, whose upsert stays one statement):
+    assets created in the caller's transaction, which no other transaction can see yet, so no
+    queue row on them exists or can be inserted meanwhile. Their rows are a plain ``INSERT``
+    of their own step: no speculative insertion per row (about 2.5 ms of PostgreSQL CPU less
+    per 1,000 rows).
     """
     emitted = sorted(
         {(e.asset_id, e.alias_id, e.name, e.uri) for e in emissions if e.partition_key is None},
@@ -133,24 +145,36 @@ def consumers_queue_steps(
     )
     if not emitted:
         return None
-    rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text")
-    queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
-    upsert = Statement(
-        f"""
-        INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
-        SELECT c.asset_id, c.dag_id, %s
-        FROM consumer c
-        WHERE (
-            SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
-            WHERE d.dag_id = c.dag_id
-        )
-        ORDER BY c.asset_id, c.dag_id
-        ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
-        DO UPDATE SET created_at = q.created_at
-        RETURNING asset_id, target_dag_id
-        """,  # noqa: S608 - names from the models, values bound as parameters
-        [sql.datetime(now)],
+    fresh = fresh_asset_ids if sql.postgresql else frozenset()
+    rows = sql.rows(
+        AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text", fresh="boolean"
     )
+    queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
+
+    def queue_insert(*, of_fresh: bool) -> Statement:
+        conflict = (
+            ""
+            if of_fresh
+            else f"""ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
+            DO UPDATE SET created_at = q.created_at"""
+        )
+        return Statement(
+            f"""
+            INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
+            SELECT c.asset_id, c.dag_id, %s
+            FROM consumer c
+            WHERE c.fresh IS {"TRUE" if of_fresh else "NULL"} AND (
+                SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
+                WHERE d.dag_id = c.dag_id
+            )
+            ORDER BY c.asset_id, c.dag_id
+            {conflict}
+            RETURNING asset_id, target_dag_id
+            """,  # noqa: S608 - names from the models, values bound as parameters
+            [sql.datetime(now)],
+        )
+
+    upsert = queue_insert(of_fresh=False)
     steps = (
         (
             "emitted",
@@ -159,6 +183,7 @@ def consumers_queue_steps(
                 [
                     sql.json(
                         {"asset_id": asset_id, "alias_id": alias_id, "name": name, "uri": uri}
+                        | ({"fresh": True} if asset_id in fresh else {})
                         for asset_id, alias_id, name, uri in emitted
                     )
                 ],
@@ -168,16 +193,16 @@ def consumers_queue_steps(
             "consumer",
             Statement(
                 f"""
-                SELECT e.asset_id, s.dag_id FROM emitted e
+                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
                 JOIN {table(DagScheduleAssetReference)} s ON s.asset_id = e.asset_id
                 UNION
-                SELECT e.asset_id, s.dag_id FROM emitted e
+                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
                 JOIN {table(DagScheduleAssetAliasReference)} s ON s.alias_id = e.alias_id
                 UNION
-                SELECT e.asset_id, s.dag_id FROM emitted e
+                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
                 JOIN {table(DagScheduleAssetNameReference)} s ON s.name = e.name
                 UNION
-                SELECT e.asset_id, s.dag_id FROM emitted e
+                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
                 JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
                 """,  # noqa: S608 - names from the models, values bound as parameters
                 [],
@@ -186,10 +211,18 @@ def consumers_queue_steps(
     )
     if not sql.postgresql:
         return Steps(steps=steps, last=upsert)
+    of_fresh = [asset_id in fresh for asset_id, *_ in emitted]
+    queued = [] if all(of_fresh) else [(QUEUED_STEP, upsert)]
+    if any(of_fresh):
+        queued.append((QUEUED_FRESH_STEP, queue_insert(of_fresh=True)))
+    notify = notify_sql(QUEUE_CHANNEL)
     return Steps(
-        steps=(*steps, (QUEUED_STEP, upsert)),
+        steps=(*steps, *queued),
         last=Statement(
-            f"SELECT asset_id, target_dag_id, {notify_sql(QUEUE_CHANNEL)} FROM {QUEUED_STEP}",  # noqa: S608 - fixed names
+            " UNION ALL ".join(
+                f"SELECT asset_id, target_dag_id, {notify} FROM {name}"  # noqa: S608 - fixed names
+                for name, _ in queued
+            ),
             [],
         ),
     )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.apps import apps
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from assets_app.models import (
     Asset,
@@ -755,9 +757,11 @@ TABLES = {model._meta.db_table for model in apps.get_app_config("assets_app").ge
 
 def statement_step(sql: str) -> str:
     """``"INSERT <table>"`` (``" + "`` between the tables of one statement inserting into
-    several) or ``"SELECT <table>"`` (the first app table read) per statement."""
+    several, each once: on PostgreSQL the rows of new alias targets have inserts of their own,
+    see ``test_rows_of_new_targets_are_inserted_without_a_conflict_check``) or
+    ``"SELECT <table>"`` (the first app table read) per statement."""
     if inserts := re.findall(r"\bINSERT INTO \"?(\w+)", sql):
-        return " + ".join(f"INSERT {table}" for table in inserts)
+        return " + ".join(f"INSERT {table}" for table in dict.fromkeys(inserts))
     read = [t for t in re.findall(r"\bFROM \"?(\w+)", sql) if t in TABLES]
     return f"SELECT {read[0]}"
 
@@ -888,6 +892,57 @@ def test_statements_when_some_targets_exist_read_only_those(ti):
         assert asset.pk == stored.pk
         assert asset.extra == stored.extra == ({"kept": n} if n in (1, 4) else {"d": n})
         assert asset.group == stored.group
+
+
+def test_rows_of_new_targets_are_inserted_without_a_conflict_check(ti):
+    # given: alias events to 6 targets, 2 of which exist, linked to the alias and queued for
+    # its consumer since an hour ago
+    outlets, events = alias_to_new_assets(6)
+    alias = AssetAlias.objects.get(name="alias_6")
+    consumer = DagScheduleAssetAliasReference.objects.get(alias=alias).dag
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    existing = []
+    for n in (1, 4):
+        asset = AssetFactory(name=f"new6_{n}", uri=f"s3://new/6/{n}")
+        AssetAliasAsset.objects.create(alias=alias, asset=asset)
+        AssetDagRunQueue.objects.create(asset=asset, target_dag=consumer, created_at=an_hour_ago)
+        existing.append(asset.pk)
+
+    # when
+    sent: list[tuple[str, Any]] = []
+
+    def record(execute, sql, params, many, context):
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        result = register(ti, outlets, events)
+
+    # then: every target linked and queued once; the two queued before keep their wait
+    new = sorted({event.asset_id for event in result.events} - set(existing))
+    assert len(new) == 4
+    linked = AssetAliasAsset.objects.filter(alias=alias).values_list("asset_id", flat=True)
+    assert sorted(linked) == sorted(existing + new)
+    waits = dict(
+        AssetDagRunQueue.objects.filter(target_dag=consumer).values_list("asset_id", "created_at")
+    )
+    assert sorted(waits) == sorted(existing + new)
+    assert [waits[pk] for pk in existing] == [an_hour_ago, an_hour_ago]
+    assert all(waits[pk] > an_hour_ago for pk in new)
+    assert sorted(result.queued) == sorted((pk, consumer.dag_id) for pk in existing + new)
+    if connection.vendor != "postgresql":
+        return
+    # and on PostgreSQL the links and queue rows of the 4 targets statement 1 created are
+    # inserted plainly, the 2 others checked (NOT EXISTS, ON CONFLICT)
+    (text, params) = sent[-1]
+    rows = [json.loads(p) for p in params if isinstance(p, str) and p.startswith("[")]
+    links = [[r["asset_id"] for r in rs] for rs in rows if set(rs[0]) == {"alias_id", "asset_id"}]
+    assert links == [existing, new]
+    (emitted,) = [rs for rs in rows if "uri" in rs[0]]
+    assert sorted(r["asset_id"] for r in emitted if r.get("fresh")) == new
+    inserts = re.findall(r"\bINSERT INTO \"?(\w+)", text)
+    assert inserts.count("asset_alias_asset") == inserts.count("asset_dag_run_queue") == 2
+    assert text.count("ON CONFLICT") == 2  # the checked links, the queue's upsert
 
 
 @pytest.mark.parametrize(

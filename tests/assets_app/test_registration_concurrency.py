@@ -21,6 +21,7 @@ from assets_app.models import (
     AssetAliasAssetEvent,
     AssetDagRunQueue,
     AssetEvent,
+    DagScheduleAssetNameReference,
     DagScheduleAssetReference,
     TaskInstance,
     TaskInstanceState,
@@ -128,9 +129,12 @@ def test_overlapping_targets_in_any_order_neither_deadlock_nor_duplicate():
         my_targets = rng.sample(targets, k=len(targets))
         return lambda: register_locked(ti_id, my_aliases, my_targets)
 
-    # the consumer schedules on asset_05 directly: create that one asset up front
+    # the consumer schedules on asset_05 directly: create that one asset up front; another
+    # on asset_07 by name, which the first request to get there creates (its queue row a plain
+    # insert, the others' an upsert)
     asset_05 = Asset.objects.create(name="asset_05", uri="s3://shared/05")
     DagScheduleAssetReference.objects.create(asset=asset_05, dag=consumer)
+    DagScheduleAssetNameReference.objects.create(name="asset_07", dag=DagFactory(dag_id="by_name"))
 
     # when
     results = run_in_threads([work(ti.pk) for ti in tis])
@@ -143,9 +147,10 @@ def test_overlapping_targets_in_any_order_neither_deadlock_nor_duplicate():
     # one event per (request, asset), linked to the three aliases
     assert AssetEvent.objects.count() == THREADS * len(targets)
     assert AssetAliasAssetEvent.objects.count() == THREADS * len(targets) * len(aliases)
-    assert list(AssetDagRunQueue.objects.values_list("asset_id", "target_dag_id")) == [
-        (asset_05.pk, "consumer")
-    ]
+    asset_07 = Asset.objects.get(name="asset_07")
+    assert sorted(AssetDagRunQueue.objects.values_list("asset_id", "target_dag_id")) == sorted(
+        [(asset_05.pk, "consumer"), (asset_07.pk, "by_name")]
+    )
 
 
 class HeldTransaction:
@@ -197,6 +202,7 @@ def test_insert_waits_for_an_uncommitted_conflicting_insert(first_commits, await
     # given: a first request has created the asset and alias but not committed yet
     first_ti, second_ti = running_tis(2)
     target = ("dyn", "s3://bucket/dyn")
+    DagScheduleAssetNameReference.objects.create(name="dyn", dag=DagFactory(dag_id="by_name"))
     first = HeldTransaction(first_ti.pk, "al", target)
     first.thread.start()
     assert first.registered.wait(timeout=30)
@@ -238,3 +244,8 @@ def test_insert_waits_for_an_uncommitted_conflicting_insert(first_commits, await
     assert AssetEvent.objects.count() == (2 if first_commits else 1)
     assert AssetAliasAssetEvent.objects.count() == (2 if first_commits else 1)
     assert AssetEvent.objects.filter(source_task_id=second_ti.task_id).count() == 1
+    # one queue row for the consumer by name: inserted by whichever request created the asset,
+    # upserted by the other
+    assert list(AssetDagRunQueue.objects.values_list("asset_id", "target_dag_id")) == [
+        (asset.pk, "by_name")
+    ]
