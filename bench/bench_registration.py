@@ -19,6 +19,12 @@ Scenarios, for each size N:
 * ``alias->new``      one declared alias, N alias events to N assets that do not exist yet;
                       one consumer DAG on the alias.
 * ``alias->existing`` the same alias events again (targets, alias and links exist).
+
+Printed per scenario and size: the statements per call, the events it created, the median and
+minimum wall time of the registration itself (without its ``COMMIT``), and ``pg ms``: the
+median CPU time of the PostgreSQL backend over the call's whole transaction, the ``COMMIT``
+and its deferred foreign-key checks included (``/proc/<pid>/schedstat``, nanoseconds; ``-`` on
+SQLite or with the server on another machine).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from assets_app.outlets import (  # noqa: E402
 )
 from assets_app.services.dag_runs import task_instance_create  # noqa: E402
 from assets_app.services.registration import asset_changes_register  # noqa: E402
+from bench.common import run_seconds  # noqa: E402
 from task_sdk.definitions import AssetUniqueKey  # noqa: E402
 
 
@@ -72,8 +79,12 @@ class StatementCounter:
         return execute(sql, params, many, context)
 
 
-def timed_call(tag: str, outlets: list[OutletProfile], events: list) -> tuple[float, int, int]:
-    """(seconds, statements, events created) of one locked, committed registration."""
+def timed_call(
+    tag: str, outlets: list[OutletProfile], events: list
+) -> tuple[float, int, int, float | None]:
+    """(seconds, statements, events created, PostgreSQL backend CPU seconds) of one locked,
+    committed registration. The backend's CPU covers the whole transaction, its ``COMMIT`` and
+    deferred foreign-key checks included (None: SQLite, or a server on another machine)."""
     ti = task_instance_create(
         dag_id="bench_producer",
         task_id="produce",
@@ -82,6 +93,8 @@ def timed_call(tag: str, outlets: list[OutletProfile], events: list) -> tuple[fl
     ).task_instance
     counter = StatementCounter()
     gc.collect()
+    backend = _backend_pid()
+    backend_before = run_seconds(backend) if backend else None
     with transaction.atomic():
         locked = TaskInstance.objects.select_for_update().get(pk=ti.pk)
         with connection.execute_wrapper(counter):
@@ -90,7 +103,22 @@ def timed_call(tag: str, outlets: list[OutletProfile], events: list) -> tuple[fl
                 task_instance=locked, task_outlets=outlets, outlet_events=events
             )
             elapsed = time.perf_counter() - start
-    return elapsed, counter.count, len(result.events)
+    backend_after = run_seconds(backend) if backend else None
+    backend_cpu = (
+        backend_after - backend_before
+        if backend_before is not None and backend_after is not None
+        else None
+    )
+    return elapsed, counter.count, len(result.events), backend_cpu
+
+
+def _backend_pid() -> int | None:
+    """The pid of this connection's PostgreSQL backend, if the server runs on this machine."""
+    if connection.vendor != "postgresql":
+        return None
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    return pid if run_seconds(pid) is not None else None
 
 
 def declared_assets(prefix: str, size: int) -> tuple[list[OutletProfile], list]:
@@ -132,10 +160,10 @@ def run(sizes: list[int], repeat: int) -> None:
     version = connection.pg_version if connection.vendor == "postgresql" else None
     version = version or connection.Database.sqlite_version
     print(f"database: {connection.vendor} {version}, repeat={repeat}")
-    header = ("scenario", "N", "statements", "events", "median ms", "min ms")
-    print("{:<16} {:>6} {:>10} {:>7} {:>10} {:>8}".format(*header))
+    header = ("scenario", "N", "statements", "events", "median ms", "min ms", "pg ms")
+    print("{:<16} {:>6} {:>10} {:>7} {:>10} {:>8} {:>7}".format(*header))
     for size in sizes:
-        rows: dict[str, list[tuple[float, int, int]]] = {}
+        rows: dict[str, list[tuple[float, int, int, float | None]]] = {}
         for attempt in range(repeat):
             prefix = f"s{size}r{attempt}"
             outlets, events = declared_assets(f"{prefix}a", size)
@@ -148,9 +176,12 @@ def run(sizes: list[int], repeat: int) -> None:
         for scenario, results in rows.items():
             times = [r[0] * 1000 for r in results]
             statements = sorted({r[1] for r in results})
+            backend = [r[3] * 1000 for r in results if r[3] is not None]
+            pg_ms = f"{statistics.median(backend):.1f}" if backend else "-"
             print(
                 f"{scenario:<16} {size:>6} {'/'.join(map(str, statements)):>10}"
                 f" {results[0][2]:>7} {statistics.median(times):>10.1f} {min(times):>8.1f}"
+                f" {pg_ms:>7}"
             )
 
 

@@ -115,6 +115,16 @@ def process_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def run_seconds(pid: int) -> float | None:
+    """CPU time of a process's main thread in nanosecond resolution (``/proc/<pid>/schedstat``;
+    the 10 ms ticks of :func:`process_cpu_seconds` are too coarse for one short call), or None
+    when it is gone. A PostgreSQL backend is single-threaded: this is all of its CPU time."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
 def child_pids(pid: int) -> list[int]:
     """Pids of the live children of ``pid``."""
     children = []
