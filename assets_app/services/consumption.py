@@ -136,8 +136,14 @@ def consumers_queue_steps(
     ``fresh_asset_ids`` (PostgreSQL; ignored on SQLite, whose upsert stays one statement):
     assets created in the caller's transaction, which no other transaction can see yet, so no
     queue row on them exists or can be inserted meanwhile. Their rows are a plain ``INSERT``
-    of their own step: no speculative insertion per row (about 2.5 ms of PostgreSQL CPU less
-    per 1,000 rows).
+    (:data:`QUEUED_FRESH_STEP`): no speculative insertion per row (about 2.5 ms of PostgreSQL
+    CPU less per 1,000 rows). Without such rows, the statement is the upsert alone; with only
+    such rows, the plain insert alone; with both, each row of ``emitted`` says which it is and
+    the two inserts filter ``consumer`` on it. Only then: a filter on the row set's column
+    would be pushed down into its scan, whose estimate (100 rows) would fall to 1, and for one
+    row PostgreSQL plans the joins with the reference tables as nested loops, a scan of a
+    reference table per emitted row; ``consumer``, read by both inserts, is materialized and
+    keeps the filters out of its joins.
     """
     emitted = sorted(
         {(e.asset_id, e.alias_id, e.name, e.uri) for e in emissions if e.partition_key is None},
@@ -145,25 +151,27 @@ def consumers_queue_steps(
     )
     if not emitted:
         return None
-    fresh = fresh_asset_ids if sql.postgresql else frozenset()
-    rows = sql.rows(
-        AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text", fresh="boolean"
-    )
+    fresh_rows = [sql.postgresql and asset_id in fresh_asset_ids for asset_id, *_ in emitted]
+    # rows of both kinds: each row says which, and the two inserts read a materialized
+    # ``consumer`` (it is read twice), so their filters never reach the row set's estimate
+    mixed = any(fresh_rows) and not all(fresh_rows)
+    flag = {"fresh": "boolean"} if mixed else {}
+    rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text", **flag)
     queue_columns = columns(AssetDagRunQueue, "asset", "target_dag", "created_at")
 
-    def queue_insert(*, of_fresh: bool) -> Statement:
+    def queue_insert(*, checked: bool, only: str = "") -> Statement:
         conflict = (
-            ""
-            if of_fresh
-            else f"""ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
+            f"""ON CONFLICT ({columns(AssetDagRunQueue, "asset", "target_dag")})
             DO UPDATE SET created_at = q.created_at"""
+            if checked
+            else ""
         )
         return Statement(
             f"""
             INSERT INTO {table(AssetDagRunQueue)} AS q ({queue_columns})
             SELECT c.asset_id, c.dag_id, %s
             FROM consumer c
-            WHERE c.fresh IS {"TRUE" if of_fresh else "NULL"} AND (
+            WHERE {only} (
                 SELECT NOT d.is_paused AND NOT d.is_stale FROM {table(Dag)} d
                 WHERE d.dag_id = c.dag_id
             )
@@ -174,7 +182,7 @@ def consumers_queue_steps(
             [sql.datetime(now)],
         )
 
-    upsert = queue_insert(of_fresh=False)
+    columns_of_e = "e.asset_id, s.dag_id, e.fresh" if mixed else "e.asset_id, s.dag_id"
     steps = (
         (
             "emitted",
@@ -183,8 +191,10 @@ def consumers_queue_steps(
                 [
                     sql.json(
                         {"asset_id": asset_id, "alias_id": alias_id, "name": name, "uri": uri}
-                        | ({"fresh": True} if asset_id in fresh else {})
-                        for asset_id, alias_id, name, uri in emitted
+                        | ({"fresh": True} if mixed and is_fresh else {})
+                        for (asset_id, alias_id, name, uri), is_fresh in zip(
+                            emitted, fresh_rows, strict=True
+                        )
                     )
                 ],
             ),
@@ -193,16 +203,16 @@ def consumers_queue_steps(
             "consumer",
             Statement(
                 f"""
-                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
+                SELECT {columns_of_e} FROM emitted e
                 JOIN {table(DagScheduleAssetReference)} s ON s.asset_id = e.asset_id
                 UNION
-                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
+                SELECT {columns_of_e} FROM emitted e
                 JOIN {table(DagScheduleAssetAliasReference)} s ON s.alias_id = e.alias_id
                 UNION
-                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
+                SELECT {columns_of_e} FROM emitted e
                 JOIN {table(DagScheduleAssetNameReference)} s ON s.name = e.name
                 UNION
-                SELECT e.asset_id, s.dag_id, e.fresh FROM emitted e
+                SELECT {columns_of_e} FROM emitted e
                 JOIN {table(DagScheduleAssetUriReference)} s ON s.uri = e.uri
                 """,  # noqa: S608 - names from the models, values bound as parameters
                 [],
@@ -210,11 +220,16 @@ def consumers_queue_steps(
         ),
     )
     if not sql.postgresql:
-        return Steps(steps=steps, last=upsert)
-    of_fresh = [asset_id in fresh for asset_id, *_ in emitted]
-    queued = [] if all(of_fresh) else [(QUEUED_STEP, upsert)]
-    if any(of_fresh):
-        queued.append((QUEUED_FRESH_STEP, queue_insert(of_fresh=True)))
+        return Steps(steps=steps, last=queue_insert(checked=True))
+    if mixed:
+        queued = [
+            (QUEUED_STEP, queue_insert(checked=True, only="c.fresh IS NULL AND")),
+            (QUEUED_FRESH_STEP, queue_insert(checked=False, only="c.fresh AND")),
+        ]
+    elif all(fresh_rows):
+        queued = [(QUEUED_FRESH_STEP, queue_insert(checked=False))]
+    else:
+        queued = [(QUEUED_STEP, queue_insert(checked=True))]
     notify = notify_sql(QUEUE_CHANNEL)
     return Steps(
         steps=(*steps, *queued),

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -26,13 +26,17 @@ from assets_app.models import (
 )
 from assets_app.services.consumption import (
     EVENT_LOOKBACK,
+    QUEUED_FRESH_STEP,
+    Emission,
     condition_resolve,
     consumed_by,
+    consumers_queue_steps,
     latest_asset_triggered_runs,
     next_run_events,
     resolution_restrict,
     unconsumed_event_ids,
 )
+from assets_app.services.sql import Dialect
 from tests.factories import (
     AssetAliasFactory,
     AssetEventFactory,
@@ -150,3 +154,40 @@ def test_a_consumed_event_link_keeps_its_runs_dag_and_refuses_one_without():
         DagRunAssetEvent.objects.bulk_create(
             [DagRunAssetEvent(dag_run=DagRunFactory(), event=AssetEventFactory())]
         )
+
+
+# --- the queue statement's shapes -------------------------------------------------------------
+
+
+def queue_text(fresh_asset_ids: set[int]) -> str:
+    emissions = [Emission(asset_id=n, alias_id=7, name=f"n{n}", uri=f"s3://q/{n}") for n in (1, 2)]
+    steps = consumers_queue_steps(
+        Dialect.current(), emissions=emissions, now=timezone.now(), fresh_asset_ids=fresh_asset_ids
+    )
+    assert steps is not None
+    return steps.statement().text
+
+
+def test_queue_statement_without_new_assets_is_the_upsert_alone():
+    assert queue_text(set()) == queue_text({99})  # an id no emission is on
+    assert queue_text(set()).count("ON CONFLICT") == 1
+    assert "fresh" not in queue_text(set())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite: the upsert alone")
+def test_queue_statement_of_new_assets_inserts_them_plainly():
+    # only new assets: the plain insert alone, no marks, no filter
+    only_new = queue_text({1, 2})
+    assert "ON CONFLICT" not in only_new
+    assert "fresh" not in only_new.replace(QUEUED_FRESH_STEP, "")
+    # both kinds: rows marked, each insert takes its own from the consumers read once
+    both = queue_text({2})
+    assert both.count("ON CONFLICT") == 1
+    assert "c.fresh IS NULL AND" in both
+    assert "c.fresh AND" in both
+
+
+def test_queue_statement_on_sqlite_ignores_new_assets():
+    if connection.vendor == "postgresql":
+        pytest.skip("PostgreSQL inserts the rows of new assets plainly")
+    assert queue_text({1, 2}) == queue_text(set())
