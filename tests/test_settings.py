@@ -139,6 +139,27 @@ def test_database_url_selects_postgresql(tmp_path):
     assert values["name"] == "registry"
 
 
+NOT_A_URL = "ImproperlyConfigured: DATABASE_URL is not a database URL"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", NOT_A_URL),
+        ("  ", NOT_A_URL),
+        ("db.sqlite3", NOT_A_URL),
+        ("x://admin:s3cret@db.example/registry", "'x' isn't an available database backend"),
+    ],
+)
+def test_a_database_url_that_is_no_url_is_refused_at_start_up_without_echoing_it(
+    tmp_path, value, message
+):
+    result = load("config.settings.local", tmp_path, DATABASE_URL=value)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "s3cret" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("value", "threshold"), [(None, 5), ("2", 2), ("0", 0), ("none", None), (" None ", None)]
 )
@@ -179,7 +200,11 @@ def test_a_bad_prepare_threshold_is_refused_at_start_up_naming_the_variable(tmp_
             id="no-secret-key",
         ),
         pytest.param(
-            {"DJANGO_SECRET_KEY": "short", "JWT_SECRET": GOOD_SECRET, "DATABASE_URL": "x://"},
+            {
+                "DJANGO_SECRET_KEY": "short",
+                "JWT_SECRET": GOOD_SECRET,
+                "DATABASE_URL": "sqlite:///x.db",
+            },
             "DJANGO_SECRET_KEY",
             id="short-secret-key",
         ),
@@ -189,7 +214,11 @@ def test_a_bad_prepare_threshold_is_refused_at_start_up_naming_the_variable(tmp_
             id="no-jwt-secret",
         ),
         pytest.param(
-            {"DJANGO_SECRET_KEY": GOOD_SECRET, "JWT_SECRET": "j" * 63, "DATABASE_URL": "x://"},
+            {
+                "DJANGO_SECRET_KEY": GOOD_SECRET,
+                "JWT_SECRET": "j" * 63,
+                "DATABASE_URL": "sqlite:///x.db",
+            },
             "JWT_SECRET must be set to a random string of 64+ bytes",
             id="jwt-secret-below-64-bytes",
         ),

@@ -137,13 +137,12 @@ def consumers_queue_steps(
     assets created in the caller's transaction, which no other transaction can see yet, so no
     queue row on them exists or can be inserted meanwhile. Their rows are a plain ``INSERT``
     (:data:`QUEUED_FRESH_STEP`): no speculative insertion per row (about 2.5 ms of PostgreSQL
-    CPU less per 1,000 rows). Without such rows, the statement is the upsert alone; with only
-    such rows, the plain insert alone; with both, each row of ``emitted`` says which it is and
-    the two inserts filter ``consumer`` on it. Only then: a filter on the row set's column
-    would be pushed down into its scan, whose estimate (100 rows) would fall to 1, and for one
-    row PostgreSQL plans the joins with the reference tables as nested loops, a scan of a
-    reference table per emitted row; ``consumer``, read by both inserts, is materialized and
-    keeps the filters out of its joins.
+    CPU less per 1,000 rows). Without such rows the statement is the upsert alone, with only
+    such rows the plain insert alone. With both, the rows of ``emitted`` are marked and each
+    insert filters ``consumer`` on the mark; read twice, ``consumer`` is materialized, which
+    keeps the filters out of it. Pushed down into the row set's scan, a filter would lower its
+    estimate from 100 rows to 1, and for one row PostgreSQL plans the joins with the reference
+    tables as nested loops.
     """
     emitted = sorted(
         {(e.asset_id, e.alias_id, e.name, e.uri) for e in emissions if e.partition_key is None},
@@ -152,8 +151,6 @@ def consumers_queue_steps(
     if not emitted:
         return None
     fresh_rows = [sql.postgresql and asset_id in fresh_asset_ids for asset_id, *_ in emitted]
-    # rows of both kinds: each row says which, and the two inserts read a materialized
-    # ``consumer`` (it is read twice), so their filters never reach the row set's estimate
     mixed = any(fresh_rows) and not all(fresh_rows)
     flag = {"fresh": "boolean"} if mixed else {}
     rows = sql.rows(AssetEvent, ["asset"], alias_id="bigint", name="text", uri="text", **flag)

@@ -78,6 +78,11 @@ DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
 }
 _db = DATABASES["default"]
+if not _db.get("ENGINE"):  # empty, or no scheme django-environ knows (the URL is not echoed)
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not a database URL: give postgres://user:password@host:5432/name or "
+        "sqlite:////absolute/path.sqlite3, or leave it unset for SQLite in db.sqlite3"
+    )
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # Writers queue on the database lock instead of failing with "database is locked".
     _db["OPTIONS"] = {
