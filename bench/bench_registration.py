@@ -25,6 +25,21 @@ minimum wall time of the registration itself (without its ``COMMIT``), and ``pg 
 median CPU time of the PostgreSQL backend over the call's whole transaction, the ``COMMIT``
 and its deferred foreign-key checks included (``/proc/<pid>/schedstat``, nanoseconds; ``-`` on
 SQLite or with the server on another machine).
+
+Measured on 2026-12-04, the host fast, 52a55eb (the commit before the run-lifecycle and
+hardening work, this file copied into a worktree of it) against c98a080, four pairs alternated
+on PostgreSQL, ``--sizes 1,1000 --repeat 3``, median ms of each run (statements)::
+
+    scenario          N     52a55eb                     c98a080
+    assets            1     4.5 5.7 4.6 5.2     (8)     2.6 2.8 3.4 2.5     (2)
+    alias->new        1     4.6 5.6 5.7 5.2     (8)     3.3 3.6 4.6 3.3     (3)
+    assets         1000     79 123 114 102      (8)     52 52 71 64         (2)
+    alias->new     1000     103 169 161 145     (8)     67 69 107 88        (3)
+    alias->existing 1000    98 121 133 136      (8)     64 76 107 85        (4)
+
+On SQLite, one pair: 55 / 70 / 66 ms -> 29 / 42 / 37 ms for the three scenarios at 1,000 (8
+statements -> 3 / 7 / 8). The ``pg ms`` column came after; see ``bench_http.py`` for the
+PostgreSQL CPU of the same calls through the server.
 """
 
 from __future__ import annotations
