@@ -234,9 +234,8 @@ def asset_changes_register(
             cursor, sql, declared=declared, targets=[k for k in target_extras if k not in created]
         )
         targets.update(created)
-        # PostgreSQL: links and queue rows of the targets created just now are inserted without
-        # a conflict check (SQLite: the one checked statement each, at most eight in all)
-        fresh = frozenset(a.id for a in created.values()) if sql.postgresql else frozenset()
+        # created now: their links and queue rows are plain inserts (PostgreSQL)
+        fresh = frozenset(a.id for a in created.values())
         aliases = _aliases_select(cursor, sql, names=alias_names)  # 4
         if len(targets) != len(target_extras) or len(aliases) != len(alias_names):
             raise AssetRegistrationError("alias targets or aliases could not be read back")
@@ -557,12 +556,14 @@ def _alias_asset_links_insert(
 ) -> list[Statement]:
     """Statement 5: link each alias to each asset emitted through it, once.
 
-    The links to assets in ``fresh`` (created by statement 1 in this transaction, PostgreSQL)
-    are a plain ``INSERT`` of their own: no other transaction can see those assets before this
-    one commits, so none can hold or be inserting such a link. Without the existence probe and
-    ``ON CONFLICT`` (a speculative insertion per row) 1,000 links cost about 3 ms of
-    PostgreSQL CPU less. The others are checked as usual.
+    On PostgreSQL the links to assets in ``fresh`` (created by statement 1 in this
+    transaction) are a plain ``INSERT`` of their own: no other transaction can see those
+    assets before this one commits, so none can hold or be inserting such a link. Without the
+    existence probe and ``ON CONFLICT`` (a speculative insertion per row) 1,000 links cost
+    about 3 ms of PostgreSQL CPU less. The others are checked as usual, and so is every link on
+    SQLite (one statement: at most eight in all, and its writers are serialized).
     """
+    fresh = fresh if sql.postgresql else ()
     links = sorted({(alias.id, p.asset.id) for p in planned for alias in p.aliases})
     new = [link for link in links if link[1] in fresh]
     others = [link for link in links if link[1] not in fresh]

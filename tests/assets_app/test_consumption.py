@@ -187,7 +187,8 @@ def test_queue_statement_of_new_assets_inserts_them_plainly():
     assert "c.fresh AND" in both
 
 
+@pytest.mark.skipif(
+    connection.vendor == "postgresql", reason="PostgreSQL inserts the rows of new assets plainly"
+)
 def test_queue_statement_on_sqlite_ignores_new_assets():
-    if connection.vendor == "postgresql":
-        pytest.skip("PostgreSQL inserts the rows of new assets plainly")
     assert queue_text({1, 2}) == queue_text(set())

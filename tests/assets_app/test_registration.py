@@ -766,6 +766,20 @@ def statement_step(sql: str) -> str:
     return f"SELECT {read[0]}"
 
 
+def register_recording(
+    ti: TaskInstance, outlets, events
+) -> tuple[RegistrationResult, list[tuple[str, Any]]]:
+    """:func:`register`, and the ``(sql, params)`` of each statement it sent."""
+    sent: list[tuple[str, Any]] = []
+
+    def record(execute, sql, params, many, context):
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        return register(ti, outlets, events), sent
+
+
 def count_statements(ti: TaskInstance, outlets, events) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
         register(ti, outlets, events)
@@ -871,14 +885,7 @@ def test_statements_when_some_targets_exist_read_only_those(ti):
         AssetFactory(name=f"new6_{n}", uri=f"s3://new/6/{n}", extra={"kept": n})
 
     # when
-    sent: list[tuple[str, Any]] = []
-
-    def record(execute, sql, params, many, context):
-        sent.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(record):
-        result = register(ti, outlets, events)
+    result, sent = register_recording(ti, outlets, events)
 
     # then: the full plan, statement 3 reading the 2 existing targets only
     assert [statement_step(sql) for sql, _ in sent] == FIXED_PLAN
@@ -909,14 +916,7 @@ def test_rows_of_new_targets_are_inserted_without_a_conflict_check(ti):
         existing.append(asset.pk)
 
     # when
-    sent: list[tuple[str, Any]] = []
-
-    def record(execute, sql, params, many, context):
-        sent.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(record):
-        result = register(ti, outlets, events)
+    result, sent = register_recording(ti, outlets, events)
 
     # then: every target linked and queued once; the two queued before keep their wait
     new = sorted({event.asset_id for event in result.events} - set(existing))
