@@ -1,7 +1,7 @@
 """Typed, wire-format-independent input of asset registration (docs/concepts.md).
 
 The execution API's serializers turn both accepted wire formats (Airflow 3 and the seed
-format) into these values; ``assets_app.services.registration`` consumes them.
+format) into these values; ``assets_app.services.assets.registration`` consumes them.
 """
 
 from __future__ import annotations

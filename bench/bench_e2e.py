@@ -139,13 +139,13 @@ import httpx  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from assets_app.models import AssetEvent, DagRun, TaskInstance  # noqa: E402
-from assets_app.services.dag_runs import (  # noqa: E402
+from assets_app.services.dags.declare import dags_declare  # noqa: E402
+from assets_app.services.dags.manifest import manifest_parse  # noqa: E402
+from assets_app.services.runs.dag_runs import (  # noqa: E402
     dag_run_trigger,
     task_instance_create,
     task_instance_token_issue,
 )
-from assets_app.services.dags import dags_declare  # noqa: E402
-from assets_app.services.manifest import manifest_parse  # noqa: E402
 from devtools.processes import ServerStartError, current_database_url, server_start  # noqa: E402
 
 HEADERS = {

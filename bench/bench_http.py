@@ -205,12 +205,12 @@ import yaml  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from assets_app.models import AssetEvent  # noqa: E402
-from assets_app.services.dag_runs import (  # noqa: E402
+from assets_app.services.dags.declare import dags_declare  # noqa: E402
+from assets_app.services.dags.manifest import manifest_parse  # noqa: E402
+from assets_app.services.runs.dag_runs import (  # noqa: E402
     task_instance_create,
     task_instance_token_issue,
 )
-from assets_app.services.dags import dags_declare  # noqa: E402
-from assets_app.services.manifest import manifest_parse  # noqa: E402
 from devtools.processes import ServerStartError, current_database_url, server_start  # noqa: E402
 
 END = "2026-11-30T04:50:58.540508Z"

@@ -80,7 +80,7 @@ from assets_app.models import (  # noqa: E402
     AssetAliasAssetEvent,
     AssetEvent,
 )
-from assets_app.services.dag_runs import (  # noqa: E402
+from assets_app.services.runs.dag_runs import (  # noqa: E402
     task_instance_create,
     task_instance_token_issue,
 )

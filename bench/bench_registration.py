@@ -77,8 +77,8 @@ from assets_app.outlets import (  # noqa: E402
     OutletProfile,
     OutletType,
 )
-from assets_app.services.dag_runs import task_instance_create  # noqa: E402
-from assets_app.services.registration import asset_changes_register  # noqa: E402
+from assets_app.services.assets.registration import asset_changes_register  # noqa: E402
+from assets_app.services.runs.dag_runs import task_instance_create  # noqa: E402
 from bench.common import run_seconds  # noqa: E402
 from task_sdk.definitions import AssetUniqueKey  # noqa: E402
 

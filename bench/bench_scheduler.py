@@ -364,8 +364,8 @@ from assets_app.outlets import (  # noqa: E402
     OutletProfile,
     OutletType,
 )
-from assets_app.services.dags import dags_declare  # noqa: E402
-from assets_app.services.manifest import manifest_parse  # noqa: E402
+from assets_app.services.dags.declare import dags_declare  # noqa: E402
+from assets_app.services.dags.manifest import manifest_parse  # noqa: E402
 from devtools.processes import current_database_url  # noqa: E402
 from task_sdk.definitions import AssetUniqueKey  # noqa: E402
 
@@ -642,7 +642,7 @@ def producer_main(plan_path: Path, out_path: Path) -> None:
 
     Set up, it creates ``<plan>.ready`` and waits for ``<plan>.go``, which holds the start time.
     """
-    from assets_app.services.task_instances import SuccessPayload, task_instance_state_update
+    from assets_app.services.runs.task_instances import SuccessPayload, task_instance_state_update
 
     items = json.loads(plan_path.read_text())
     plan_path.with_suffix(".ready").touch()

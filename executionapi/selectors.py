@@ -30,7 +30,7 @@ from assets_app.models import (
     TaskReschedule,
     XCom,
 )
-from assets_app.selectors import asset_events_query
+from assets_app.selectors.assets import asset_events_query
 
 
 def active_asset_get(*, name: str | None = None, uri: str | None = None) -> Asset:

@@ -32,9 +32,9 @@ from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
 from assets_app.models import AssetEvent
-from assets_app.selectors import asset_events_query
-from assets_app.services import task_instances as ti_services
-from assets_app.services import xcoms as xcom_services
+from assets_app.selectors.assets import asset_events_query
+from assets_app.services.runs import task_instances as ti_services
+from assets_app.services.state import xcoms as xcom_services
 from assets_app.tokens import TokenClaims, token_issue
 from executionapi import selectors
 from executionapi.authentication import TaskRunnerTokenAuthentication

@@ -29,8 +29,8 @@ from assets_app.exceptions import (
     TaskInstanceInputError,
 )
 from assets_app.models import Dag, DagImportError, DagRun
-from assets_app.services.clearing import task_instances_clear
-from assets_app.services.dag_runs import dag_run_trigger
+from assets_app.services.runs.clearing import task_instances_clear
+from assets_app.services.runs.dag_runs import dag_run_trigger
 from executionapi import selectors
 from executionapi.exceptions import BadRequest
 from executionapi.permissions import RunningTaskInstanceWrites
@@ -166,7 +166,7 @@ class DagRunView(ExecutionAPIView):
 @extend_schema(tags=["Dag Runs"])
 class DagRunClearView(ExecutionAPIView):
     """``POST /dag-runs/{dag_id}/{run_id}/clear``: every finished task instance of the run
-    runs again (``assets_app.services.clearing``)."""
+    runs again (``assets_app.services.runs.clearing``)."""
 
     permission_classes = [RunningTaskInstanceWrites]
 

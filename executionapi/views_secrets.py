@@ -19,14 +19,14 @@ from rest_framework.response import Response
 
 from assets_app.exceptions import ConnectionNotFoundError, VariableNotFoundError
 from assets_app.models import SECRET_ID_LENGTH
-from assets_app.selectors_secrets import (
+from assets_app.selectors.secrets import (
     connection_get,
     connection_secrets,
     variable_get,
     variable_keys,
     variable_value,
 )
-from assets_app.services.variables import variable_delete, variable_set
+from assets_app.services.secrets.variables import variable_delete, variable_set
 from executionapi.permissions import IsTaskRunner, RunningTaskInstanceWrites
 from executionapi.serializers import common
 from executionapi.serializers import secrets as secret_s

@@ -28,7 +28,7 @@ from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from assets_app.models import TaskInstance, TaskInstanceState
-from assets_app.services import state_stores
+from assets_app.services.state import state_stores
 from executionapi.permissions import RunningTaskInstanceWrites, TokenMatchesTaskInstance
 from executionapi.serializers import state_stores as store_s
 from executionapi.views import (

@@ -30,21 +30,21 @@ from rest_framework.reverse import reverse
 
 from assets_app.exceptions import InvalidInputError
 from assets_app.models import SECRET_ID_LENGTH, Connection, Variable
-from assets_app.selectors_secrets import (
+from assets_app.selectors.secrets import (
     connection_list,
     connection_masked_extra,
     connection_masked_password,
     variable_list,
     variable_masked_value,
 )
-from assets_app.services.connections import (
+from assets_app.services.secrets.common import KEEP
+from assets_app.services.secrets.connections import (
     ConnectionFields,
     connection_create,
     connection_delete,
     connection_update,
 )
-from assets_app.services.secrets_common import KEEP
-from assets_app.services.variables import (
+from assets_app.services.secrets.variables import (
     variable_create,
     variable_delete,
     variable_set,

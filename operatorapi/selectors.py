@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 
-from assets_app import selectors as shared
 from assets_app.models import (
     Asset,
     AssetAlias,
@@ -14,11 +13,12 @@ from assets_app.models import (
     AssetEvent,
     DagRun,
 )
+from assets_app.selectors.assets import asset_is_active
 
 
 def asset_list() -> QuerySet[Asset]:
     """Assets with ``is_active`` and their aliases (one prefetch)."""
-    return Asset.objects.annotate(is_active=shared.asset_is_active()).prefetch_related(
+    return Asset.objects.annotate(is_active=asset_is_active()).prefetch_related(
         Prefetch("aliases", queryset=AssetAlias.objects.order_by("name"))
     )
 

@@ -29,11 +29,12 @@ from rest_framework.reverse import reverse
 from rest_framework.utils.json import strict_constant
 from rest_framework.views import APIView
 
-from assets_app import selectors as shared
-from assets_app.services.asset_events import asset_event_create_manual
-from assets_app.services.clearing import task_instances_clear, task_instances_select
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_set_paused
+from assets_app.selectors.dags import dag_list, import_error_list
+from assets_app.selectors.runs import dag_run_list
+from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
+from assets_app.services.runs.dag_runs import dag_run_trigger
 from operatorapi import selectors
 from operatorapi import serializers as s
 from operatorapi.authentication import AUTHENTICATION_CLASSES, session_user_logged_in
@@ -186,7 +187,7 @@ class AssetEventViewSet(ReadOnlyViewSet):
 
 @documented(plural="DAGs", one="DAG", order="By dag_id.")
 class DagViewSet(ReadOnlyViewSet):
-    queryset = shared.dag_list()
+    queryset = dag_list()
     serializer_class = s.DagSerializer
     filterset_class = DagFilter
     cursor_ordering = ("dag_id",)
@@ -245,14 +246,14 @@ class DagViewSet(ReadOnlyViewSet):
     "traceback, or the features the registry refused; the row goes when the file loads again.",
 )
 class ImportErrorViewSet(ReadOnlyViewSet):
-    queryset = shared.import_error_list()
+    queryset = import_error_list()
     serializer_class = s.ImportErrorSerializer
     filterset_class = ImportErrorFilter
     cursor_ordering = ("filename",)
 
 
 class DagRunViewSet(ReadOnlyViewSet):
-    queryset = shared.dag_run_list()
+    queryset = dag_run_list()
     serializer_class = s.DagRunSerializer
     filterset_class = DagRunFilter
 

@@ -1,7 +1,7 @@
 """``/api/v2/variables`` and ``/api/v2/connections`` (Airflow's ``variables.py`` and
 ``connections.py`` routes): list, get, create, patch, delete, over the same selectors and
-services as ``/api/v1/`` (``assets_app.selectors_secrets``, ``assets_app.services.variables``
-and ``.connections``).
+services as ``/api/v1/`` (``assets_app.selectors.secrets``,
+``assets_app.services.secrets.variables`` and ``.connections``).
 
 Secrets stay write-only: a connection's ``password`` reads back ``***`` (``null`` when none is
 stored), its ``extra`` with each sensitive key's value ``***``, a variable's value ``***``
@@ -26,7 +26,7 @@ from assets_app.exceptions import (
     VariableNotFoundError,
 )
 from assets_app.models import Connection, Variable
-from assets_app.selectors_secrets import (
+from assets_app.selectors.secrets import (
     connection_get,
     connection_list,
     connection_masked_extra,
@@ -35,14 +35,14 @@ from assets_app.selectors_secrets import (
     variable_list,
     variable_masked_value,
 )
-from assets_app.services.connections import (
+from assets_app.services.secrets.common import KEEP
+from assets_app.services.secrets.connections import (
     ConnectionFields,
     connection_create,
     connection_delete,
     connection_update,
 )
-from assets_app.services.secrets_common import KEEP
-from assets_app.services.variables import (
+from assets_app.services.secrets.variables import (
     variable_create,
     variable_delete,
     variable_set,

@@ -15,7 +15,6 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assets_app import selectors
 from assets_app.models import (
     PARTITION_KEY_LENGTH,
     Asset,
@@ -25,13 +24,21 @@ from assets_app.models import (
     DagRun,
     XCom,
 )
-from assets_app.services.asset_events import asset_event_create_manual
-from assets_app.services.clearing import task_instances_clear, task_instances_select
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_set_paused
-from assets_app.services.marking import dag_run_mark
-from assets_app.services.queued_events import queued_events_delete
-from assets_app.services.secrets_common import KEEP
+from assets_app.selectors.assets import (
+    asset_events_detailed,
+    asset_is_active,
+    asset_list_detailed,
+    asset_producing_dag_ids,
+)
+from assets_app.selectors.dags import dag_list, import_error_list, queued_events_query
+from assets_app.selectors.runs import dag_run_get, dag_run_list, task_instances_of_run
+from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
+from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.runs.marking import dag_run_mark
+from assets_app.services.scheduling.queued_events import queued_events_delete
+from assets_app.services.secrets.common import KEEP
 from publicapi import render
 from publicapi.base import PublicView, V, page, path_id, path_key, search
 from publicapi.exceptions import BadRequest, Conflict, NotFound
@@ -69,12 +76,12 @@ class AssetListView(PublicView):
 
     def get(self, request: Request) -> Response:
         q = parse(AssetQuery, request.query_params, lists=("dag_ids", "order_by"))
-        rows = selectors.asset_list_detailed()
+        rows = asset_list_detailed()
         for field in ("name", "uri"):
             rows = search(rows, field, getattr(q, f"{field}_pattern"), prefix=False)
             rows = search(rows, field, getattr(q, f"{field}_prefix_pattern"), prefix=True)
         if q.only_active:
-            rows = rows.filter(selectors.asset_is_active())
+            rows = rows.filter(asset_is_active())
         if q.dag_ids:
             rows = rows.filter(
                 Q(scheduled_dags__dag_id__in=q.dag_ids)
@@ -90,7 +97,7 @@ class AssetDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "asset"]}
 
     def get(self, request: Request, asset_id: str) -> Response:
-        found = selectors.asset_list_detailed().filter(pk=path_id(asset_id)).first()
+        found = asset_list_detailed().filter(pk=path_id(asset_id)).first()
         if found is None:
             raise NotFound(f"The Asset with ID: `{asset_id}` was not found")
         return Response(render.asset(found))
@@ -104,7 +111,7 @@ class MaterializeView(PublicView):
     required_permissions: ClassVar = {"POST": [V + "asset", V + "dag", "assets_app.add_dagrun"]}
 
     def post(self, request: Request, asset_id: str) -> Response:
-        dag_ids = selectors.asset_producing_dag_ids(asset_id=path_id(asset_id))
+        dag_ids = asset_producing_dag_ids(asset_id=path_id(asset_id))
         if not dag_ids:
             raise NotFound(f"No Dag materializes asset with ID: {asset_id}")
         if len(dag_ids) > 1:
@@ -188,7 +195,7 @@ class AssetEventListView(PublicView):
 
     def get(self, request: Request) -> Response:
         q = parse(EventQuery, request.query_params, lists=("order_by",))
-        rows = selectors.asset_events_detailed()
+        rows = asset_events_detailed()
         exact = {f: getattr(q, f) for f in EVENT_EXACT if getattr(q, f) is not None}
         ranges = {
             f"timestamp__{op}": getattr(q, f"timestamp_{op}")
@@ -215,7 +222,7 @@ class AssetEventListView(PublicView):
         event = asset_event_create_manual(
             name=name, uri=uri, extra=body.extra, partition_key=body.partition_key
         )
-        return Response(render.asset_event(selectors.asset_events_detailed().get(pk=event.pk)))
+        return Response(render.asset_event(asset_events_detailed().get(pk=event.pk)))
 
 
 # --- queued events ----------------------------------------------------------------------------
@@ -259,7 +266,7 @@ class QueuedEventsView(PublicView):
 
     def get(self, request: Request, **kwargs: str) -> Response:
         scope = self._scope(request, kwargs)
-        rows = list(selectors.queued_events_query(**scope))
+        rows = list(queued_events_query(**scope))
         if not rows:
             what = " and ".join(
                 f"{k}: `{kwargs[k]}`" for k in ("dag_id", "asset_id") if k in kwargs
@@ -294,7 +301,7 @@ DAG_ORDER = {"dag_id": "dag_id", "dag_display_name": "dag_id", "last_run_state":
 
 
 def _dags(q: DagQuery) -> QuerySet[Dag]:
-    rows = selectors.dag_list()
+    rows = dag_list()
     for pattern, prefix in (
         (q.dag_id_pattern, False),
         (q.dag_id_prefix_pattern, True),
@@ -345,7 +352,7 @@ class DagListView(PublicView):
             raise BadRequest("dag_id_pattern is required")
         selected = [d.dag_id for d in _dags(q)[q.bounds]]
         dags_set_paused(dag_ids=selected, is_paused=body.is_paused)
-        dags = list(selectors.dag_list().filter(dag_id__in=selected).order_by("dag_id"))
+        dags = list(dag_list().filter(dag_id__in=selected).order_by("dag_id"))
         return Response({"dags": [render.dag(d) for d in dags], "total_entries": len(dags)})
 
 
@@ -356,7 +363,7 @@ class DagDetailView(PublicView):
     }
 
     def _get(self, dag_id: str) -> Dag:
-        found = selectors.dag_list().filter(dag_id=path_key(dag_id)).first()
+        found = dag_list().filter(dag_id=path_key(dag_id)).first()
         if found is None:
             raise NotFound(f"Dag with id {dag_id} was not found")
         return found
@@ -413,7 +420,7 @@ RUN_DATES = ("run_after", "logical_date", "start_date", "end_date")
 
 
 def _run(dag_id: str, run_id: str) -> DagRun:
-    return selectors.dag_run_get(dag_id=path_key(dag_id), run_id=path_key(run_id))
+    return dag_run_get(dag_id=path_key(dag_id), run_id=path_key(run_id))
 
 
 class TriggerBody(Body):
@@ -469,7 +476,7 @@ class DagRunListView(PublicView):
 
     def get(self, request: Request, dag_id: str) -> Response:
         q = parse(DagRunQuery, request.query_params, lists=("run_type", "state", "order_by"))
-        rows = selectors.dag_run_list()
+        rows = dag_run_list()
         if dag_id != "~":
             if not Dag.objects.filter(dag_id=path_key(dag_id)).exists():
                 raise NotFound(f"The DAG with dag_id: `{dag_id}` was not found")
@@ -544,7 +551,7 @@ class DagRunClearView(PublicView):
         )
         if body.dry_run:
             affected = list(
-                selectors.task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id).filter(
+                task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id).filter(
                     pk__in=[
                         c.task_instance_id
                         for c in task_instances_clear(task_instances=selected, dry_run=True).cleared
@@ -571,7 +578,7 @@ class TaskInstanceListView(PublicView):
     def get(self, request: Request, dag_id: str, dag_run_id: str) -> Response:
         run = _run(dag_id, dag_run_id)
         q = parse(Page, request.query_params)
-        rows = selectors.task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
+        rows = task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
         tis, total = page(rows.order_by("task_id", "map_index"), q)
         return Response(
             {"task_instances": [render.task_instance(t) for t in tis], "total_entries": total}
@@ -584,7 +591,7 @@ class TaskInstanceDetailView(PublicView):
     def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
         run = _run(dag_id, dag_run_id)
         found = (
-            selectors.task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
+            task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
             .filter(task_id=path_key(task_id), map_index=-1)
             .first()
         )
@@ -656,7 +663,7 @@ class ImportErrorListView(PublicView):
 
     def get(self, request: Request) -> Response:
         q = parse(ImportErrorQuery, request.query_params, lists=("order_by",))
-        rows: QuerySet[DagImportError] = selectors.import_error_list()
+        rows: QuerySet[DagImportError] = import_error_list()
         rows = search(rows, "filename", q.filename_pattern, prefix=False)
         rows = search(rows, "filename", q.filename_prefix_pattern, prefix=True)
         if q.filename is not None:
@@ -674,7 +681,7 @@ class ImportErrorDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "dagimporterror"]}
 
     def get(self, request: Request, import_error_id: str) -> Response:
-        found = selectors.import_error_list().filter(pk=path_id(import_error_id)).first()
+        found = import_error_list().filter(pk=path_id(import_error_id)).first()
         if found is None:
             raise NotFound(
                 f"The ImportError with import_error_id: `{import_error_id}` was not found"

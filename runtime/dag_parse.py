@@ -1,6 +1,6 @@
 """Parse one Airflow DAG file with Airflow's own parser and print what the registry declares.
 
-Run as a script by ``assets_app.services.dag_files`` (never imported by the server), under the
+Run as a script by ``assets_app.services.dags.dag_files`` (never imported by the server), under the
 interpreter ``DAG_PARSER_PYTHON`` names — one that has ``apache-airflow-core``::
 
     python runtime/dag_parse.py /dags/producer.py --bundle /dags
@@ -10,7 +10,7 @@ checks) and prints one JSON document on stdout::
 
     {"file": "/dags/producer.py", "dags": [MANIFEST DAG ENTRY, ...], "errors": [TEXT, ...]}
 
-Each DAG entry uses the manifest keys (``assets_app.services.manifest``). ``errors`` holds the
+Each DAG entry uses the manifest keys (``assets_app.services.dags.manifest``). ``errors`` holds the
 file's import errors (Airflow's traceback) and one message per feature the registry cannot
 run, naming the DAG, the task and the feature. Whatever the file's code prints goes to stderr,
 so stdout carries only the document. Standalone on purpose: it imports nothing of the

@@ -53,7 +53,7 @@ from django.db import DatabaseError
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
 from assets_app.notify import RUNS_CHANNEL, Listener
-from assets_app.services.task_instances import (
+from assets_app.services.runs.task_instances import (
     task_instance_failure_reason_record,
     task_instances_claim,
     task_instances_unclaim,

@@ -20,7 +20,7 @@ from django.db import connection, transaction
 
 from assets_app.models import Dag, DagRun, DagRunAssetEvent, TaskInstance, TaskInstanceState
 from assets_app.notify import QUEUE_CHANNEL, RUNS_CHANNEL, Listener, notify
-from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from devtools.processes import process_stop
 from runtime.daemon import wait_for_work
 from tests.live_server import REPO, server_env

@@ -36,9 +36,9 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from assets_app.services.queue_watch import QueueWatch
-from assets_app.services.registration import asset_changes_register
-from assets_app.services.scheduler import (
+from assets_app.services.assets.registration import asset_changes_register
+from assets_app.services.scheduling.queue_watch import QueueWatch
+from assets_app.services.scheduling.scheduler import (
     Outcome,
     dag_asset_triggered_run_create,
     dags_asset_triggered_runs_create,

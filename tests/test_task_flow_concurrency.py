@@ -16,16 +16,16 @@ import pytest
 import yaml
 
 from assets_app.models import DagRun, DagRunAssetEvent, TaskInstance
-from assets_app.services.asset_events import asset_event_create_manual
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
-from assets_app.services.scheduler import scheduler_pass
-from assets_app.services.task_flow import (
+from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.runs.task_flow import (
     dag_run_settle,
     dag_runs_admit,
     task_instances_advance,
 )
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.test_concurrency import _patch_all
 
 pytestmark = [

@@ -23,9 +23,9 @@ from django.db import connection
 from django.utils import timezone
 
 from assets_app.models import Dag, DagRun, DagRunType, TaskInstance
-from assets_app.services.dags import dags_declare, dags_set_paused
-from assets_app.services.manifest import manifest_parse
-from assets_app.services.time_schedules import scheduled_run_id
+from assets_app.services.dags.declare import dags_declare, dags_set_paused
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.scheduling.time_schedules import scheduled_run_id
 from tests.live_server import REPO, server_env
 from tests.test_scheduler_concurrency import start_schedulers, stop_schedulers, wait_until_started
 

@@ -2,7 +2,7 @@
 
 - ``assets``: assets, aliases and the alias → asset links (editable);
 - ``events``: asset events and the alias → event links;
-- ``dags``: DAGs (only the pause flag is editable, through ``assets_app.services.dags``) and
+- ``dags``: DAGs (only the pause flag is editable, through ``assets_app.services.dags.declare``) and
   the asset DAG-run queue;
 - ``runs``: DAG runs and task instances;
 - ``secrets``: variables and connections (secrets write-only, through their services);

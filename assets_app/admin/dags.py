@@ -43,8 +43,8 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_set_paused
+from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.runs.dag_runs import dag_run_trigger
 
 
 class _QueuedAssets(TypedDict):

@@ -1,6 +1,6 @@
 """The asset page's "create asset event": an operator's event with an ``extra`` and an optional
 partition key, through the same service as ``manage.py create_asset_event``
-(``assets_app.services.asset_events.asset_event_create_manual``: it queues the consumers), and
+(``assets_app.services.assets.events.asset_event_create_manual``: it queues the consumers), and
 recorded in the asset's admin history with the user who did it."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from assets_app.exceptions import InvalidInputError
 from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetDagRunQueue, AssetEvent
-from assets_app.services.asset_events import asset_event_create_manual
+from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.validators import json_value_problem
 
 #: The model permission that allows emitting an event (Django's "add asset event").

@@ -36,7 +36,7 @@ from assets_app.admin.filters import (
 )
 from assets_app.admin.panels import waiting_consumers
 from assets_app.models import AssetAliasAssetEvent, AssetEvent, Dag, DagRun
-from assets_app.selectors import asset_events_search
+from assets_app.selectors.assets import asset_events_search
 
 
 class EventChangeList(ChangeList):

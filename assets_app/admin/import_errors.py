@@ -1,5 +1,5 @@
 """DAG files that failed to load (Airflow's import errors), read-only: the DAG processor
-writes and removes them (``assets_app.services.dag_files``)."""
+writes and removes them (``assets_app.services.dags.dag_files``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """DAG runs and task instances (read-only, big tables), with the clear actions
-(``assets_app.services.clearing``) and each task instance's earlier tries."""
+(``assets_app.services.runs.clearing``) and each task instance's earlier tries."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceHistory,
 )
-from assets_app.services.clearing import task_instances_clear
-from assets_app.services.marking import dag_run_mark
+from assets_app.services.runs.clearing import task_instances_clear
+from assets_app.services.runs.marking import dag_run_mark
 
 CLEAR_PERMISSION = "assets_app.change_taskinstance"
 #: Marking a run success or failed (as ``PATCH /api/v2/dags/{id}/dagRuns/{run}``).

@@ -19,16 +19,16 @@ from django.http import HttpRequest
 from assets_app.exceptions import AssetsError, InvalidInputError
 from assets_app.masking import is_sensitive
 from assets_app.models import Connection, Variable
-from assets_app.selectors_secrets import variable_value
-from assets_app.services.connections import (
+from assets_app.selectors.secrets import variable_value
+from assets_app.services.secrets.common import Keep, checked_extra
+from assets_app.services.secrets.connections import (
     ConnectionFields,
     connection_create,
     connection_delete,
     connection_id_check,
     connection_update,
 )
-from assets_app.services.secrets_common import Keep, checked_extra
-from assets_app.services.variables import variable_delete, variable_key_check, variable_set
+from assets_app.services.secrets.variables import variable_delete, variable_key_check, variable_set
 
 KEEP_HELP = "Leave blank to keep the stored {what}; it is never shown."
 

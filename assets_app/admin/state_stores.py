@@ -1,4 +1,4 @@
-"""The task and asset state stores (``assets_app.services.state_stores``), read-only: tasks
+"""The task and asset state stores (``assets_app.services.state.state_stores``), read-only: tasks
 write them through the execution API. A value is shown shortened in the lists, whole (as
 indented JSON) on its page."""
 
@@ -16,7 +16,7 @@ from assets_app.admin.common import (
     when,
 )
 from assets_app.models import AssetStateStore, TaskStateStore
-from assets_app.services.state_stores import state_value_decode
+from assets_app.services.state.state_stores import state_value_decode
 
 #: Characters of a value a list shows.
 SHOWN_VALUE = 80

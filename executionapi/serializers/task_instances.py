@@ -1,7 +1,7 @@
 """``/task-instances/{id}/…``: the state payloads, ``/run`` and its run context, heartbeats,
 rendered fields and the inactive declared assets.
 
-Each state payload becomes the typed payload of ``assets_app.services.task_instances``; the
+Each state payload becomes the typed payload of ``assets_app.services.runs.task_instances``; the
 run context is rendered from the service's :class:`RunStartResult`.
 """
 
@@ -21,7 +21,7 @@ from rest_framework.exceptions import ErrorDetail
 
 from assets_app.models import Asset, AssetEvent, DagRun, TaskInstance, TaskInstanceState
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from assets_app.services.task_instances import (
+from assets_app.services.runs.task_instances import (
     KEEP,
     DeferredPayload,
     ReschedulePayload,

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from assets_app.management.commands import prune_asset_events
 from assets_app.models import AssetEvent, Dag
-from assets_app.services.asset_events import PruneProgress
+from assets_app.services.assets.events import PruneProgress
 from tests.factories import AssetEventFactory
 from tests.live_server import REPO, server_env
 

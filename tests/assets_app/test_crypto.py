@@ -12,14 +12,14 @@ from django.core.management import CommandError, call_command
 from assets_app import crypto
 from assets_app.exceptions import FernetKeyMissingError, SecretDecryptError
 from assets_app.models import Connection, Variable
-from assets_app.selectors_secrets import (
+from assets_app.selectors.secrets import (
     connection_get,
     connection_secrets,
     variable_get,
     variable_value,
 )
-from assets_app.services.connections import ConnectionFields, connection_create
-from assets_app.services.variables import variable_set
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.variables import variable_set
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The DAG-file loader (``assets_app.services.dag_files``, ``runtime/dag_parse.py``) against
+"""The DAG-file loader (``assets_app.services.dags.dag_files``, ``runtime/dag_parse.py``) against
 Airflow itself: real DAG files parsed by Airflow's ``DagBag`` in a subprocess.
 
 Airflow's own example DAGs are loaded and what the registry stores is compared, DAG by DAG and
@@ -34,8 +34,8 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
-from assets_app.services.dag_files import FileOutcome, dag_files_list, dag_folder_load
-from assets_app.services.dags import dags_set_paused
+from assets_app.services.dags.dag_files import FileOutcome, dag_files_list, dag_folder_load
+from assets_app.services.dags.declare import dags_set_paused
 from tests.live_server import REPO, server_env
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""assets_app.services.dags: storing a manifest's DAGs and references, and pausing DAGs.
+"""assets_app.services.dags.declare: storing a manifest's DAGs and references, and pausing DAGs.
 
 Parsing is tested without a database in ``test_manifest.py``; the command in
 ``test_commands.py``.
@@ -25,7 +25,7 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
-from assets_app.services.dags import DeclareResult, dags_declare_from_file, dags_set_paused
+from assets_app.services.dags.declare import DeclareResult, dags_declare_from_file, dags_set_paused
 from tests.assets_app.test_manifest import NESTED_EXPRESSIONS, NESTED_MANIFEST
 
 pytestmark = pytest.mark.django_db

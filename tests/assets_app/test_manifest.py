@@ -1,4 +1,4 @@
-"""assets_app.services.manifest: reading and validating a manifest into declarations.
+"""assets_app.services.dags.manifest: reading and validating a manifest into declarations.
 
 No test here may touch the database (no ``django_db`` mark: a query would fail it).
 """
@@ -13,7 +13,7 @@ import pytest
 
 from assets_app.conditions import AllOf, AnyOf, condition_expression
 from assets_app.exceptions import ManifestError
-from assets_app.services.manifest import (
+from assets_app.services.dags.manifest import (
     AliasDecl,
     AssetDecl,
     DagDecl,

@@ -29,12 +29,12 @@ from assets_app.models import (
     DagScheduleAssetAliasReference,
     DagScheduleAssetReference,
 )
-from assets_app.services.asset_events import (
+from assets_app.services.assets.events import (
     PruneProgress,
     asset_event_create_manual,
     asset_events_prune,
 )
-from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory, DagFactory
 
 pytestmark = pytest.mark.django_db

@@ -35,7 +35,7 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
-from assets_app.services.registration import RegistrationResult, asset_changes_register
+from assets_app.services.assets.registration import RegistrationResult, asset_changes_register
 from assets_app.signals import asset_changed, asset_event_emitted
 from task_sdk.definitions import AssetUniqueKey
 from tests.factories import AssetAliasFactory, AssetFactory, DagFactory, TaskInstanceFactory
@@ -291,7 +291,7 @@ def test_unknown_or_inactive_declared_outlet_is_skipped_and_logged(
     active_asset("asset_one", "s3://bucket/one")
 
     # when
-    with caplog.at_level(logging.WARNING, logger="assets_app.services.registration"):
+    with caplog.at_level(logging.WARNING, logger="assets_app.services.assets.registration"):
         result = register(
             ti,
             [outlet, asset_outlet("asset_one", "s3://bucket/one")],
@@ -321,7 +321,7 @@ def test_ref_of_whitespace_is_skipped_and_logged(ti, caplog, outlet, alone):
     others = [] if alone else [asset_outlet("asset_one", "s3://bucket/one")]
 
     # when
-    with caplog.at_level(logging.WARNING, logger="assets_app.services.registration"):
+    with caplog.at_level(logging.WARNING, logger="assets_app.services.assets.registration"):
         result = register(ti, [outlet, *others])
 
     # then
@@ -743,7 +743,7 @@ def test_failing_receiver_is_logged_not_raised(
     # then: registered, other receivers ran, the failure is logged by the service
     assert len(result.events) == 1
     assert ("asset_event_emitted", ("asset_one", ())) in received
-    failures = [r for r in caplog.records if r.name == "assets_app.services.registration"]
+    failures = [r for r in caplog.records if r.name == "assets_app.services.assets.registration"]
     assert failures
     assert failures[0].levelno == logging.ERROR
     assert "asset_event_emitted" in failures[0].getMessage()

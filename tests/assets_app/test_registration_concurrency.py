@@ -27,7 +27,7 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from assets_app.services.registration import RegistrationResult, asset_changes_register
+from assets_app.services.assets.registration import RegistrationResult, asset_changes_register
 from task_sdk.definitions import AssetUniqueKey
 from tests.factories import DagFactory, TaskInstanceFactory
 

@@ -29,17 +29,17 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from assets_app.services.consumption import EVENT_LOOKBACK
-from assets_app.services.queue_watch import QueueWatch
-from assets_app.services.registration import asset_changes_register
-from assets_app.services.scheduler import (
+from assets_app.services.assets.registration import asset_changes_register
+from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.scheduling.consumption import EVENT_LOOKBACK
+from assets_app.services.scheduling.queue_watch import QueueWatch
+from assets_app.services.scheduling.scheduler import (
     Outcome,
     dag_asset_triggered_run_create,
     dags_asset_triggered_runs_create,
     scheduler_pass,
 )
 from assets_app.services.sql import model_rows_insert
-from assets_app.services.task_instances import task_instances_claim
 from assets_app.tokens import token_issue
 from task_sdk.definitions import AssetUniqueKey
 from tests.factories import (

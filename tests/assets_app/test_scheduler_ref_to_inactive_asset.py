@@ -22,10 +22,10 @@ import yaml
 
 from assets_app.models import AssetDagRunQueue, AssetEvent, Dag, DagRun
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
-from assets_app.services.registration import asset_changes_register
-from assets_app.services.scheduler import Outcome, scheduler_pass
+from assets_app.services.assets.registration import asset_changes_register
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.scheduling.scheduler import Outcome, scheduler_pass
 from task_sdk.definitions import AssetUniqueKey
 from tests.factories import TaskInstanceFactory
 

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from assets_app.models import Connection, Variable
-from assets_app.selectors_secrets import (
+from assets_app.selectors.secrets import (
     connection_get,
     connection_secrets,
     variable_get,

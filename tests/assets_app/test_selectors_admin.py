@@ -1,13 +1,13 @@
-"""The admin's reads in assets_app.selectors: the event search (an asset's DAG references
+"""The admin's reads in assets_app.selectors.assets: the event search (an asset's DAG references
 are drawn by assets_app.admin.panels, tested in tests/assets_app/admin/test_panels.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from assets_app import selectors
 from assets_app.models import AssetEvent
-from assets_app.selectors import asset_events_search, search_words
+from assets_app.selectors import assets as selectors
+from assets_app.selectors.assets import asset_events_search, search_words
 from tests.factories import AssetEventFactory, AssetFactory
 
 

@@ -1,4 +1,4 @@
-"""The task and asset state stores' services (``assets_app.services.state_stores``), with
+"""The task and asset state stores' services (``assets_app.services.state.state_stores``), with
 Airflow 3.3's semantics: a task's store is its run's, task's and map index's, shared by every
 try and kept when the task instance is cleared, gone with the run; an asset's store is the
 active asset's, gone with the asset or when it stops being active."""
@@ -19,10 +19,10 @@ from assets_app.exceptions import (
     TaskInstanceNotFoundError,
 )
 from assets_app.models import AssetStateStore, TaskInstance, TaskStateStore
-from assets_app.services import state_stores as ss
-from assets_app.services.clearing import task_instances_clear
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.clearing import task_instances_clear
+from assets_app.services.state import state_stores as ss
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,14 +13,18 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from assets_app.models import DagRun, TaskInstance
-from assets_app.services.asset_events import asset_event_create_manual
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
-from assets_app.services.scheduler import Outcome, scheduler_pass
-from assets_app.services.task_flow import dag_run_settle, dag_runs_admit, task_instances_advance
-from assets_app.services.task_instances import task_instances_claim
-from assets_app.services.upkeep import upkeep_pass
+from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.runs.task_flow import (
+    dag_run_settle,
+    dag_runs_admit,
+    task_instances_advance,
+)
+from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.scheduling.scheduler import Outcome, scheduler_pass
+from assets_app.services.scheduling.upkeep import upkeep_pass
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 
 pytestmark = pytest.mark.django_db

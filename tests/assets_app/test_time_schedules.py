@@ -15,10 +15,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from assets_app.models import Dag, DagRun, DagRunState, DagRunType, TaskInstance
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_declare, dags_set_paused
-from assets_app.services.manifest import manifest_parse
-from assets_app.services.time_schedules import (
+from assets_app.services.dags.declare import dags_declare, dags_set_paused
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.scheduling.time_schedules import (
     dags_next_run_refresh,
     dags_time_scheduled_runs_create,
     scheduled_run_id,

@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from assets_app.exceptions import DagNotFoundError, DagRunExistsError, DagStaleError
 from assets_app.models import AssetEvent, Dag, DagRun, DagTask, TaskInstance
-from assets_app.services.dag_runs import dag_run_trigger
+from assets_app.services.runs.dag_runs import dag_run_trigger
 from tests.live_server import REPO, server_env
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from assets_app.models import DagRun, TaskInstance, TaskInstanceHistory
-from assets_app.services.upkeep import (
+from assets_app.services.scheduling.upkeep import (
     task_instances_reap,
     task_instances_schedule_due,
     upkeep_pass,

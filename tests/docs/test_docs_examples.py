@@ -28,7 +28,7 @@ from assets_app.models import (
     TaskInstance,
     Variable,
 )
-from assets_app.services.dag_runs import task_instance_create
+from assets_app.services.runs.dag_runs import task_instance_create
 from tests.docs.examples import assert_shows, doc_example, run_shell_example
 from tests.executionapi.conftest import client_for, state_url
 from tests.live_server import REPO

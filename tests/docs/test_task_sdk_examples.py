@@ -18,8 +18,8 @@ import pytest
 from django.core.management import call_command
 
 from assets_app.models import AssetEvent, TaskInstance, XCom
-from assets_app.services.dag_runs import task_instance_create
-from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.runs.dag_runs import task_instance_create
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.docs.examples import doc_block
 from tests.live_server import REPO, server_env
 from tests.task_sdk_e2e.test_task_sdk_e2e import run_task_instance

@@ -18,8 +18,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from assets_app.models import TaskInstance, TaskInstanceState
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
 from assets_app.tokens import token_issue
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 

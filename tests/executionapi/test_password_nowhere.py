@@ -16,7 +16,7 @@ import pytest
 from django.core.management import call_command
 
 from assets_app.models import Connection, Variable
-from assets_app.selectors_secrets import connection_get, connection_secrets
+from assets_app.selectors.secrets import connection_get, connection_secrets
 from tests.executionapi.conftest import client_for as runner_for
 from tests.operatorapi.conftest import make_user, token_client
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assets_app.models import TaskInstanceState, Variable
-from assets_app.services.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
 from assets_app.tokens import token_issue
 from tests.executionapi.conftest import airflow_env
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assets_app.models import AssetStateStore, TaskInstanceState, TaskStateStore
-from assets_app.services.state_stores import task_state_set
+from assets_app.services.state.state_stores import task_state_set
 from assets_app.tokens import token_issue
 from tests.executionapi.conftest import airflow_env
 

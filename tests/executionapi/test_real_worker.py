@@ -35,7 +35,7 @@ from assets_app.models import (
     TaskInstance,
     XCom,
 )
-from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
+from assets_app.services.runs.dag_runs import task_instance_create, task_instance_token_issue
 from runtime.launch import airflow_workload
 from tests.executionapi.conftest import airflow_env
 

@@ -20,7 +20,7 @@ import yaml
 from django.core.management import call_command
 
 from assets_app.models import DagRun, TaskInstance, XCom
-from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
+from assets_app.services.runs.dag_runs import task_instance_create, task_instance_token_issue
 from tests.executionapi.test_real_worker import failure_report, supervise
 from tests.factories import DagRunFactory, TaskInstanceFactory
 

@@ -14,8 +14,8 @@ from assets_app.models import (
     TaskInstanceHistory,
     TaskInstanceState,
 )
-from assets_app.services.task_instances import task_instances_claim
-from assets_app.services.upkeep import task_instances_schedule_due
+from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.scheduling.upkeep import task_instances_schedule_due
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from assets_app.models import DagRun, DagRunState, TaskInstance, TaskInstanceState
-from assets_app.services.dag_runs import task_instance_create
+from assets_app.services.runs.dag_runs import task_instance_create
 from assets_app.services.sql import Statement
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
@@ -147,7 +147,7 @@ def test_a_retried_report_settles_a_run_its_first_request_left_running(monkeypat
     # on PostgreSQL its finishing statement did not end the run either (as when another
     # transaction held the run's row: it skips it)
     [ti] = _run_with("running")
-    from assets_app.services import task_instances
+    from assets_app.services.runs import task_instances
 
     def settle_fails(**kwargs):
         raise ConnectionError("the server went away")
@@ -199,13 +199,13 @@ def test_two_last_task_instances_finishing_at_once_settle_their_run_once(server)
 
 def test_settling_is_logged(caplog):
     [ti] = _run_with("running")
-    with caplog.at_level(logging.INFO, logger="assets_app.services.task_flow"):
+    with caplog.at_level(logging.INFO, logger="assets_app.services.runs.task_flow"):
         _finish(ti, "success")
     assert f"DAG run {ti.dag_run_id} finished" in caplog.text
 
 
 def test_a_new_task_instance_in_a_finished_run_makes_it_running_again():
-    from assets_app.services.dag_runs import task_instance_create
+    from assets_app.services.runs.dag_runs import task_instance_create
 
     [ti] = _run_with("running")
     assert _finish(ti, "success") == 204

@@ -7,9 +7,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from assets_app.models import TaskInstanceState, Variable
-from assets_app.selectors_secrets import variable_get, variable_value
-from assets_app.services.connections import ConnectionFields, connection_create
-from assets_app.services.variables import variable_set
+from assets_app.selectors.secrets import variable_get, variable_value
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.variables import variable_set
 from tests.executionapi.conftest import client_for
 
 pytestmark = pytest.mark.django_db

@@ -719,7 +719,7 @@ def test_success_statements_are_bounded_whatever_the_payload(declare, make_ti):
     # asset, 1 to an existing one.
     #   the API's transaction: a SAVEPOINT/RELEASE pair here (inside the test's transaction);
     #   in it, the UPDATE … RETURNING that checks, locks and finishes the TI, then
-    #   registration (assets_app.services.registration), at most 8 statements and only those
+    #   registration (assets_app.services.assets.registration), at most 8 statements and only those
     #   with rows to read or write: declared assets run 3 (SELECT declared active assets,
     #   INSERT events, upsert the queue rows of the live consumers); alias events to an
     #   existing asset run all 8 (also INSERT alias targets, INSERT aliases, SELECT aliases,

@@ -1,4 +1,4 @@
-"""A DAG file's import error (``assets_app.services.dag_files``) where an operator looks: the
+"""A DAG file's import error (``assets_app.services.dags.dag_files``) where an operator looks: the
 admin, the operator API's ``/api/v1/import-errors`` and Airflow's ``/api/v2/importErrors``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assets_app.models import DagImportError
-from assets_app.services.dag_files import FileOutcome, ParsedFile, dag_file_store
+from assets_app.services.dags.dag_files import FileOutcome, ParsedFile, dag_file_store
 from tests.operatorapi.conftest import make_user, token_client
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from assets_app.models import Connection, DagRun, DagRunNote, Variable
-from assets_app.selectors_secrets import connection_secrets, variable_value
+from assets_app.selectors.secrets import connection_secrets, variable_value
 from tests.live_server import REPO
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
 
 from assets_app.models import AssetDagRunQueue, TaskOutletAssetReference, XCom
-from assets_app.services.connections import ConnectionFields, connection_create
-from assets_app.services.variables import variable_set
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.variables import variable_set
 from publicapi.auth import user_token_issue
 from tests.factories import AssetFactory, DagFactory, DagRunFactory, TaskInstanceFactory
 

@@ -16,81 +16,91 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-import assets_app.selectors
-import assets_app.selectors_secrets
-import assets_app.services.asset_events
-import assets_app.services.clearing
-import assets_app.services.connections
-import assets_app.services.dag_runs
-import assets_app.services.dags
-import assets_app.services.variables
+import assets_app.selectors.assets
+import assets_app.selectors.dags
+import assets_app.selectors.runs
+import assets_app.selectors.secrets
+import assets_app.services.assets.events
+import assets_app.services.dags.declare
+import assets_app.services.runs.clearing
+import assets_app.services.runs.dag_runs
+import assets_app.services.secrets.connections
+import assets_app.services.secrets.variables
 from assets_app.models import AssetActive
-from assets_app.services.connections import ConnectionFields, connection_create
-from assets_app.services.variables import variable_set
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.variables import variable_set
 from publicapi.auth import user_token_issue
 from tests.factories import AssetFactory, DagFactory, DagRunFactory
 from tests.publicapi.conftest import Api
 
 SHARED = [
     # (home module, function, modules of /api/v1 and /api/v2 that call it)
-    (assets_app.selectors, "dag_list", ["operatorapi.views", "publicapi.views"]),
-    (assets_app.selectors, "dag_run_list", ["operatorapi.views", "publicapi.views"]),
-    (assets_app.selectors, "asset_is_active", ["operatorapi.selectors", "publicapi.views"]),
+    (assets_app.selectors.dags, "dag_list", ["operatorapi.views", "publicapi.views"]),
+    (assets_app.selectors.runs, "dag_run_list", ["operatorapi.views", "publicapi.views"]),
+    (assets_app.selectors.assets, "asset_is_active", ["operatorapi.selectors", "publicapi.views"]),
     (
-        assets_app.selectors_secrets,
+        assets_app.selectors.secrets,
         "variable_masked_value",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),
     (
-        assets_app.selectors_secrets,
+        assets_app.selectors.secrets,
         "connection_masked_password",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),
     (
-        assets_app.selectors_secrets,
+        assets_app.selectors.secrets,
         "connection_masked_extra",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),
     (
-        assets_app.services.asset_events,
+        assets_app.services.assets.events,
         "asset_event_create_manual",
         ["operatorapi.views", "publicapi.views"],
     ),
-    (assets_app.services.dag_runs, "dag_run_trigger", ["operatorapi.views", "publicapi.views"]),
-    (assets_app.services.dags, "dags_set_paused", ["operatorapi.views", "publicapi.views"]),
     (
-        assets_app.services.clearing,
+        assets_app.services.runs.dag_runs,
+        "dag_run_trigger",
+        ["operatorapi.views", "publicapi.views"],
+    ),
+    (assets_app.services.dags.declare, "dags_set_paused", ["operatorapi.views", "publicapi.views"]),
+    (
+        assets_app.services.runs.clearing,
         "task_instances_clear",
         ["operatorapi.views", "publicapi.views"],
     ),
     (
-        assets_app.services.clearing,
+        assets_app.services.runs.clearing,
         "task_instances_select",
         ["operatorapi.views", "publicapi.views"],
     ),
     (
-        assets_app.services.variables,
+        assets_app.services.secrets.variables,
         "variable_create",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),
-    (assets_app.services.variables, "variable_set", ["operatorapi.secrets", "publicapi.secrets"]),
     (
-        assets_app.services.variables,
+        assets_app.services.secrets.variables,
+        "variable_set",
+        ["operatorapi.secrets", "publicapi.secrets"],
+    ),
+    (
+        assets_app.services.secrets.variables,
         "variable_delete",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),
     (
-        assets_app.services.connections,
+        assets_app.services.secrets.connections,
         "connection_create",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),
     (
-        assets_app.services.connections,
+        assets_app.services.secrets.connections,
         "connection_update",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),
     (
-        assets_app.services.connections,
+        assets_app.services.secrets.connections,
         "connection_delete",
         ["operatorapi.secrets", "publicapi.secrets"],
     ),

@@ -16,9 +16,9 @@ from assets_app.models import (
     TaskOutletAssetReference,
     Variable,
 )
-from assets_app.selectors_secrets import connection_get, connection_secrets, variable_value
-from assets_app.services.connections import ConnectionFields, connection_create
-from assets_app.services.variables import variable_set
+from assets_app.selectors.secrets import connection_get, connection_secrets, variable_value
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.variables import variable_set
 from publicapi.auth import user_token_issue
 from tests.factories import AssetFactory, DagFactory, DagRunFactory, TaskInstanceFactory
 from tests.publicapi.conftest import Api

@@ -30,11 +30,11 @@ from assets_app.models import (
     TaskInstance,
     XCom,
 )
-from assets_app.services.dag_runs import task_instance_create
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
-from assets_app.services.scheduler import scheduler_pass
-from assets_app.services.task_instances import task_instances_claim
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.dag_runs import task_instance_create
+from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from assets_app.tokens import token_issue
 from tests.live_server import REPO
 

@@ -18,8 +18,8 @@ import yaml
 from django.core.management import call_command
 
 from assets_app.models import DagRun, DagRunState, TaskInstance, TaskInstanceState
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
 from tests.live_server import REPO, server_env
 
 HERE = Path(__file__).resolve().parent

@@ -30,9 +30,9 @@ import pytest
 from django.core.management import call_command
 
 from assets_app.models import Dag, DagImportError, DagRun, TaskInstance
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_set_paused
-from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 
 HERE = Path(__file__).resolve().parent

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from assets_app.models import Asset, AssetEvent, Dag, DagRun, DagTask, TaskInstance
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_set_paused
-from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.worker.conftest import dags_folder_load, wait_until
 

@@ -24,10 +24,10 @@ import pytest
 from django.utils import timezone
 
 from assets_app.models import AssetStateStore, Dag, DagRun, TaskInstance, TaskStateStore
-from assets_app.services.dag_runs import dag_run_trigger
-from assets_app.services.dags import dags_set_paused
-from assets_app.services.scheduler import scheduler_pass
-from assets_app.services.upkeep import upkeep_pass
+from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.scheduling.scheduler import scheduler_pass
+from assets_app.services.scheduling.upkeep import upkeep_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.worker.conftest import dags_folder_load, wait_until
 

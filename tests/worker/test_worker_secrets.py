@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from assets_app.models import TaskInstance, XCom
-from assets_app.selectors_secrets import variable_get, variable_value
-from assets_app.services.connections import ConnectionFields, connection_create
-from assets_app.services.variables import variable_set
+from assets_app.selectors.secrets import variable_get, variable_value
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.variables import variable_set
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.executionapi.test_real_worker import DAGS_DIR
 from tests.worker.conftest import declare, scheduled_task_instances

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from assets_app.management.base import domain_errors
-from assets_app.services.clearing import task_instances_clear, task_instances_select
+from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
 
 
 class Command(BaseCommand):

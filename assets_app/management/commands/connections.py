@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors
 from assets_app.masking import REPLACEMENT
-from assets_app.selectors_secrets import connection_list, connection_masked_extra
-from assets_app.services.connections import (
+from assets_app.selectors.secrets import connection_list, connection_masked_extra
+from assets_app.services.secrets.connections import (
     ConnectionFields,
     connection_create,
     connection_delete,

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import add_asset_arguments, domain_errors
-from assets_app.services.asset_events import asset_event_create_manual
+from assets_app.services.assets.events import asset_event_create_manual
 
 
 class Command(BaseCommand):

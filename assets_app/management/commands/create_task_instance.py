@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from assets_app.management.base import domain_errors, optional_int_argument
 from assets_app.models import FINISHED_TI_STATES, TaskInstanceState
-from assets_app.services.clearing import clear_command_hint
-from assets_app.services.dag_runs import (
+from assets_app.services.runs.clearing import clear_command_hint
+from assets_app.services.runs.dag_runs import (
     CREATABLE_STATES,
     task_instance_create,
     task_instance_token_issue,

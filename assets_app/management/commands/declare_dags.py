@@ -1,6 +1,6 @@
-"""``manage.py declare_dags FILE``: load a DAG manifest (``assets_app.services.manifest``);
+"""``manage.py declare_dags FILE``: load a DAG manifest (``assets_app.services.dags.manifest``);
 ``manage.py declare_dags --dags-folder DIR``: load real Airflow DAG files
-(``assets_app.services.dag_files``)."""
+(``assets_app.services.dags.dag_files``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors, progress_bar
-from assets_app.services.dag_files import FileOutcome, FileResult, dag_folder_load
-from assets_app.services.dags import DECLARE_STEPS, dags_declare_from_file
+from assets_app.services.dags.dag_files import FileOutcome, FileResult, dag_folder_load
+from assets_app.services.dags.declare import DECLARE_STEPS, dags_declare_from_file
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from assets_app.management.base import domain_errors
-from assets_app.services.dag_runs import task_instance_token_issue
+from assets_app.services.runs.dag_runs import task_instance_token_issue
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from assets_app.formats import timestamp_human
 from assets_app.management.base import domain_errors, progress_bar
-from assets_app.services.asset_events import PruneProgress, asset_events_prune
+from assets_app.services.assets.events import PruneProgress, asset_events_prune
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from assets_app.management.base import domain_errors
-from assets_app.services.secrets import secrets_rotate
+from assets_app.services.secrets.rotation import secrets_rotate
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from assets_app.management.base import domain_errors
-from assets_app.services.state_stores import task_states_expired, task_states_expired_delete
+from assets_app.services.state.state_stores import task_states_expired, task_states_expired_delete
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors
-from assets_app.services.dag_runs import dag_run_trigger
+from assets_app.services.runs.dag_runs import dag_run_trigger
 
 
 class Command(BaseCommand):

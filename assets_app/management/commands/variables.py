@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.exceptions import VariableNotFoundError
 from assets_app.management.base import domain_errors
-from assets_app.selectors_secrets import variable_get, variable_list, variable_value
-from assets_app.services.variables import variable_delete, variable_set
+from assets_app.selectors.secrets import variable_get, variable_list, variable_value
+from assets_app.services.secrets.variables import variable_delete, variable_set
 
 
 class Command(BaseCommand):

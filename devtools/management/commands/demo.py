@@ -34,8 +34,8 @@ from assets_app.models import (
     DagTask,
     TaskInstance,
 )
-from assets_app.services.dag_runs import task_instance_create, task_instance_token_issue
-from assets_app.services.scheduler import scheduler_pass
+from assets_app.services.runs.dag_runs import task_instance_create, task_instance_token_issue
+from assets_app.services.scheduling.scheduler import scheduler_pass
 from config.env import BASE_DIR
 from devtools.processes import (
     ServerStartError,

@@ -14,7 +14,7 @@ from rest_framework.serializers import ListSerializer
 
 from assets_app.management.base import add_asset_arguments
 from assets_app.models import AssetEvent
-from assets_app.selectors import asset_events_query
+from assets_app.selectors.assets import asset_events_query
 from executionapi.serializers.assets import AssetEventResponseSerializer
 
 MAX_LIMIT = 10_000

@@ -1,5 +1,5 @@
 """``manage.py dag_processor DIR``: keep a folder of Airflow DAG files loaded, pass after pass
-(``assets_app.services.dag_files``): a new or changed file (modification time or size) is
+(``assets_app.services.dags.dag_files``): a new or changed file (modification time or size) is
 parsed again, a removed file's DAGs go stale."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.db import DatabaseError
 from assets_app.exceptions import AssetsError
 from assets_app.management.base import optional_int_argument
 from assets_app.management.commands.declare_dags import report_file
-from assets_app.services.dag_files import DagFileWatch, FileOutcome, dag_folder_load
+from assets_app.services.dags.dag_files import DagFileWatch, FileOutcome, dag_folder_load
 from runtime.daemon import connection_close, connection_refresh, stop_signals, wait_for_work
 
 #: How often (seconds) a waiting processor checks whether it was asked to stop.

@@ -1,7 +1,7 @@
 """``manage.py scheduler``: create asset-triggered DAG runs from the queue and the due
-time-scheduled runs (``assets_app.services.time_schedules``), pass after pass, each pass also
-doing the task instances' upkeep (reaping timed-out ones, scheduling due retries:
-``assets_app.services.upkeep``)."""
+time-scheduled runs (``assets_app.services.scheduling.time_schedules``), pass after pass,
+each pass also doing the task instances' upkeep (reaping timed-out ones, scheduling due retries:
+``assets_app.services.scheduling.upkeep``)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from django.utils import timezone
 
 from assets_app.management.base import optional_int_argument
 from assets_app.notify import QUEUE_CHANNEL, Listener
-from assets_app.services.queue_watch import QueueWatch
-from assets_app.services.scheduler import Outcome, SchedulerPassResult, scheduler_pass
-from assets_app.services.task_flow import AdvanceResult, dag_runs_admit, task_instances_advance
-from assets_app.services.time_schedules import (
+from assets_app.services.runs.task_flow import AdvanceResult, dag_runs_admit, task_instances_advance
+from assets_app.services.scheduling.queue_watch import QueueWatch
+from assets_app.services.scheduling.scheduler import Outcome, SchedulerPassResult, scheduler_pass
+from assets_app.services.scheduling.time_schedules import (
     TimeSchedulesResult,
     dags_time_scheduled_runs_create,
 )
-from assets_app.services.upkeep import UpkeepResult, upkeep_pass
+from assets_app.services.scheduling.upkeep import UpkeepResult, upkeep_pass
 from runtime.daemon import connection_close, connection_refresh, stop_signals, wait_for_work
 
 #: How often (seconds) a waiting scheduler checks whether it was asked to stop.

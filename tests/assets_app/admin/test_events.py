@@ -124,7 +124,7 @@ def test_event_search_matches_what_search_fields_would(
     from django.contrib.admin import ModelAdmin
     from django.test import RequestFactory
 
-    from assets_app import selectors
+    from assets_app.selectors import assets as selectors
 
     # given
     _search_world()

@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from assets_app.models import AssetStateStore, TaskStateStore
-from assets_app.services.dags import dags_declare
-from assets_app.services.manifest import manifest_parse
-from assets_app.services.state_stores import asset_state_set, task_state_set
+from assets_app.services.dags.declare import dags_declare
+from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.state.state_stores import asset_state_set, task_state_set
 from tests.assets_app.admin import change, changelist, page_text
 from tests.factories import TaskInstanceFactory
 

@@ -1,4 +1,5 @@
-"""Read-side queries shared by the execution API, the admin and the commands."""
+"""Read-side queries of assets and events, shared by the execution API, the admin and the
+commands."""
 
 from __future__ import annotations
 
@@ -10,19 +11,14 @@ from django.db.models.functions import Upper
 from django.db.models.lookups import Exact
 from django.utils.text import smart_split, unescape_string_literal
 
-from assets_app.exceptions import DagRunNotFoundError
 from assets_app.models import (
     Asset,
     AssetActive,
     AssetAlias,
-    AssetDagRunQueue,
     AssetEvent,
-    Dag,
-    DagImportError,
     DagRun,
     DagScheduleAssetReference,
     TaskInletAssetReference,
-    TaskInstance,
     TaskOutletAssetReference,
 )
 
@@ -110,9 +106,6 @@ def _asset_ids_containing(text: str) -> list[int] | QuerySet[Asset, Any]:
     return ids
 
 
-# --- the public API's reads (shared with the operator API's querysets) ------------------------
-
-
 def asset_is_active() -> Exists:
     """Whether an asset (``OuterRef("pk")``) is active: some declared DAG uses it. Both
     operator faces read it: ``/api/v1/assets?active=`` (annotated ``is_active``) and
@@ -147,50 +140,6 @@ def asset_events_detailed() -> QuerySet[AssetEvent]:
     return AssetEvent.objects.select_related("asset").prefetch_related(
         Prefetch("created_dagruns", queryset=DagRun.objects.order_by("id"))
     )
-
-
-def queued_events_query(
-    *, dag_id: str | None = None, asset_id: int | None = None, before: datetime | None = None
-) -> QuerySet[AssetDagRunQueue]:
-    """``asset_dag_run_queue`` rows of a DAG, an asset or both, created before ``before``."""
-    rows = AssetDagRunQueue.objects.all()
-    if dag_id is not None:
-        rows = rows.filter(target_dag_id=dag_id)
-    if asset_id is not None:
-        rows = rows.filter(asset_id=asset_id)
-    if before is not None:
-        rows = rows.filter(created_at__lt=before)
-    return rows.order_by("created_at", "id")
-
-
-def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
-    return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)
-
-
-def import_error_list() -> QuerySet[DagImportError]:
-    """DAG files that failed to load, for both operator faces (``/api/v1/import-errors`` and
-    ``/api/v2/importErrors``)."""
-    return DagImportError.objects.all()
-
-
-def dag_list() -> QuerySet[Dag]:
-    """DAGs, for both operator faces (``/api/v1/dags`` and ``/api/v2/dags``)."""
-    return Dag.objects.all()
-
-
-def dag_run_list() -> QuerySet[DagRun]:
-    """DAG runs with their note (joined), for both operator faces."""
-    return DagRun.objects.select_related("dag_run_note")
-
-
-def dag_run_get(*, dag_id: str, run_id: str) -> DagRun:
-    """The run ``run_id`` of ``dag_id`` with its note, else ``DagRunNotFoundError``."""
-    found = dag_run_list().filter(dag_id=dag_id, run_id=run_id).first()
-    if found is None:
-        raise DagRunNotFoundError(
-            f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"
-        )
-    return found
 
 
 def asset_producing_dag_ids(*, asset_id: int, limit: int = 2) -> list[str]:

@@ -54,7 +54,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from assets_app.models import Dag, DagRun, DagRunState, DagRunType
-from assets_app.services.task_flow import RunSpec, dag_runs_insert, dags_room
+from assets_app.services.runs.task_flow import RunSpec, dag_runs_insert, dags_room
 from assets_app.timetables import DagRunInfo, Timetable, timetable_from_json
 
 logger = logging.getLogger(__name__)

@@ -44,6 +44,12 @@ from assets_app.models import (
     TaskReschedule,
 )
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
+from assets_app.services.runs.task_flow import (
+    dag_run_ended,
+    dag_run_progress,
+    dag_run_settle_step,
+    dag_run_start,
+)
 from assets_app.services.sql import (
     Dialect,
     Statement,
@@ -53,12 +59,6 @@ from assets_app.services.sql import (
     model_from_row,
     statements_cursor,
     table,
-)
-from assets_app.services.task_flow import (
-    dag_run_ended,
-    dag_run_progress,
-    dag_run_settle_step,
-    dag_run_start,
 )
 
 logger = logging.getLogger(__name__)
@@ -434,7 +434,7 @@ def _finish_refused(task_instance_id: uuid.UUID | str, state: str) -> int:
 
 def _register_asset_changes(task_instance: TaskInstance, payload: SuccessPayload) -> None:
     # Imported here: the registration service is a separate module with its own owner.
-    from assets_app.services.registration import asset_changes_register
+    from assets_app.services.assets.registration import asset_changes_register
 
     asset_changes_register(
         task_instance=task_instance,

@@ -1,7 +1,7 @@
 """Declaring DAGs from a manifest, like Airflow's DAG processor, and pausing them
 (docs/manifest.md).
 
-``assets_app.services.manifest`` reads and validates a manifest (its format is documented
+``assets_app.services.dags.manifest`` reads and validates a manifest (its format is documented
 there); this module stores it. The schedule is stored in ``Dag.asset_expression`` in the form
 ``assets_app.conditions`` defines (``condition_expression``).
 
@@ -42,7 +42,7 @@ from assets_app.models import (
     TaskLeafReference,
     TaskOutletAssetReference,
 )
-from assets_app.services.manifest import (
+from assets_app.services.dags.manifest import (
     AliasDecl,
     AssetDecl,
     DagDecl,
@@ -50,8 +50,8 @@ from assets_app.services.manifest import (
     asset_describe,
     manifest_load,
 )
-from assets_app.services.state_stores import asset_states_forget
-from assets_app.services.time_schedules import dags_next_run_refresh
+from assets_app.services.scheduling.time_schedules import dags_next_run_refresh
+from assets_app.services.state.state_stores import asset_states_forget
 from task_sdk.definitions import (
     DEFAULT_GROUP,
     AssetAliasUniqueKey,

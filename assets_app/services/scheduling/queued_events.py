@@ -8,7 +8,7 @@ from datetime import datetime
 from django.db import transaction
 
 from assets_app.exceptions import NotFoundError
-from assets_app.selectors import queued_events_query
+from assets_app.selectors.dags import queued_events_query
 
 logger = logging.getLogger(__name__)
 

@@ -45,8 +45,11 @@ from assets_app.models import (
     TaskInstanceHistory,
     TaskInstanceState,
 )
-from assets_app.services.task_flow import FINISHED_RUN_STATES, dag_runs_admit
-from assets_app.services.task_instances import task_instance_history_record, task_instance_renew
+from assets_app.services.runs.task_flow import FINISHED_RUN_STATES, dag_runs_admit
+from assets_app.services.runs.task_instances import (
+    task_instance_history_record,
+    task_instance_renew,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ files, ``.airflowignore`` glob patterns, the "might contain a DAG" heuristic of 
 Each file is parsed **in a subprocess** with Airflow's own ``DagBag`` (``runtime/dag_parse.py``
 under ``settings.DAG_PARSER_PYTHON``, so this process needs no Airflow), at most
 ``DAG_PARSER_PROCESSES`` at a time, each killed after ``DAG_FILE_PROCESSOR_TIMEOUT`` seconds.
-The parser prints the file's DAGs as manifest entries (``assets_app.services.manifest``), which
+The parser prints the file's DAGs as manifest entries (``assets_app.services.dags.manifest``), which
 :func:`dag_file_store` stores with ``dags_declare`` — one transaction per file:
 
 - a file that imports and whose DAGs the registry can run: its DAGs are declared (with
@@ -42,8 +42,8 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from assets_app.exceptions import DagParserError, ManifestError
 from assets_app.models import Dag, DagImportError
-from assets_app.services.dags import dags_declare, dags_unchanged
-from assets_app.services.manifest import Manifest, manifest_parse
+from assets_app.services.dags.declare import dags_declare, dags_unchanged
+from assets_app.services.dags.manifest import Manifest, manifest_parse
 
 logger = logging.getLogger(__name__)
 

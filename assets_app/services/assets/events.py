@@ -20,15 +20,15 @@ from assets_app.models import (
     Asset,
     AssetEvent,
 )
-from assets_app.services.consumption import events_awaiting_consumers
 
 # The consumer-queueing and notification steps are shared with task-success registration so
 # that a manual event triggers exactly what a task's event would.
-from assets_app.services.registration import (
+from assets_app.services.assets.registration import (
     EmittedEvent,
     asset_changes_notify,
     asset_event_consumers_queue,
 )
+from assets_app.services.scheduling.consumption import events_awaiting_consumers
 from assets_app.validators import json_value_problem
 
 logger = logging.getLogger(__name__)
@@ -121,9 +121,10 @@ def asset_events_prune(
 
     An event is *waiting* when the next asset-triggered run of a DAG that has
     ``asset_dag_run_queue`` rows would consume it
-    (:func:`assets_app.services.consumption.events_awaiting_consumers` states the rule). It is
-    re-evaluated for every batch, so a run the scheduler creates meanwhile frees the events it
-    consumed, and a DAG queued meanwhile protects its events from the next batch on.
+    (:func:`assets_app.services.scheduling.consumption.events_awaiting_consumers` states the
+    rule). It is re-evaluated for every batch, so a run the scheduler creates meanwhile frees
+    the events it consumed, and a DAG queued meanwhile protects its events from the next batch
+    on.
 
     The old events are walked oldest first by ``(timestamp, id)`` (the timestamp index), one
     transaction per batch, so a long prune never holds locks for long; ``dry_run`` walks them

@@ -1,6 +1,6 @@
 """Reading and validating a DAG manifest into typed declarations (no database access).
 
-``assets_app.services.dags`` stores what this module returns. Manifest format (YAML, or JSON
+``assets_app.services.dags.declare`` stores what this module returns. Manifest format (YAML, or JSON
 when the file name ends in ``.json``)::
 
     dags:

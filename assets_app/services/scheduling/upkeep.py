@@ -37,8 +37,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from assets_app.models import TaskInstance, TaskInstanceState
-from assets_app.services.task_flow import dag_run_progress, dag_runs_settle_finished
-from assets_app.services.task_instances import is_eligible_to_retry, task_instance_next_try
+from assets_app.services.runs.task_flow import dag_run_progress, dag_runs_settle_finished
+from assets_app.services.runs.task_instances import is_eligible_to_retry, task_instance_next_try
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.services.task_flow import (
+from assets_app.services.runs.task_flow import (
     FINISHED_RUN_STATES,
     RunSpec,
     dag_run_start,

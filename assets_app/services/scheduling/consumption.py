@@ -7,8 +7,8 @@ assets: :func:`condition_of`, :func:`condition_resolve` and
 for a consumer: :func:`events_awaiting_consumers`). The two forms of the consumption rule are
 held to the same cases by ``tests/assets_app/test_consumption.py``.
 
-:mod:`assets_app.services.scheduler` applies these rules under locks; registration and the
-manual event queue consumers through :func:`consumers_queue`.
+:mod:`assets_app.services.scheduling.scheduler` applies these rules under locks; registration
+and the manual event queue consumers through :func:`consumers_queue`.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def consumers_queue(*, emissions: Iterable[Emission], now: datetime) -> list[tup
     Call it inside the transaction that inserted the events. On PostgreSQL the upsert locks
     each queue row until that transaction ends, and waits for a scheduler that has locked one
     (``FOR UPDATE``); if the scheduler deleted it, a fresh row is inserted. See the module
-    docstring of :mod:`assets_app.services.scheduler`.
+    docstring of :mod:`assets_app.services.scheduling.scheduler`.
     """
     sql = Dialect.current()
     return consumers_queue_run(sql, consumers_queue_steps(sql, emissions=emissions, now=now))

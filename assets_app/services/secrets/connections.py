@@ -1,7 +1,7 @@
 """Writes of connections. The password and the extra are encrypted before they reach the
 database (``assets_app.crypto``); log lines name the ``conn_id``, never a secret.
 
-An update takes :data:`~assets_app.services.secrets_common.KEEP` for every field it leaves
+An update takes :data:`~assets_app.services.secrets.common.KEEP` for every field it leaves
 alone, so that an edit that does not retype the password keeps the stored one; a masked
 password (``***``) or extra (``***`` at its sensitive keys) sent back keeps the stored values.
 Both operator APIs (``/api/v1/`` and ``/api/v2/``) write through these functions.
@@ -20,8 +20,8 @@ from assets_app import crypto
 from assets_app.exceptions import ConnectionExistsError, ConnectionNotFoundError, InvalidInputError
 from assets_app.masking import REPLACEMENT, redacted_merge
 from assets_app.models import SECRET_ID_LENGTH, Connection
-from assets_app.selectors_secrets import connection_secrets
-from assets_app.services.secrets_common import KEEP, Keep, checked_extra, checked_text
+from assets_app.selectors.secrets import connection_secrets
+from assets_app.services.secrets.common import KEEP, Keep, checked_extra, checked_text
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,129 @@
+"""The data model, mirroring Apache Airflow 3's metadata tables (docs/concepts.md, "The tables"),
+one module per subdomain, side by side with ``services/<subdomain>/`` and ``selectors/``:
+
+- ``assets``: assets, aliases, asset events and their links;
+- ``dags``: DAGs and their tasks as declared, the reference tables, the queue of consumers
+  waiting on changed assets, import errors;
+- ``runs``: DAG runs, task instances, their tries, history, reschedules and notes;
+- ``state``: XComs and the task and asset state stores;
+- ``secrets``: variables and connections;
+- ``common``: the id lengths and the composite-key constraint they share.
+
+Association tables carry a surrogate ``id`` plus the unique constraint Airflow uses as its
+composite key, because Django 5.2's admin cannot show composite-primary-key models. Django finds
+the models through this module, which imports them all.
+"""
+
+from .assets import (
+    Asset,
+    AssetActive,
+    AssetAlias,
+    AssetAliasAsset,
+    AssetAliasAssetEvent,
+    AssetEvent,
+)
+from .common import (
+    ID_LENGTH,
+    NAME_LENGTH,
+    PARTITION_KEY_LENGTH,
+    composite_key,
+)
+from .dags import (
+    DEFAULT_MAX_ACTIVE_RUNS,
+    DEFAULT_MAX_ACTIVE_TASKS,
+    AssetDagRunQueue,
+    Dag,
+    DagImportError,
+    DagReference,
+    DagScheduleAssetAliasReference,
+    DagScheduleAssetNameReference,
+    DagScheduleAssetReference,
+    DagScheduleAssetUriReference,
+    DagScheduleReference,
+    DagTask,
+    TaskAssetReference,
+    TaskInletAssetReference,
+    TaskLeafReference,
+    TaskOutletAssetReference,
+)
+from .runs import (
+    DAG_RUN_SUMMARY_FIELDS,
+    FAILED_TI_STATES,
+    FINISHED_TI_STATES,
+    NOTE_LENGTH,
+    TRY_FIELDS,
+    DagRun,
+    DagRunAssetEvent,
+    DagRunNote,
+    DagRunState,
+    DagRunType,
+    TaskInstance,
+    TaskInstanceHistory,
+    TaskInstanceState,
+    TaskKey,
+    TaskReschedule,
+    TaskTry,
+)
+from .secrets import (
+    SECRET_ID_LENGTH,
+    Connection,
+    Variable,
+)
+from .state import (
+    STATE_KEY_LENGTH,
+    AssetStateStore,
+    TaskStateStore,
+    XCom,
+)
+
+__all__ = [
+    "DAG_RUN_SUMMARY_FIELDS",
+    "DEFAULT_MAX_ACTIVE_RUNS",
+    "DEFAULT_MAX_ACTIVE_TASKS",
+    "FAILED_TI_STATES",
+    "FINISHED_TI_STATES",
+    "ID_LENGTH",
+    "NAME_LENGTH",
+    "NOTE_LENGTH",
+    "PARTITION_KEY_LENGTH",
+    "SECRET_ID_LENGTH",
+    "STATE_KEY_LENGTH",
+    "TRY_FIELDS",
+    "Asset",
+    "AssetActive",
+    "AssetAlias",
+    "AssetAliasAsset",
+    "AssetAliasAssetEvent",
+    "AssetDagRunQueue",
+    "AssetEvent",
+    "AssetStateStore",
+    "Connection",
+    "Dag",
+    "DagImportError",
+    "DagReference",
+    "DagRun",
+    "DagRunAssetEvent",
+    "DagRunNote",
+    "DagRunState",
+    "DagRunType",
+    "DagScheduleAssetAliasReference",
+    "DagScheduleAssetNameReference",
+    "DagScheduleAssetReference",
+    "DagScheduleAssetUriReference",
+    "DagScheduleReference",
+    "DagTask",
+    "TaskAssetReference",
+    "TaskInletAssetReference",
+    "TaskInstance",
+    "TaskInstanceHistory",
+    "TaskInstanceState",
+    "TaskKey",
+    "TaskLeafReference",
+    "TaskOutletAssetReference",
+    "TaskReschedule",
+    "TaskStateStore",
+    "TaskTry",
+    "Variable",
+    "XCom",
+    "composite_key",
+]

@@ -1,0 +1,312 @@
+"""DAGs as declared (``dag``, ``dag_task``), what they schedule on and produce (the reference
+tables), the queue of consumers waiting on changed assets, and DAG files' import errors."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from django.db import models
+from django.utils import timezone
+
+from .assets import Asset, AssetAlias
+from .common import ID_LENGTH, NAME_LENGTH, composite_key
+
+#: Airflow's ``[core] max_active_runs_per_dag`` and ``max_active_tasks_per_dag`` defaults.
+DEFAULT_MAX_ACTIVE_RUNS = 16
+DEFAULT_MAX_ACTIVE_TASKS = 16
+
+
+class Dag(models.Model):
+    """A declared DAG. ``asset_expression`` is its asset schedule condition, if any;
+    ``timetable`` its time schedule, if any (both: Airflow's ``AssetOrTimeSchedule``).
+
+    The expression is JSON: ``{"asset": {"name", "uri"}}``, ``{"alias": {"name"}}``,
+    ``{"asset_ref": {"name"}}`` / ``{"asset_ref": {"uri"}}``, ``{"all": [...]}`` and
+    ``{"any": [...]}``. The timetable is ``assets_app.timetables.Timetable.as_json()``:
+    ``{"cron": "0 0 * * *", "timezone": "UTC"}``, ``{"delta": 3600.0, ...}`` or
+    ``{"once": true, ...}``; ``timetable_summary`` is the schedule as declared (``@daily``).
+    """
+
+    dag_id = models.CharField(max_length=ID_LENGTH, primary_key=True)
+    is_paused = models.BooleanField(default=False)
+    is_stale = models.BooleanField(default=False)
+    asset_expression = models.JSONField(null=True, blank=True)
+    timetable = models.JSONField(null=True, blank=True)
+    timetable_summary = models.CharField(max_length=1000, default="", blank=True)
+    start_date = models.DateTimeField(null=True, blank=True)
+    end_date = models.DateTimeField(null=True, blank=True)
+    catchup = models.BooleanField(default=False)
+    max_active_runs = models.PositiveIntegerField(default=DEFAULT_MAX_ACTIVE_RUNS)
+    max_active_tasks = models.PositiveIntegerField(default=DEFAULT_MAX_ACTIVE_TASKS)
+    #: one asset-triggered run per event instead of one run for all the events queued
+    one_run_per_event = models.BooleanField(default=False)
+    tags = models.JSONField(default=list, blank=True)
+    #: the next time-scheduled run (Airflow's ``next_dagrun`` / ``next_dagrun_create_after``):
+    #: its logical date, and when it is due; ``None`` when there is none to create
+    next_dagrun = models.DateTimeField(null=True, blank=True)
+    next_dagrun_create_after = models.DateTimeField(null=True, blank=True)
+    task_ids = models.JSONField(default=list, blank=True)  # the DAG's tasks, in declared order
+    fileloc = models.CharField(max_length=2000, default="", blank=True)
+    last_parsed_time = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "dag"
+        ordering = ["dag_id"]
+        verbose_name = "DAG"
+        indexes = [
+            # the scheduler looks for due time-scheduled DAGs on every pass
+            models.Index(fields=["next_dagrun_create_after"], name="idx_dag_next_dagrun_due"),
+        ]
+
+    def __str__(self) -> str:
+        return self.dag_id
+
+
+class DagTask(models.Model):
+    """A declared task of a DAG: its retry policy and where its code is.
+
+    ``callable`` is ``/abs/path/file.py:function`` or ``package.module:function`` (run by
+    ``task_sdk``); ``airflow_dag_file`` is the absolute path of a real Airflow DAG file (run by
+    Airflow's own worker entry point). At most one of the two is set; neither → the worker
+    fails the task instance with a message saying so.
+
+    ``upstream`` lists the task ids it depends on directly (its edges) and ``trigger_rule``
+    when it may run given their states (``assets_app.trigger_rules``); ``is_leaf`` says that
+    no task of the DAG depends on it (the leaves decide a run's state, as in Airflow).
+    """
+
+    dag = models.ForeignKey(
+        Dag,
+        on_delete=models.CASCADE,
+        related_name="tasks",
+        db_index=False,  # by DAG: dag_task_unique's prefix
+    )
+    task_id = models.CharField(max_length=ID_LENGTH)
+    retries = models.PositiveIntegerField(default=0)
+    retry_delay = models.FloatField(default=300.0)  # seconds, as Airflow's default timedelta(300)
+    callable = models.CharField(max_length=2000, default="", blank=True)
+    airflow_dag_file = models.CharField(max_length=2000, default="", blank=True)
+    #: Airflow's ``dags_folder`` for ``airflow_dag_file``: the root of its imports ("": the
+    #: file's own folder)
+    airflow_dags_folder = models.CharField(max_length=2000, default="", blank=True)
+    upstream = models.JSONField(default=list, blank=True)
+    trigger_rule = models.CharField(max_length=50, default="all_success")
+    is_leaf = models.BooleanField(default=True)
+
+    class Meta:
+        db_table = "dag_task"
+        ordering = ["dag_id", "task_id"]
+        verbose_name = "DAG task"
+        constraints = composite_key("dag", "task_id", name="dag_task_unique")
+
+    def __str__(self) -> str:
+        return f"{self.dag_id}.{self.task_id}"
+
+
+class DagReference(models.Model):
+    """A row tying a DAG, or one of its tasks, to what it is scheduled on or declares.
+
+    One table per kind of target, as in Airflow; each subclass adds its target field and the
+    composite key Airflow gives the table (``composite_key``).
+    """
+
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class DagScheduleReference(DagReference):
+    """A DAG scheduled on an asset, an alias, or a reference by name or by uri: the first
+    field of the table's key (``composite_key(target, "dag", ...)``)."""
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        (key,) = self._meta.constraints
+        target = cast(models.UniqueConstraint, key).fields[0]
+        return f"{self.dag_id} on {target} {self.serializable_value(target)}"
+
+
+class DagScheduleAssetReference(DagScheduleReference):
+    """A DAG scheduled on an asset."""
+
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.CASCADE,
+        related_name="scheduled_dags",
+        db_index=False,  # by asset: dsar_asset_dag_unique's prefix
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "dag_schedule_asset_reference"
+        constraints = composite_key("asset", "dag", name="dsar_asset_dag_unique")
+
+
+class DagScheduleAssetAliasReference(DagScheduleReference):
+    """A DAG scheduled on an asset alias."""
+
+    alias = models.ForeignKey(
+        AssetAlias,
+        on_delete=models.CASCADE,
+        related_name="scheduled_dags",
+        db_index=False,  # by alias: dsaar_alias_dag_unique's prefix
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "dag_schedule_asset_alias_reference"
+        constraints = composite_key("alias", "dag", name="dsaar_alias_dag_unique")
+
+
+class DagScheduleAssetNameReference(DagScheduleReference):
+    """A DAG scheduled on ``Asset.ref(name=...)``."""
+
+    name = models.CharField(max_length=NAME_LENGTH)
+
+    class Meta:
+        db_table = "dag_schedule_asset_name_reference"
+        constraints = composite_key("name", "dag", name="dsanr_name_dag_unique")
+
+
+class DagScheduleAssetUriReference(DagScheduleReference):
+    """A DAG scheduled on ``Asset.ref(uri=...)``."""
+
+    uri = models.CharField(max_length=NAME_LENGTH)
+
+    class Meta:
+        db_table = "dag_schedule_asset_uri_reference"
+        constraints = composite_key("uri", "dag", name="dsaur_uri_dag_unique")
+
+
+class TaskAssetReference(DagReference):
+    """A task declaring an asset as an outlet or an inlet."""
+
+    task_id = models.CharField(max_length=ID_LENGTH)
+
+    class Meta:
+        abstract = True
+
+
+class TaskOutletAssetReference(TaskAssetReference):
+    """A task declaring an asset as an outlet."""
+
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.CASCADE,
+        related_name="producing_tasks",
+        db_index=False,  # by asset: toar_asset_dag_task_unique's prefix
+    )
+
+    class Meta:
+        db_table = "task_outlet_asset_reference"
+        constraints = composite_key("asset", "dag", "task_id", name="toar_asset_dag_task_unique")
+
+    def __str__(self) -> str:
+        return f"{self.dag_id}.{self.task_id} → asset {self.asset_id}"
+
+
+class TaskInletAssetReference(TaskAssetReference):
+    """A task declaring an asset as an inlet."""
+
+    asset = models.ForeignKey(
+        Asset,
+        on_delete=models.CASCADE,
+        related_name="consuming_tasks",
+        db_index=False,  # by asset: tiar_asset_dag_task_unique's prefix
+    )
+
+    class Meta:
+        db_table = "task_inlet_asset_reference"
+        constraints = composite_key("asset", "dag", "task_id", name="tiar_asset_dag_task_unique")
+
+    def __str__(self) -> str:
+        return f"asset {self.asset_id} → {self.dag_id}.{self.task_id}"
+
+
+class TaskLeafReference(TaskAssetReference):
+    """A task declaring an inlet or an outlet that is no asset of its own: an alias (its assets
+    chosen at run time) or an ``Asset.ref`` by name or uri (resolved at run time).
+
+    Airflow keeps no table for these (they live in its serialized DAG); they are stored so
+    that the DAG page can draw every inlet and outlet a task declared. Concrete assets are in
+    ``TaskOutletAssetReference`` / ``TaskInletAssetReference``.
+    """
+
+    class Direction(models.TextChoices):
+        INLET = "inlet"
+        OUTLET = "outlet"
+
+    class Kind(models.TextChoices):
+        ALIAS = "alias"
+        NAME_REF = "name_ref", "Asset.ref(name)"
+        URI_REF = "uri_ref", "Asset.ref(uri)"
+
+    # the base's ``dag``, without its own index: tlr_dag_task_leaf_unique begins with it
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, db_index=False)
+    direction = models.CharField(max_length=6, choices=Direction.choices)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    value = models.CharField(max_length=NAME_LENGTH)  # the alias name, the name or the uri
+
+    class Meta:
+        db_table = "task_leaf_reference"
+        constraints = composite_key(
+            "dag", "task_id", "direction", "kind", "value", name="tlr_dag_task_leaf_unique"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.dag_id}.{self.task_id} {self.direction} {self.kind} {self.value}"
+
+
+class AssetDagRunQueue(models.Model):
+    """A consumer DAG waiting to run because one of its assets changed."""
+
+    # The hottest table written (a row per consumer of each event, deleted when its run is
+    # created): no index but the three its readers use. By asset: the unique key's prefix.
+    asset = models.ForeignKey(
+        Asset, on_delete=models.CASCADE, related_name="queued_dags", db_index=False
+    )
+    # No database constraint on the DAG: DAG rows are never deleted (a DAG no longer declared
+    # goes stale; neither the admin nor an API deletes one), and the statement that queues a
+    # row reads its DAG (live, not stale) in the same statement. The constraint guarded
+    # nothing and cost a check per queue row at commit. An ORM delete still cascades.
+    target_dag = models.ForeignKey(
+        Dag,
+        on_delete=models.CASCADE,
+        related_name="queued_assets",
+        db_column="target_dag_id",
+        db_index=False,  # the index below, without the unused LIKE twin of a ForeignKey's
+        db_constraint=False,
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "asset_dag_run_queue"
+        ordering = ["created_at"]
+        verbose_name = "asset DAG-run queue entry"
+        verbose_name_plural = "asset DAG-run queue entries"
+        constraints = composite_key("asset", "target_dag", name="adrq_asset_dag_unique")
+        indexes = [models.Index(fields=["target_dag"], name="adrq_target_dag")]
+
+    def __str__(self) -> str:
+        return f"{self.target_dag_id} waits on asset {self.asset_id}"
+
+
+class DagImportError(models.Model):
+    """A DAG file that failed to load (Airflow's ``import_error``): its DAGs keep their last
+    good version until it loads again, when the row goes."""
+
+    filename = models.CharField(max_length=2000, unique=True)
+    timestamp = models.DateTimeField(default=timezone.now)
+    stacktrace = models.TextField()
+
+    class Meta:
+        db_table = "import_error"
+        ordering = ["filename"]
+        verbose_name = "DAG import error"
+
+    def __str__(self) -> str:
+        return self.filename

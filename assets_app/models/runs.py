@@ -1,0 +1,318 @@
+"""DAG runs and task instances: their states, tries, history, reschedules and notes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+
+from .assets import AssetEvent
+from .common import ID_LENGTH, PARTITION_KEY_LENGTH, composite_key
+from .dags import Dag
+
+
+class DagRunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+class DagRunType(models.TextChoices):
+    MANUAL = "manual"
+    SCHEDULED = "scheduled"
+    ASSET_TRIGGERED = "asset_triggered"
+    BACKFILL = "backfill"
+
+
+class DagRun(models.Model):
+    """One run of a DAG."""
+
+    # by DAG: the prefix of the unique (dag_id, run_id)
+    dag = models.ForeignKey(Dag, on_delete=models.CASCADE, related_name="runs", db_index=False)
+    run_id = models.CharField(max_length=ID_LENGTH)
+    logical_date = models.DateTimeField(null=True, blank=True)
+    data_interval_start = models.DateTimeField(null=True, blank=True)
+    data_interval_end = models.DateTimeField(null=True, blank=True)
+    run_after = models.DateTimeField(default=timezone.now)
+    start_date = models.DateTimeField(null=True, blank=True)
+    end_date = models.DateTimeField(null=True, blank=True)
+    run_type = models.CharField(
+        max_length=50, choices=DagRunType.choices, default=DagRunType.MANUAL
+    )
+    state = models.CharField(max_length=50, choices=DagRunState.choices, default=DagRunState.QUEUED)
+    conf = models.JSONField(default=dict, blank=True)
+    partition_key = models.CharField(  # noqa: DJ001
+        max_length=PARTITION_KEY_LENGTH, null=True, blank=True
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    consumed_events = models.ManyToManyField(
+        AssetEvent, through="DagRunAssetEvent", related_name="created_dagruns"
+    )
+
+    class Meta:
+        db_table = "dag_run"
+        ordering = ["-run_after", "-id"]
+        verbose_name = "DAG run"
+        constraints = [
+            models.UniqueConstraint(fields=["dag", "run_id"], name="dag_run_dag_id_run_id_key"),
+        ]
+        indexes = [
+            models.Index(fields=["dag", "run_type", "run_after"], name="idx_dag_run_type"),
+            # every scheduler pass looks for running runs to settle; the admin counts by state
+            models.Index(fields=["state"], name="dag_run_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dag_id} / {self.run_id}"
+
+
+#: Airflow's limit on a DAG run's (and a task instance's) note.
+NOTE_LENGTH = 1000
+
+
+class DagRunNote(models.Model):
+    """A user's note on a DAG run (Airflow's ``dag_run_note``): one per run, set through the
+    public API's ``PATCH`` of the run (``assets_app.services.marking``)."""
+
+    dag_run = models.OneToOneField(
+        DagRun, on_delete=models.CASCADE, primary_key=True, related_name="dag_run_note"
+    )
+    content = models.CharField(max_length=NOTE_LENGTH, null=True, blank=True)  # noqa: DJ001
+    #: who wrote it last (the Django user's id; Airflow's ``user_id``)
+    user_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "dag_run_note"
+        verbose_name = "DAG run note"
+
+    def __str__(self) -> str:
+        return f"note on run {self.dag_run_id}"
+
+
+#: What a DAG run shows an operator, after its DAG and before its conf: which run and what kind,
+#: its state, and its dates from the logical date to the end. The admin's run page and the
+#: operator API's DAG run list them in this order.
+DAG_RUN_SUMMARY_FIELDS = (
+    "run_id",
+    "run_type",
+    "state",
+    "logical_date",
+    "data_interval_start",
+    "data_interval_end",
+    "run_after",
+    "start_date",
+    "end_date",
+)
+
+
+class DagRunAssetEvent(models.Model):
+    """An asset event consumed by (that triggered) a DAG run."""
+
+    # by run: the prefix of the unique (dag_run_id, event_id)
+    dag_run = models.ForeignKey(
+        DagRun, on_delete=models.CASCADE, related_name="event_links", db_index=False
+    )
+    # by event: the prefix of dagrun_event_dag
+    event = models.ForeignKey(
+        AssetEvent, on_delete=models.CASCADE, related_name="dagrun_links", db_index=False
+    )
+    #: the run's DAG, copied (a run never changes DAG; set on save from ``dag_run``): "has a
+    #: run of this DAG consumed the event" is one index probe, not a walk over every run that
+    #: consumed it (the scheduler asks it of each candidate event of each run it creates)
+    dag_id = models.CharField(max_length=ID_LENGTH, editable=False)
+
+    class Meta:
+        db_table = "dagrun_asset_event"
+        verbose_name = "DAG run consumed event"
+        constraints = [
+            *composite_key("dag_run", "event", name="dagrun_asset_event_unique"),
+            # a link written without its DAG (bulk_create skips save) would read as consumed
+            # by no DAG, and the event be consumed again: refused instead
+            models.CheckConstraint(condition=~models.Q(dag_id=""), name="dagrun_event_dag_set"),
+        ]
+        indexes = [models.Index(fields=["event", "dag_id"], name="dagrun_event_dag")]
+
+    def __str__(self) -> str:
+        return f"run {self.dag_run_id} consumed event {self.event_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self.dag_id:
+            self.dag_id = self.dag_run.dag_id
+        super().save(*args, **kwargs)
+
+
+class TaskInstanceState(models.TextChoices):
+    SCHEDULED = "scheduled"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    SUCCESS = "success"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    REMOVED = "removed"
+    UPSTREAM_FAILED = "upstream_failed"
+    UP_FOR_RETRY = "up_for_retry"
+    UP_FOR_RESCHEDULE = "up_for_reschedule"
+    DEFERRED = "deferred"
+
+
+#: Airflow's ``State.finished`` for task instances: nothing more will happen to them.
+FINISHED_TI_STATES = frozenset(
+    {
+        TaskInstanceState.SUCCESS,
+        TaskInstanceState.FAILED,
+        TaskInstanceState.SKIPPED,
+        TaskInstanceState.REMOVED,
+        TaskInstanceState.UPSTREAM_FAILED,
+    }
+)
+#: A run with a task instance in one of these states ends ``failed`` (Airflow's update_state).
+FAILED_TI_STATES = frozenset({TaskInstanceState.FAILED, TaskInstanceState.UPSTREAM_FAILED})
+
+
+class TaskKey(models.Model):
+    """What addresses one task of one DAG run (Airflow's ``TaskInstanceKey`` without the
+    try): shared by task instances, their earlier tries and their XComs."""
+
+    dag_id = models.CharField(max_length=ID_LENGTH)
+    run_id = models.CharField(max_length=ID_LENGTH)
+    task_id = models.CharField(max_length=ID_LENGTH)
+    map_index = models.IntegerField(default=-1)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def task_label(self) -> str:
+        """``dag.task[map] @ run`` (no ``[map]`` when not mapped)."""
+        suffix = f"[{self.map_index}]" if self.map_index >= 0 else ""
+        return f"{self.dag_id}.{self.task_id}{suffix} @ {self.run_id}"
+
+
+class TaskTry(TaskKey):
+    """One try of a task: the current one (``TaskInstance``) or an earlier one
+    (``TaskInstanceHistory``). ``TRY_FIELDS`` are what a finished try keeps."""
+
+    max_tries = models.IntegerField(default=0)
+    state = models.CharField(  # noqa: DJ001
+        max_length=20, choices=TaskInstanceState.choices, null=True, blank=True
+    )
+    start_date = models.DateTimeField(null=True, blank=True)
+    end_date = models.DateTimeField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    hostname = models.CharField(max_length=1000, default="", blank=True)
+    unixname = models.CharField(max_length=1000, default="", blank=True)
+    pid = models.IntegerField(null=True, blank=True)
+    #: why the try failed, when the registry knows (e.g. the heartbeat timed out)
+    failure_reason = models.TextField(default="", blank=True)
+
+    class Meta:
+        abstract = True
+
+
+#: What a try's ``TaskInstanceHistory`` row copies from its task instance (attribute names:
+#: the run by its id, no query).
+TRY_FIELDS = (
+    "dag_run_id",
+    *(field.attname for field in TaskTry._meta.fields),
+    "try_number",
+)
+
+
+class TaskInstance(TaskTry):
+    """The current try of one task of one DAG run, addressed by UUID in the execution API.
+
+    Each try has its own id (as in Airflow 3): when a try ends ``up_for_retry`` or the task
+    instance is cleared, the finished try is copied to ``TaskInstanceHistory`` and the row
+    gets a new id, so a late report from the old try's runner finds nothing (404).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_instances")
+    try_number = models.IntegerField(default=1)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    rendered_map_index = models.CharField(max_length=250, null=True, blank=True)  # noqa: DJ001
+    rendered_fields = models.JSONField(default=dict, blank=True)
+    next_method = models.CharField(max_length=1000, null=True, blank=True)  # noqa: DJ001
+    next_kwargs = models.JSONField(null=True, blank=True)
+    trigger_classpath = models.CharField(max_length=1000, null=True, blank=True)  # noqa: DJ001
+    trigger_kwargs = models.JSONField(null=True, blank=True)
+    trigger_timeout = models.DateTimeField(null=True, blank=True)
+    reschedule_date = models.DateTimeField(null=True, blank=True)
+    task_reschedule_count = models.IntegerField(default=0)
+    #: when an ``up_for_retry`` task instance becomes ``scheduled`` again (its next try)
+    next_retry_at = models.DateTimeField(null=True, blank=True)
+    #: some task of the DAG depends on this one (set when the run is created): its finish
+    #: hands over to its downstreams (``task_flow.dag_run_progress``)
+    has_downstream = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "task_instance"
+        ordering = ["dag_id", "run_id", "task_id", "map_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dag_id", "run_id", "task_id", "map_index"], name="ti_natural_key_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["state"], name="ti_state")]
+
+    def __str__(self) -> str:
+        return self.task_label
+
+
+class TaskInstanceHistory(TaskTry):
+    """A finished earlier try of a task instance (Airflow's ``task_instance_history``).
+
+    ``task_instance_id`` is the id that try had; the task instance itself now has another.
+    """
+
+    task_instance_id = models.UUIDField(unique=True)
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="ti_history")
+    try_number = models.IntegerField()
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "task_instance_history"
+        ordering = ["dag_id", "run_id", "task_id", "map_index", "try_number"]
+        verbose_name = "task instance try"
+        verbose_name_plural = "task instance history"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dag_id", "run_id", "task_id", "map_index", "try_number"],
+                name="tih_natural_key_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_label} try {self.try_number}"
+
+
+class TaskReschedule(models.Model):
+    """One poke of a reschedule-mode sensor that asked to run again later (Airflow's
+    ``task_reschedule``): recorded when its runner reports ``up_for_reschedule``.
+
+    ``ti_id`` is the id of the try that poked (no foreign key: a task instance's id changes
+    with each try, and an earlier try's reschedules stay with the id it had); the rows go
+    with their DAG run.
+    """
+
+    ti_id = models.UUIDField(db_index=True)
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="reschedules")
+    try_number = models.IntegerField()
+    start_date = models.DateTimeField()
+    end_date = models.DateTimeField()
+    duration = models.FloatField()
+    reschedule_date = models.DateTimeField()
+
+    class Meta:
+        db_table = "task_reschedule"
+        ordering = ["ti_id", "id"]
+
+    def __str__(self) -> str:
+        return f"reschedule of {self.ti_id} at {self.reschedule_date:%Y-%m-%d %H:%M:%S}"

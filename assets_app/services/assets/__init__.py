@@ -1,0 +1,1 @@
+"""Assets and events: registering a finished task's outlet events, manual events, pruning."""

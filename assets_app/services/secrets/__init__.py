@@ -1,0 +1,1 @@
+"""Secrets: variables, connections and key rotation, encrypted at rest."""

@@ -1,0 +1,1 @@
+"""State tasks leave behind: XComs and the task and asset state stores."""
