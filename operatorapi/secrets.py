@@ -37,7 +37,7 @@ from assets_app.selectors.secrets import (
     variable_list,
     variable_masked_value,
 )
-from assets_app.services.secrets.common import KEEP
+from assets_app.services.inputs import KEEP
 from assets_app.services.secrets.connections import (
     ConnectionFields,
     connection_create,

@@ -34,11 +34,11 @@ from assets_app.selectors.dags import dag_list, import_error_list, queued_events
 from assets_app.selectors.runs import dag_run_get, dag_run_list, task_instances_of_run
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.inputs import KEEP
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.marking import dag_run_mark
 from assets_app.services.scheduling.queued_events import queued_events_delete
-from assets_app.services.secrets.common import KEEP
 from publicapi import render
 from publicapi.base import PublicView, V, page, path_id, path_key, search
 from publicapi.exceptions import BadRequest, Conflict, NotFound

@@ -20,9 +20,10 @@ from assets_app.exceptions import AssetsError, InvalidInputError
 from assets_app.masking import is_sensitive
 from assets_app.models import Connection, Variable
 from assets_app.selectors.secrets import variable_value
-from assets_app.services.secrets.common import Keep, checked_extra
+from assets_app.services.inputs import Keep
 from assets_app.services.secrets.connections import (
     ConnectionFields,
+    checked_extra,
     connection_create,
     connection_delete,
     connection_id_check,

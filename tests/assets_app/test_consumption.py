@@ -24,7 +24,7 @@ from assets_app.models import (
     DagRunAssetEvent,
     DagRunType,
 )
-from assets_app.services.scheduling.consumption import (
+from assets_app.services.assets.consumption import (
     EVENT_LOOKBACK,
     QUEUED_FRESH_STEP,
     Emission,

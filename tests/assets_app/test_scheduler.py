@@ -29,9 +29,9 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
+from assets_app.services.assets.consumption import EVENT_LOOKBACK
 from assets_app.services.assets.registration import asset_changes_register
 from assets_app.services.runs.task_instances import task_instances_claim
-from assets_app.services.scheduling.consumption import EVENT_LOOKBACK
 from assets_app.services.scheduling.queue_watch import QueueWatch
 from assets_app.services.scheduling.scheduler import (
     Outcome,

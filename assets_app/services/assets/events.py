@@ -20,6 +20,7 @@ from assets_app.models import (
     Asset,
     AssetEvent,
 )
+from assets_app.services.assets.consumption import events_awaiting_consumers
 
 # The consumer-queueing and notification steps are shared with task-success registration so
 # that a manual event triggers exactly what a task's event would.
@@ -28,7 +29,6 @@ from assets_app.services.assets.registration import (
     asset_changes_notify,
     asset_event_consumers_queue,
 )
-from assets_app.services.scheduling.consumption import events_awaiting_consumers
 from assets_app.validators import json_value_problem
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ def asset_events_prune(
 
     An event is *waiting* when the next asset-triggered run of a DAG that has
     ``asset_dag_run_queue`` rows would consume it
-    (:func:`assets_app.services.scheduling.consumption.events_awaiting_consumers` states the
+    (:func:`assets_app.services.assets.consumption.events_awaiting_consumers` states the
     rule). It is re-evaluated for every batch, so a run the scheduler creates meanwhile frees
     the events it consumed, and a DAG queued meanwhile protects its events from the next batch
     on.

@@ -104,7 +104,7 @@ from assets_app.outlets import (
     OutletProfile,
     OutletType,
 )
-from assets_app.services.scheduling.consumption import (
+from assets_app.services.assets.consumption import (
     Emission,
     consumers_queue,
     consumers_queue_run,

@@ -40,8 +40,8 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
+from assets_app.services.inputs import KEEP, Keep, checked_text
 from assets_app.services.runs.task_flow import dag_runs_admit
-from assets_app.services.secrets.common import KEEP, Keep, checked_text
 
 logger = logging.getLogger(__name__)
 

@@ -45,7 +45,7 @@ set-based statements per batch), which re-checks everything under locks, DAG by 
 
 Why no event is left behind without locking producers out: producers queue consumers with an
 upsert (``INSERT … ON CONFLICT (asset_id, target_dag_id) DO UPDATE``, see
-:func:`assets_app.services.scheduling.consumption.consumers_queue`) in the transaction that
+:func:`assets_app.services.assets.consumption.consumers_queue`) in the transaction that
 inserts their events, which locks the queue row until they commit. So, for a queue row of
 this DAG:
 
@@ -96,13 +96,13 @@ from assets_app.models import (
     DagRunState,
     DagRunType,
 )
-from assets_app.services.runs.task_flow import DagRoom, RunSpec, dag_runs_insert
-from assets_app.services.scheduling.consumption import (
+from assets_app.services.assets.consumption import (
     condition_of,
     condition_resolve,
     references_of,
     unconsumed_event_ids,
 )
+from assets_app.services.runs.task_flow import DagRoom, RunSpec, dag_runs_insert
 from assets_app.services.scheduling.queue_watch import QueuedDag, QueueWatch, queued_dags
 from assets_app.services.sql import (
     Dialect,

@@ -1,7 +1,7 @@
 """Writes of connections. The password and the extra are encrypted before they reach the
 database (``assets_app.crypto``); log lines name the ``conn_id``, never a secret.
 
-An update takes :data:`~assets_app.services.secrets.common.KEEP` for every field it leaves
+An update takes :data:`~assets_app.services.inputs.KEEP` for every field it leaves
 alone, so that an edit that does not retype the password keeps the stored one; a masked
 password (``***``) or extra (``***`` at its sensitive keys) sent back keeps the stored values.
 Both operator APIs (``/api/v1/`` and ``/api/v2/``) write through these functions.
@@ -13,6 +13,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -21,7 +22,7 @@ from assets_app.exceptions import ConnectionExistsError, ConnectionNotFoundError
 from assets_app.masking import REPLACEMENT, redacted_merge
 from assets_app.models import SECRET_ID_LENGTH, Connection
 from assets_app.selectors.secrets import connection_secrets
-from assets_app.services.secrets.common import KEEP, Keep, checked_extra, checked_text
+from assets_app.services.inputs import KEEP, Keep, checked_text
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,24 @@ def connection_id_check(conn_id: str) -> str:
             field="conn_id",
         )
     return conn_id
+
+
+def checked_extra(extra: str | None) -> str | None:
+    """A connection's extra: ``None``/empty, or the JSON text of an object (Airflow's
+    ``Connection._validate_extra`` refuses anything else)."""
+    if extra is None or extra == "":
+        return None
+    if not isinstance(extra, str):
+        raise InvalidInputError("extra must be the JSON text of an object", field="extra")
+    try:
+        loaded: Any = json.loads(extra)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"extra must be the JSON text of an object: {exc}", field="extra"
+        ) from exc
+    if not isinstance(loaded, dict):
+        raise InvalidInputError("extra must be a JSON object", field="extra")
+    return extra
 
 
 @dataclass

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from assets_app import crypto
 from assets_app.exceptions import VariableExistsError, VariableNotFoundError
 from assets_app.models import SECRET_ID_LENGTH, Variable
-from assets_app.services.secrets.common import KEEP, Keep, checked_text
+from assets_app.services.inputs import KEEP, Keep, checked_text
 
 logger = logging.getLogger(__name__)
 

@@ -1,11 +1,9 @@
-"""What the variable and connection services share: the checks of their text fields, and
-the marker of a field an update leaves alone."""
+"""What services share for their input: the checks of a text field, and the marker of a field
+an update leaves alone."""
 
 from __future__ import annotations
 
 import enum
-import json
-from typing import Any
 
 from assets_app.exceptions import InvalidInputError
 
@@ -40,21 +38,3 @@ def checked_text(
             f"{field} must be at most {max_length} characters (got {len(value)})", field=field
         )
     return value
-
-
-def checked_extra(extra: str | None) -> str | None:
-    """A connection's extra: ``None``/empty, or the JSON text of an object (Airflow's
-    ``Connection._validate_extra`` refuses anything else)."""
-    if extra is None or extra == "":
-        return None
-    if not isinstance(extra, str):
-        raise InvalidInputError("extra must be the JSON text of an object", field="extra")
-    try:
-        loaded: Any = json.loads(extra)
-    except ValueError as exc:
-        raise InvalidInputError(
-            f"extra must be the JSON text of an object: {exc}", field="extra"
-        ) from exc
-    if not isinstance(loaded, dict):
-        raise InvalidInputError("extra must be a JSON object", field="extra")
-    return extra
