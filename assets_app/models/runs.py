@@ -248,7 +248,7 @@ class TaskInstance(TaskTry):
     #: when an ``up_for_retry`` task instance becomes ``scheduled`` again (its next try)
     next_retry_at = models.DateTimeField(null=True, blank=True)
     #: some task of the DAG depends on this one (set when the run is created): its finish
-    #: hands over to its downstreams (``task_flow.dag_run_progress``)
+    #: hands over to its downstreams (``services.runs.advance.dag_run_progress``)
     has_downstream = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 

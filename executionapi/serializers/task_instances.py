@@ -1,8 +1,8 @@
 """``/task-instances/{id}/…``: the state payloads, ``/run`` and its run context, heartbeats,
 rendered fields and the inactive declared assets.
 
-Each state payload becomes the typed payload of ``assets_app.services.runs.task_instances``; the
-run context is rendered from the service's :class:`RunStartResult`.
+Each state payload becomes the typed payload of ``assets_app.services.runs.state``; the
+run context is rendered from ``claims.RunStartResult``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from rest_framework.exceptions import ErrorDetail
 
 from assets_app.models import Asset, AssetEvent, DagRun, TaskInstance, TaskInstanceState
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from assets_app.services.runs.task_instances import (
+from assets_app.services.runs.claims import RunStart, RunStartResult
+from assets_app.services.runs.state import (
     KEEP,
     DeferredPayload,
     ReschedulePayload,
     RetryPayload,
-    RunStart,
-    RunStartResult,
     StatePayload,
     SuccessPayload,
     TerminalPayload,

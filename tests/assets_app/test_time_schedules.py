@@ -443,7 +443,7 @@ def test_statements_per_batch_do_not_grow_with_its_dags_or_runs():
         Dag.objects.filter(dag_id__startswith=prefix).update(is_paused=True)
         return len(queries)
 
-    # one batch: lock the due DAGs, read their room (task_flow.dags_room), look up the taken
+    # one batch: lock the due DAGs, read their room (runs.admit.dags_room), look up the taken
     # moments, dag_runs_insert (insert the runs, read the tasks, insert the task
     # instances; + NOTIFY on PostgreSQL), move the cursors; + the savepoint and its release
     one = one_pass(1, "one_")

@@ -1,12 +1,10 @@
-"""DAG runs: triggering a DAG (``dag_run_trigger``: ``manage.py trigger_dag``, the operator
-API), creating one task instance for an outside runner (``create_task_instance``), the task
-instances a new run gets (``dags_task_ids``, also for the scheduler's asset-triggered runs),
-and a run's state as its task instances start and finish.
+"""DAG runs from outside the scheduler: triggering a DAG (``dag_run_trigger``: ``manage.py
+trigger_dag``, the operator APIs), creating one task instance for an outside runner
+(``task_instance_create``: ``manage.py create_task_instance``) and issuing its runner token.
 
-A run is ``queued`` until its first task instance starts (``dag_run_start``: ``running``),
-then ``success`` or ``failed`` with an ``end_date`` once none of its task instances is
-unfinished (``dag_run_settle``; ``failed`` if any failed or is upstream_failed: Airflow's
-``DagRun.update_state`` for tasks without dependencies). Clearing puts it back to ``queued``.
+A triggered run is created and admitted as every run is (``admit.dag_runs_insert``); its
+state then follows its task instances (``settle``: ``running`` once one starts, ``success``
+or ``failed`` once none is unfinished). Clearing puts it back to ``queued``.
 """
 
 from __future__ import annotations
@@ -37,12 +35,8 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.services.runs.task_flow import (
-    FINISHED_RUN_STATES,
-    RunSpec,
-    dag_run_start,
-    dag_runs_insert,
-)
+from assets_app.services.runs.admit import RunSpec, dag_runs_insert
+from assets_app.services.runs.settle import FINISHED_RUN_STATES, dag_run_start
 from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import validate_id
 
@@ -200,7 +194,7 @@ def dag_run_trigger(
     interval = ``logical_date`` (default now), ``run_after`` now, run id
     ``manual__<logical date>`` unless given (``data_interval``, ``run_after`` and
     ``partition_key`` as given, if given), and one task instance per declared task
-    (``max_tries`` = its ``retries``), created by ``task_flow.dag_runs_insert``: ``running``
+    (``max_tries`` = its ``retries``), created by ``admit.dag_runs_insert``: ``running``
     at once with its first tasks ``scheduled`` when the DAG has room (``max_active_runs``),
     else ``queued`` until it has. A paused DAG's run waits ``queued``, as in Airflow, until
     the DAG is unpaused.

@@ -9,7 +9,7 @@ does:
   Airflow's ``TaskInstance.set_state``. The run takes the state and, if it changed, an end
   date of now (``DagRun.set_state``). No asset events are recorded: marking is no task run.
 - **queued**: the run becomes ``queued`` with no start or end date; its task instances are
-  left alone. As after a clear, it is then admitted again (``task_flow.dag_runs_admit``,
+  left alone. As after a clear, it is then admitted again (``admit.dag_runs_admit``,
   after the commit: at once when its DAG is unpaused and has room, else by a later scheduler
   pass, as Airflow's scheduler does): ``running``, its waiting task instances decided, and
   settled at once if none is unfinished, ending as its task instances say. No run is left
@@ -40,7 +40,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.services.runs.task_flow import dag_runs_admit
+from assets_app.services.runs.admit import dag_runs_admit
 from assets_app.services.secrets.common import KEEP, Keep, checked_text
 
 logger = logging.getLogger(__name__)

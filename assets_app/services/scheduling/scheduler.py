@@ -96,7 +96,7 @@ from assets_app.models import (
     DagRunState,
     DagRunType,
 )
-from assets_app.services.runs.task_flow import DagRoom, RunSpec, dag_runs_insert
+from assets_app.services.runs.admit import DagRoom, RunSpec, dag_runs_insert
 from assets_app.services.scheduling.consumption import (
     condition_of,
     condition_resolve,
@@ -596,7 +596,7 @@ def _runs_insert(
     settle: Callable[..., None],
     more: set[str],
 ) -> None:
-    """Insert the runs with their task instances (``task_flow.dag_runs_insert``) and their
+    """Insert the runs with their task instances (``runs.admit.dag_runs_insert``) and their
     consumed events (5-6 statements; the notification is none on SQLite)."""
     created = dag_runs_insert(
         [
