@@ -55,14 +55,6 @@ class CreatedTaskInstance:
     created: bool
 
 
-def run_type_from_run_id(run_id: str) -> str:
-    """Airflow run ids start with their type (``scheduled__2025-…``); anything else is manual."""
-    prefix, separator, _ = run_id.partition("__")
-    if separator and prefix in DagRunType.values:
-        return prefix
-    return DagRunType.MANUAL
-
-
 def token_ttl_check(ttl_seconds: int | None) -> None:
     """Raise ``TaskInstanceInputError`` unless ``ttl_seconds`` is ``None`` (the default) or
     a usable token lifetime (1 s to ten years)."""
@@ -132,7 +124,7 @@ def task_instance_create(
         dag=dag,
         run_id=run_id,
         defaults={
-            "run_type": run_type_from_run_id(run_id),
+            "run_type": DagRunType.from_run_id(run_id),
             "state": DagRunState.RUNNING,
             "run_after": now,
             "logical_date": now,
@@ -173,11 +165,6 @@ def task_instance_create(
     return CreatedTaskInstance(task_instance=task_instance, created=created)
 
 
-def manual_run_id(*, logical_date: datetime) -> str:
-    """``manual__<logical date ISO>``, as Airflow 3 names a triggered run."""
-    return f"{DagRunType.MANUAL}__{logical_date.isoformat()}"
-
-
 @transaction.atomic
 def dag_run_trigger(
     *,
@@ -212,7 +199,8 @@ def dag_run_trigger(
         raise TaskInstanceInputError("data interval and run after must have a timezone")
     if conf is not None and not isinstance(conf, Mapping):
         raise TaskInstanceInputError(f"conf must be a JSON object, got {type(conf).__name__}")
-    run_id = manual_run_id(logical_date=logical_date) if run_id is None else run_id
+    if run_id is None:
+        run_id = DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=logical_date)
     _check_id("run id", run_id, pattern=False)
     dag = Dag.objects.select_for_update().filter(dag_id=dag_id).first()
     if dag is None:

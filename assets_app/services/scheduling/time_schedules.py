@@ -91,9 +91,11 @@ class TimeSchedulesResult:
     taken: list[tuple[str, str]] = field(default_factory=list)
 
 
-def scheduled_run_id(logical_date: datetime) -> str:
+def _run_id(info: DagRunInfo) -> str:
     """``scheduled__<logical date ISO>``, as Airflow 3 names a time-scheduled run."""
-    return f"{DagRunType.SCHEDULED}__{logical_date.isoformat()}"
+    return DagRun.generate_run_id(
+        run_type=DagRunType.SCHEDULED, logical_date=info.logical_date, run_after=info.run_after
+    )
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
         passed_over: list[tuple[str, str]] = []
         specs = []
         for dag, info in planned:
-            run_id = scheduled_run_id(info.logical_date)
+            run_id = _run_id(info)
             if {(dag.schedule.dag_id, run_id), (dag.schedule.dag_id, info.logical_date)} & taken:
                 passed_over.append((dag.schedule.dag_id, run_id))
                 continue
@@ -337,7 +339,7 @@ def _taken_moments(planned: Collection[tuple[_DueDag, DagRunInfo]]) -> set[tuple
         return set()
     dag_ids = {dag.schedule.dag_id for dag, _ in planned}
     rows = DagRun.objects.filter(dag_id__in=dag_ids).filter(
-        Q(run_id__in={scheduled_run_id(info.logical_date) for _, info in planned})
+        Q(run_id__in={_run_id(info) for _, info in planned})
         | Q(logical_date__in={info.logical_date for _, info in planned})
     )
     taken: set[tuple[str, Any]] = set()
