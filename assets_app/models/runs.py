@@ -23,6 +23,10 @@ class DagRunState(models.TextChoices):
     FAILED = "failed"
 
 
+#: A run in one of these states has ended (Airflow's ``State.finished_dr_states``).
+FINISHED_RUN_STATES = (DagRunState.SUCCESS, DagRunState.FAILED)
+
+
 class DagRunType(models.TextChoices):
     """What made a run; its run id starts with it (``scheduled__2026-01-01T00:00:00+00:00``)."""
 

@@ -207,13 +207,5 @@ def _upstream_counts(instance: _Waiting, by_task: Mapping[str, _Waiting]) -> Ups
     return UpstreamCounts(upstream=len(instance.plan.upstream), **counts)
 
 
-_COUNTED = frozenset(
-    state.value
-    for state in (
-        TaskInstanceState.SUCCESS,
-        TaskInstanceState.SKIPPED,
-        TaskInstanceState.FAILED,
-        TaskInstanceState.UPSTREAM_FAILED,
-        TaskInstanceState.REMOVED,
-    )
-)
+#: The upstream states a trigger rule counts: the finished ones.
+_COUNTED = frozenset(state.value for state in FINISHED_TI_STATES)

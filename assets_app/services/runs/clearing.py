@@ -36,6 +36,7 @@ from assets_app.exceptions import (
 )
 from assets_app.models import (
     FAILED_TI_STATES,
+    FINISHED_RUN_STATES,
     FINISHED_TI_STATES,
     Dag,
     DagRun,
@@ -46,7 +47,6 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.services.runs.admit import dag_runs_admit
-from assets_app.services.runs.settle import FINISHED_RUN_STATES
 from assets_app.services.runs.tries import task_instance_history_record, task_instance_renew
 
 logger = logging.getLogger(__name__)

@@ -27,6 +27,7 @@ from assets_app.exceptions import (
     TaskInstanceNotFoundError,
 )
 from assets_app.models import (
+    FINISHED_RUN_STATES,
     Dag,
     DagRun,
     DagRunState,
@@ -36,7 +37,7 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.services.runs.admit import RunSpec, dag_runs_insert
-from assets_app.services.runs.settle import FINISHED_RUN_STATES, dag_run_start
+from assets_app.services.runs.settle import dag_run_start
 from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import validate_id
 

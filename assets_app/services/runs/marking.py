@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from assets_app.exceptions import DagRunNotFoundError, InvalidInputError
 from assets_app.models import (
+    FINISHED_RUN_STATES,
     FINISHED_TI_STATES,
     NOTE_LENGTH,
     DagRun,
@@ -92,7 +93,7 @@ def dag_run_mark(
         if not isinstance(note, Keep):
             _note_set(dag_run, note=note, user_id=user_id)
         now = timezone.now()
-        if state in (DagRunState.SUCCESS, DagRunState.FAILED):
+        if state in FINISHED_RUN_STATES:
             result.task_instances = _finish(dag_run, task_instances, state=state, now=now)
         elif state == DagRunState.QUEUED:
             _requeue(dag_run)

@@ -37,7 +37,6 @@ from assets_app.services.sql import Statement, column, of, statements_cursor, ta
 
 logger = logging.getLogger(__name__)
 
-FINISHED_RUN_STATES = (DagRunState.SUCCESS, DagRunState.FAILED)
 #: The most runs ``dag_runs_settle_finished`` ends in one call (the rest wait for the next).
 SETTLE_LIMIT = 500
 
