@@ -642,7 +642,7 @@ def producer_main(plan_path: Path, out_path: Path) -> None:
 
     Set up, it creates ``<plan>.ready`` and waits for ``<plan>.go``, which holds the start time.
     """
-    from assets_app.services.runs.task_instances import SuccessPayload, task_instance_state_update
+    from assets_app.services.runs.state import SuccessPayload, task_instance_state_update
 
     items = json.loads(plan_path.read_text())
     plan_path.with_suffix(".ready").touch()

@@ -72,7 +72,7 @@ class Showcase:
     graph_run: DagRun  # the running run of ``GRAPH_DAG``
 
 
-def _run_id(run_type: str, at: datetime) -> str:
+def _run_id(run_type: DagRunType, at: datetime) -> str:
     """The run id Airflow 3 (and the scheduler) gives: ``scheduled__<ISO>``, and for an
     asset-triggered run ``asset_triggered__<ISO with microseconds>_<8 letters/digits>``
     (deterministic here: the suffix depends only on the minute and second, which the seed's
@@ -82,11 +82,13 @@ def _run_id(run_type: str, at: datetime) -> str:
         alphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
         seed = (at.minute * 60 + at.second) * 104_729
         suffix = "".join(alphabet[(seed // 7**i) % len(alphabet)] for i in range(8))
-        return f"{run_type}__{at.isoformat()}_{suffix}"
-    return f"{run_type}__{at.replace(microsecond=0).isoformat()}"
+        return DagRun.generate_run_id(
+            run_type=run_type, logical_date=None, run_after=at, unique=suffix
+        )
+    return DagRun.generate_run_id(run_type=run_type, logical_date=at.replace(microsecond=0))
 
 
-def _run(dag_id: str, task_id: str, at: datetime, *, state: str, run_type: str) -> DagRun:
+def _run(dag_id: str, task_id: str, at: datetime, *, state: str, run_type: DagRunType) -> DagRun:
     run = DagRun.objects.create(
         dag_id=dag_id,
         run_id=_run_id(run_type, at),

@@ -16,6 +16,7 @@ from django.db.models.functions import Coalesce
 
 from assets_app.exceptions import AssetNotFoundError, TaskInstanceNotFoundError
 from assets_app.models import (
+    FINISHED_TI_STATES,
     Asset,
     AssetActive,
     AssetAlias,
@@ -322,20 +323,11 @@ def task_instance_previous(
     return tis.order_by(F("dag_run__logical_date").desc(nulls_first=True)).first()
 
 
-#: Airflow's ``TerminalTIState``: what a finished try reports.
-TERMINAL_TI_STATES = (
-    TaskInstanceState.SUCCESS,
-    TaskInstanceState.FAILED,
-    TaskInstanceState.SKIPPED,
-    TaskInstanceState.UPSTREAM_FAILED,
-    TaskInstanceState.REMOVED,
-)
-
-
 def task_instance_breadcrumbs(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
-    """The run's finished task instances (Airflow's terminal states), by task and index."""
+    """The run's finished task instances (Airflow's ``TerminalTIState``: the finished states),
+    by task and index."""
     return (
-        TaskInstance.objects.filter(dag_id=dag_id, run_id=run_id, state__in=TERMINAL_TI_STATES)
+        TaskInstance.objects.filter(dag_id=dag_id, run_id=run_id, state__in=FINISHED_TI_STATES)
         .order_by("task_id", "map_index")
         .only("task_id", "map_index", "state", "duration")
     )

@@ -33,7 +33,8 @@ from rest_framework.viewsets import ViewSetMixin
 
 from assets_app.models import AssetEvent
 from assets_app.selectors.assets import asset_events_query
-from assets_app.services.runs import task_instances as ti_services
+from assets_app.services.runs import claims as claim_services
+from assets_app.services.runs import state as state_services
 from assets_app.services.state import xcoms as xcom_services
 from assets_app.tokens import TokenClaims, token_issue
 from executionapi import selectors
@@ -252,10 +253,10 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     @action(detail=True, methods=["patch"])
     def state(self, request: Request, task_instance_id: uuid.UUID) -> Response:
         payload = _valid(ti_s.state_payload_serializer(_body(request))).payload()
-        outcome = ti_services.task_instance_state_update(
+        outcome = state_services.task_instance_state_update(
             task_instance_id=task_instance_id, payload=payload
         )
-        if outcome == ti_services.StateUpdateOutcome.UNCHANGED:
+        if outcome == state_services.StateUpdateOutcome.UNCHANGED:
             message = {"message": f"Task instance is already in state {payload.state}"}
             return Response(common.MessageSerializer(message).data, status=status.HTTP_200_OK)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -279,7 +280,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     @action(detail=True, methods=["patch"], url_path="skip-downstream")
     def skip_downstream(self, request: Request, task_instance_id: uuid.UUID) -> Response:
         data = _valid(ti_s.TISkippedDownstreamTasksSerializer(data=_body(request))).validated_data
-        ti_services.task_instances_skip(task_instance_id=task_instance_id, tasks=data["tasks"])
+        state_services.task_instances_skip(task_instance_id=task_instance_id, tasks=data["tasks"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
@@ -297,7 +298,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     @action(detail=True, methods=["patch"])
     def run(self, request: Request, task_instance_id: uuid.UUID) -> Response:
         run = _valid(ti_s.TIEnterRunningPayloadSerializer(data=_body(request))).run_start()
-        result = ti_services.task_instance_run_start(task_instance_id=task_instance_id, run=run)
+        result = claim_services.task_instance_run_start(task_instance_id=task_instance_id, run=run)
         selectors.dag_run_consumed_events_prefetch(dag_run=result.task_instance.dag_run)
         return Response(ti_s.TIRunContextSerializer(result).data)
 
@@ -316,7 +317,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     @action(detail=True, methods=["put"])
     def heartbeat(self, request: Request, task_instance_id: uuid.UUID) -> Response:
         data = _valid(ti_s.TIHeartbeatInfoSerializer(data=_body(request))).validated_data
-        ti_services.task_instance_heartbeat(
+        claim_services.task_instance_heartbeat(
             task_instance_id=task_instance_id, hostname=data["hostname"], pid=data["pid"]
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -330,7 +331,7 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     @action(detail=True, methods=["put"])
     def rtif(self, request: Request, task_instance_id: uuid.UUID) -> Response:
         fields = common.StorableJSONField(object_only=True).run_validation(_body(request))
-        ti_services.task_instance_rendered_fields_set(
+        state_services.task_instance_rendered_fields_set(
             task_instance_id=task_instance_id, rendered_fields=dict(fields)
         )
         message = {"message": "Rendered task instance fields successfully set"}

@@ -53,11 +53,8 @@ from django.db import DatabaseError
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
 from assets_app.notify import RUNS_CHANNEL, Listener
-from assets_app.services.runs.task_instances import (
-    task_instance_failure_reason_record,
-    task_instances_claim,
-    task_instances_unclaim,
-)
+from assets_app.services.runs.claims import task_instances_claim, task_instances_unclaim
+from assets_app.services.runs.state import task_instance_failure_reason_record
 from assets_app.tokens import token_issue
 from runtime.daemon import WAIT_SLICE, connection_close, connection_refresh, wait_for_work
 from runtime.launch import TaskCodeError, TaskLaunch, task_launch

@@ -19,12 +19,10 @@ from assets_app.models import DagRun, DagRunAssetEvent, TaskInstance
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.services.dags.declare import dags_declare
 from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.admit import dag_runs_admit
+from assets_app.services.runs.advance import task_instances_advance
 from assets_app.services.runs.dag_runs import dag_run_trigger
-from assets_app.services.runs.task_flow import (
-    dag_run_settle,
-    dag_runs_admit,
-    task_instances_advance,
-)
+from assets_app.services.runs.settle import dag_run_settle
 from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.test_concurrency import _patch_all
 

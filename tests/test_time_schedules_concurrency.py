@@ -25,7 +25,6 @@ from django.utils import timezone
 from assets_app.models import Dag, DagRun, DagRunType, TaskInstance
 from assets_app.services.dags.declare import dags_declare, dags_set_paused
 from assets_app.services.dags.manifest import manifest_parse
-from assets_app.services.scheduling.time_schedules import scheduled_run_id
 from tests.live_server import REPO, server_env
 from tests.test_scheduler_concurrency import start_schedulers, stop_schedulers, wait_until_started
 
@@ -72,7 +71,11 @@ def scheduled_runs() -> list[tuple[str, str]]:
 def assert_every_due_run_exists_once(dag_ids: list[str], moments: list[datetime]) -> None:
     runs = scheduled_runs()
     assert [run for run, n in Counter(runs).items() if n > 1] == []  # none twice
-    expected = {(dag_id, scheduled_run_id(at)) for dag_id in dag_ids for at in moments}
+    expected = {
+        (dag_id, DagRun.generate_run_id(run_type=DagRunType.SCHEDULED, logical_date=at))
+        for dag_id in dag_ids
+        for at in moments
+    }
     assert set(runs) == expected  # none lost, none extra
     logical = DagRun.objects.filter(run_type=DagRunType.SCHEDULED).values_list(
         "dag_id", "logical_date"

@@ -49,6 +49,7 @@ from .dags import (
 from .runs import (
     DAG_RUN_SUMMARY_FIELDS,
     FAILED_TI_STATES,
+    FINISHED_RUN_STATES,
     FINISHED_TI_STATES,
     NOTE_LENGTH,
     TRY_FIELDS,
@@ -81,6 +82,7 @@ __all__ = [
     "DEFAULT_MAX_ACTIVE_RUNS",
     "DEFAULT_MAX_ACTIVE_TASKS",
     "FAILED_TI_STATES",
+    "FINISHED_RUN_STATES",
     "FINISHED_TI_STATES",
     "ID_LENGTH",
     "NAME_LENGTH",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
+import string
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -20,11 +23,35 @@ class DagRunState(models.TextChoices):
     FAILED = "failed"
 
 
+#: A run in one of these states has ended (Airflow's ``State.finished_dr_states``).
+FINISHED_RUN_STATES = (DagRunState.SUCCESS, DagRunState.FAILED)
+
+
 class DagRunType(models.TextChoices):
+    """What made a run; its run id starts with it (``scheduled__2026-01-01T00:00:00+00:00``)."""
+
     MANUAL = "manual"
     SCHEDULED = "scheduled"
     ASSET_TRIGGERED = "asset_triggered"
     BACKFILL = "backfill"
+
+    def generate_run_id(self, *, suffix: str) -> str:
+        """``<type>__<suffix>`` (Airflow's ``DagRunType.generate_run_id``)."""
+        return f"{self.value}{_RUN_ID_SEPARATOR}{suffix}"
+
+    @classmethod
+    def from_run_id(cls, run_id: str) -> DagRunType:
+        """The type a run id starts with, before its first ``__`` (``scheduled__2026-…``:
+        ``scheduled``); any other id is ``manual`` (Airflow's ``DagRunType.from_run_id``)."""
+        prefix, separator, _ = run_id.partition(_RUN_ID_SEPARATOR)
+        return cls(prefix) if separator and prefix in cls.values else cls.MANUAL
+
+
+_RUN_ID_SEPARATOR = "__"
+#: What the random part of a run id without a logical date is drawn from (Airflow's
+#: ``get_random_string``: letters and digits, 8 of them).
+_RUN_ID_ALPHABET = string.ascii_letters + string.digits
+_RUN_ID_UNIQUE_LENGTH = 8
 
 
 class DagRun(models.Model):
@@ -67,6 +94,37 @@ class DagRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dag_id} / {self.run_id}"
+
+    @staticmethod
+    def generate_run_id(
+        *,
+        run_type: DagRunType,
+        logical_date: datetime | None,
+        run_after: datetime | None = None,
+        unique: str | None = None,
+    ) -> str:
+        """The id a new run gets (Airflow's ``DagRun.generate_run_id``; parse it back with
+        ``DagRunType.from_run_id``).
+
+        With a logical date, ``<type>__<logical date ISO>``: a manual or a time-scheduled run
+        (Airflow 3.3 takes ``run_after`` there, the same moment for a run triggered now and
+        for a trigger timetable's run). Without one, ``<type>__<run_after ISO>_<unique>``: an
+        asset-triggered run, whose 8 ``unique`` letters/digits keep two runs due at the same
+        moment apart (default: one draw of the system's random source, not one per letter;
+        fixed ones make an id that repeats, as the showcase's).
+        """
+        if logical_date is not None:
+            return run_type.generate_run_id(suffix=logical_date.isoformat())
+        if run_after is None:
+            raise ValueError("a run id without a logical date needs run_after")
+        if unique is None:
+            n = secrets.randbelow(len(_RUN_ID_ALPHABET) ** _RUN_ID_UNIQUE_LENGTH)
+            letters = []
+            for _ in range(_RUN_ID_UNIQUE_LENGTH):
+                n, k = divmod(n, len(_RUN_ID_ALPHABET))
+                letters.append(_RUN_ID_ALPHABET[k])
+            unique = "".join(letters)
+        return run_type.generate_run_id(suffix=f"{run_after.isoformat()}_{unique}")
 
 
 #: Airflow's limit on a DAG run's (and a task instance's) note.
@@ -248,7 +306,7 @@ class TaskInstance(TaskTry):
     #: when an ``up_for_retry`` task instance becomes ``scheduled`` again (its next try)
     next_retry_at = models.DateTimeField(null=True, blank=True)
     #: some task of the DAG depends on this one (set when the run is created): its finish
-    #: hands over to its downstreams (``task_flow.dag_run_progress``)
+    #: hands over to its downstreams (``services.runs.advance.dag_run_progress``)
     has_downstream = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,8 +1,8 @@
 """``/task-instances/{id}/…``: the state payloads, ``/run`` and its run context, heartbeats,
 rendered fields and the inactive declared assets.
 
-Each state payload becomes the typed payload of ``assets_app.services.runs.task_instances``; the
-run context is rendered from the service's :class:`RunStartResult`.
+Each state payload becomes the typed payload of ``assets_app.services.runs.state``; the
+run context is rendered from ``claims.RunStartResult``.
 """
 
 from __future__ import annotations
@@ -19,15 +19,21 @@ from drf_spectacular.utils import Direction, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from assets_app.models import Asset, AssetEvent, DagRun, TaskInstance, TaskInstanceState
+from assets_app.models import (
+    FINISHED_TI_STATES,
+    Asset,
+    AssetEvent,
+    DagRun,
+    TaskInstance,
+    TaskInstanceState,
+)
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
-from assets_app.services.runs.task_instances import (
+from assets_app.services.runs.claims import RunStart, RunStartResult
+from assets_app.services.runs.state import (
     KEEP,
     DeferredPayload,
     ReschedulePayload,
     RetryPayload,
-    RunStart,
-    RunStartResult,
     StatePayload,
     SuccessPayload,
     TerminalPayload,
@@ -128,10 +134,19 @@ class SuccessPayloadSchema(OpenApiSerializerExtension):  # type: ignore[no-untyp
         return schema
 
 
-class TITerminalStatePayloadSerializer(BasePayloadSerializer):
-    """``failed``, ``skipped``, ``removed`` or ``upstream_failed``."""
+#: What ``TITerminalStatePayload`` reports: a finished state other than success (failed,
+#: skipped, removed, upstream_failed, in the order ``TaskInstanceState`` declares them).
+TERMINAL_PAYLOAD_STATES = [
+    state.value
+    for state in TaskInstanceState
+    if state in FINISHED_TI_STATES and state != TaskInstanceState.SUCCESS
+]
 
-    state = serializers.ChoiceField(choices=["failed", "skipped", "removed", "upstream_failed"])
+
+class TITerminalStatePayloadSerializer(BasePayloadSerializer):
+    """A finished state other than success (:data:`TERMINAL_PAYLOAD_STATES`)."""
+
+    state = serializers.ChoiceField(choices=TERMINAL_PAYLOAD_STATES)
     end_date = AwareDateTimeField()
     rendered_map_index = rendered_map_index_field()
 
@@ -251,10 +266,7 @@ class TIDeferredStatePayloadSerializer(BasePayloadSerializer):
 #: ``PATCH /task-instances/{id}/state`` dispatches on the body's ``state``.
 STATE_PAYLOAD_SERIALIZERS: dict[str, type[BasePayloadSerializer]] = {
     "success": TISuccessStatePayloadSerializer,
-    "failed": TITerminalStatePayloadSerializer,
-    "skipped": TITerminalStatePayloadSerializer,
-    "removed": TITerminalStatePayloadSerializer,
-    "upstream_failed": TITerminalStatePayloadSerializer,
+    **dict.fromkeys(TERMINAL_PAYLOAD_STATES, TITerminalStatePayloadSerializer),
     "up_for_retry": TIRetryStatePayloadSerializer,
     "up_for_reschedule": TIRescheduleStatePayloadSerializer,
     "deferred": TIDeferredStatePayloadSerializer,

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from assets_app.models import Dag, DagRun, DagTask, TaskInstance, TaskInstanceHistory
-from assets_app.services.runs.task_flow import dag_runs_admit
-from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.runs.admit import dag_runs_admit
+from assets_app.services.runs.claims import task_instances_claim
 from tests.docs.examples import doc_blocks
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from assets_app.exceptions import DagRunNotFoundError, InvalidInputError
 from assets_app.models import Dag, DagRun, DagRunNote, TaskInstance, TaskInstanceState
+from assets_app.services.runs.admit import dag_runs_admit
 from assets_app.services.runs.marking import dag_run_mark
-from assets_app.services.runs.task_flow import dag_runs_admit
-from assets_app.services.runs.task_instances import TerminalPayload, task_instance_state_update
+from assets_app.services.runs.state import TerminalPayload, task_instance_state_update
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +76,7 @@ def test_a_run_already_in_the_state_keeps_its_end_date():
 
 def test_a_runner_reporting_on_a_marked_task_instance_is_refused():
     from assets_app.exceptions import TaskInstanceNotRunningError
-    from assets_app.services.runs.task_instances import task_instance_heartbeat
+    from assets_app.services.runs.claims import task_instance_heartbeat
 
     run = DagRunFactory(state="running")
     ti = TaskInstanceFactory(dag_run=run, state="running", hostname="h", pid=7)

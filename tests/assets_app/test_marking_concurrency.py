@@ -14,7 +14,7 @@ from django.utils import timezone
 from assets_app.exceptions import TaskInstanceInvalidStateError
 from assets_app.models import DagRun, TaskInstance
 from assets_app.services.runs import marking
-from assets_app.services.runs.task_instances import SuccessPayload, task_instance_state_update
+from assets_app.services.runs.state import SuccessPayload, task_instance_state_update
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -31,7 +31,7 @@ from assets_app.models import (
 from assets_app.outlets import AliasOutletEvent, OutletProfile, OutletType
 from assets_app.services.assets.consumption import EVENT_LOOKBACK
 from assets_app.services.assets.registration import asset_changes_register
-from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.runs.claims import task_instances_claim
 from assets_app.services.scheduling.queue_watch import QueueWatch
 from assets_app.services.scheduling.scheduler import (
     Outcome,

@@ -16,13 +16,11 @@ from assets_app.models import DagRun, TaskInstance
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.services.dags.declare import dags_declare
 from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.admit import dag_runs_admit
+from assets_app.services.runs.advance import task_instances_advance
+from assets_app.services.runs.claims import task_instances_claim
 from assets_app.services.runs.dag_runs import dag_run_trigger
-from assets_app.services.runs.task_flow import (
-    dag_run_settle,
-    dag_runs_admit,
-    task_instances_advance,
-)
-from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.runs.settle import dag_run_settle
 from assets_app.services.scheduling.scheduler import Outcome, scheduler_pass
 from assets_app.services.scheduling.upkeep import upkeep_pass
 from tests.executionapi.conftest import client_for, state_url, wire_sample

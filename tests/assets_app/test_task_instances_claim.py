@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from assets_app.models import Dag, TaskInstance, TaskInstanceState
-from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.runs.claims import task_instances_claim
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db

@@ -21,7 +21,6 @@ from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.scheduling.time_schedules import (
     dags_next_run_refresh,
     dags_time_scheduled_runs_create,
-    scheduled_run_id,
 )
 from runtime.management.commands.scheduler import Command as SchedulerCommand
 from tests.factories import DagRunFactory
@@ -31,6 +30,10 @@ pytestmark = pytest.mark.django_db
 
 def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
     return datetime(year, month, day, hour, minute, tzinfo=UTC)
+
+
+def scheduled_run_id(logical_date: datetime) -> str:
+    return DagRun.generate_run_id(run_type=DagRunType.SCHEDULED, logical_date=logical_date)
 
 
 NOW = utc(2026, 3, 10, 15, 7)
@@ -443,7 +446,7 @@ def test_statements_per_batch_do_not_grow_with_its_dags_or_runs():
         Dag.objects.filter(dag_id__startswith=prefix).update(is_paused=True)
         return len(queries)
 
-    # one batch: lock the due DAGs, read their room (task_flow.dags_room), look up the taken
+    # one batch: lock the due DAGs, read their room (runs.admit.dags_room), look up the taken
     # moments, dag_runs_insert (insert the runs, read the tasks, insert the task
     # instances; + NOTIFY on PostgreSQL), move the cursors; + the savepoint and its release
     one = one_pass(1, "one_")

@@ -14,7 +14,7 @@ from assets_app.models import (
     TaskInstanceHistory,
     TaskInstanceState,
 )
-from assets_app.services.runs.task_instances import task_instances_claim
+from assets_app.services.runs.claims import task_instances_claim
 from assets_app.services.scheduling.upkeep import task_instances_schedule_due
 from tests.executionapi.conftest import client_for, state_url, wire_sample
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory

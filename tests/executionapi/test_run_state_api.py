@@ -147,7 +147,7 @@ def test_a_retried_report_settles_a_run_its_first_request_left_running(monkeypat
     # on PostgreSQL its finishing statement did not end the run either (as when another
     # transaction held the run's row: it skips it)
     [ti] = _run_with("running")
-    from assets_app.services.runs import task_instances
+    from assets_app.services.runs import state
 
     def settle_fails(**kwargs):
         raise ConnectionError("the server went away")
@@ -155,8 +155,8 @@ def test_a_retried_report_settles_a_run_its_first_request_left_running(monkeypat
     def settles_nothing(**kwargs):
         return Statement("SELECT 1 WHERE false", [])
 
-    monkeypatch.setattr(task_instances, "dag_run_progress", settle_fails)
-    monkeypatch.setattr(task_instances, "dag_run_settle_step", settles_nothing)
+    monkeypatch.setattr(state, "dag_run_progress", settle_fails)
+    monkeypatch.setattr(state, "dag_run_settle_step", settles_nothing)
     assert _finish(ti, "success") == 500
     monkeypatch.undo()
     assert (TaskInstance.objects.get(pk=ti.pk).state, _run_of(ti).state) == ("success", "running")
@@ -199,7 +199,7 @@ def test_two_last_task_instances_finishing_at_once_settle_their_run_once(server)
 
 def test_settling_is_logged(caplog):
     [ti] = _run_with("running")
-    with caplog.at_level(logging.INFO, logger="assets_app.services.runs.task_flow"):
+    with caplog.at_level(logging.INFO, logger="assets_app.services.runs.settle"):
         _finish(ti, "success")
     assert f"DAG run {ti.dag_run_id} finished" in caplog.text
 

@@ -25,8 +25,8 @@ from django.utils import timezone
 from assets_app.models import DagRun, TaskInstance, TaskInstanceHistory
 from assets_app.services.dags.declare import dags_declare
 from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.claims import task_instances_claim
 from assets_app.services.runs.dag_runs import task_instance_create
-from assets_app.services.runs.task_instances import task_instances_claim
 from assets_app.services.scheduling.upkeep import task_instances_schedule_due, upkeep_pass
 from assets_app.tokens import token_issue
 from tests.live_server import REPO

@@ -32,8 +32,8 @@ from assets_app.models import (
 )
 from assets_app.services.dags.declare import dags_declare
 from assets_app.services.dags.manifest import manifest_parse
+from assets_app.services.runs.claims import task_instances_claim
 from assets_app.services.runs.dag_runs import task_instance_create
-from assets_app.services.runs.task_instances import task_instances_claim
 from assets_app.services.scheduling.scheduler import scheduler_pass
 from assets_app.tokens import token_issue
 from tests.live_server import REPO

@@ -18,7 +18,7 @@ from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
 from assets_app.models import DagRun, TaskInstance
-from assets_app.services.runs.task_flow import dag_runs_admit
+from assets_app.services.runs.admit import dag_runs_admit
 from tests.worker.conftest import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -1,2 +1,12 @@
-"""Runs and task instances: creating and triggering runs, task-instance states and tries,
-claims, the flow of a run (trigger rules, settling), clearing and marking."""
+"""Runs and task instances, one concept a module (each imports only those above it here):
+
+- ``plans``: what scheduling reads of a DAG's declared tasks (retries, upstreams, rules);
+- ``settle``: a run's state as its task instances start and finish;
+- ``advance``: deciding waiting task instances by their trigger rules, the hand-over;
+- ``admit``: creating runs and admitting them (``max_active_runs``);
+- ``tries``: a task instance's tries (retry, reschedule, history, a new id per try);
+- ``claims``: who runs a task instance (worker claims, ``/run``, heartbeats);
+- ``state``: the state patch of a running task instance and its other reports;
+- ``dag_runs``: triggering a DAG, creating a task instance for an outside runner;
+- ``clearing`` and ``marking``: an operator's clear and mark.
+"""

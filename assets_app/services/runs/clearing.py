@@ -14,7 +14,7 @@ the operator API). In one transaction, with the task instances and their runs lo
 - each finished or running run of a cleared task instance goes back to ``queued`` (no start or
   end date), as Airflow's clear.
 
-After the commit the runs are admitted again (``task_flow.dag_runs_admit``: at once when the
+After the commit the runs are admitted again (``admit.dag_runs_admit``: at once when the
 DAG has room) and their cleared task instances decided by their trigger rules, so a cleared
 task runs again after its upstreams, and a cleared upstream runs before its downstreams.
 """
@@ -36,6 +36,7 @@ from assets_app.exceptions import (
 )
 from assets_app.models import (
     FAILED_TI_STATES,
+    FINISHED_RUN_STATES,
     FINISHED_TI_STATES,
     Dag,
     DagRun,
@@ -45,11 +46,8 @@ from assets_app.models import (
     TaskInstanceHistory,
     TaskInstanceState,
 )
-from assets_app.services.runs.task_flow import FINISHED_RUN_STATES, dag_runs_admit
-from assets_app.services.runs.task_instances import (
-    task_instance_history_record,
-    task_instance_renew,
-)
+from assets_app.services.runs.admit import dag_runs_admit
+from assets_app.services.runs.tries import task_instance_history_record, task_instance_renew
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,10 @@
-"""DAG runs: triggering a DAG (``dag_run_trigger``: ``manage.py trigger_dag``, the operator
-API), creating one task instance for an outside runner (``create_task_instance``), the task
-instances a new run gets (``dags_task_ids``, also for the scheduler's asset-triggered runs),
-and a run's state as its task instances start and finish.
+"""DAG runs from outside the scheduler: triggering a DAG (``dag_run_trigger``: ``manage.py
+trigger_dag``, the operator APIs), creating one task instance for an outside runner
+(``task_instance_create``: ``manage.py create_task_instance``) and issuing its runner token.
 
-A run is ``queued`` until its first task instance starts (``dag_run_start``: ``running``),
-then ``success`` or ``failed`` with an ``end_date`` once none of its task instances is
-unfinished (``dag_run_settle``; ``failed`` if any failed or is upstream_failed: Airflow's
-``DagRun.update_state`` for tasks without dependencies). Clearing puts it back to ``queued``.
+A triggered run is created and admitted as every run is (``admit.dag_runs_insert``); its
+state then follows its task instances (``settle``: ``running`` once one starts, ``success``
+or ``failed`` once none is unfinished). Clearing puts it back to ``queued``.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from assets_app.exceptions import (
     TaskInstanceNotFoundError,
 )
 from assets_app.models import (
+    FINISHED_RUN_STATES,
     Dag,
     DagRun,
     DagRunState,
@@ -37,12 +36,8 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
-from assets_app.services.runs.task_flow import (
-    FINISHED_RUN_STATES,
-    RunSpec,
-    dag_run_start,
-    dag_runs_insert,
-)
+from assets_app.services.runs.admit import RunSpec, dag_runs_insert
+from assets_app.services.runs.settle import dag_run_start
 from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import validate_id
 
@@ -59,14 +54,6 @@ CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
 class CreatedTaskInstance:
     task_instance: TaskInstance
     created: bool
-
-
-def run_type_from_run_id(run_id: str) -> str:
-    """Airflow run ids start with their type (``scheduled__2025-…``); anything else is manual."""
-    prefix, separator, _ = run_id.partition("__")
-    if separator and prefix in DagRunType.values:
-        return prefix
-    return DagRunType.MANUAL
 
 
 def token_ttl_check(ttl_seconds: int | None) -> None:
@@ -138,7 +125,7 @@ def task_instance_create(
         dag=dag,
         run_id=run_id,
         defaults={
-            "run_type": run_type_from_run_id(run_id),
+            "run_type": DagRunType.from_run_id(run_id),
             "state": DagRunState.RUNNING,
             "run_after": now,
             "logical_date": now,
@@ -179,11 +166,6 @@ def task_instance_create(
     return CreatedTaskInstance(task_instance=task_instance, created=created)
 
 
-def manual_run_id(*, logical_date: datetime) -> str:
-    """``manual__<logical date ISO>``, as Airflow 3 names a triggered run."""
-    return f"{DagRunType.MANUAL}__{logical_date.isoformat()}"
-
-
 @transaction.atomic
 def dag_run_trigger(
     *,
@@ -200,7 +182,7 @@ def dag_run_trigger(
     interval = ``logical_date`` (default now), ``run_after`` now, run id
     ``manual__<logical date>`` unless given (``data_interval``, ``run_after`` and
     ``partition_key`` as given, if given), and one task instance per declared task
-    (``max_tries`` = its ``retries``), created by ``task_flow.dag_runs_insert``: ``running``
+    (``max_tries`` = its ``retries``), created by ``admit.dag_runs_insert``: ``running``
     at once with its first tasks ``scheduled`` when the DAG has room (``max_active_runs``),
     else ``queued`` until it has. A paused DAG's run waits ``queued``, as in Airflow, until
     the DAG is unpaused.
@@ -218,7 +200,8 @@ def dag_run_trigger(
         raise TaskInstanceInputError("data interval and run after must have a timezone")
     if conf is not None and not isinstance(conf, Mapping):
         raise TaskInstanceInputError(f"conf must be a JSON object, got {type(conf).__name__}")
-    run_id = manual_run_id(logical_date=logical_date) if run_id is None else run_id
+    if run_id is None:
+        run_id = DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=logical_date)
     _check_id("run id", run_id, pattern=False)
     dag = Dag.objects.select_for_update().filter(dag_id=dag_id).first()
     if dag is None:

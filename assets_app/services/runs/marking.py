@@ -9,7 +9,7 @@ does:
   Airflow's ``TaskInstance.set_state``. The run takes the state and, if it changed, an end
   date of now (``DagRun.set_state``). No asset events are recorded: marking is no task run.
 - **queued**: the run becomes ``queued`` with no start or end date; its task instances are
-  left alone. As after a clear, it is then admitted again (``task_flow.dag_runs_admit``,
+  left alone. As after a clear, it is then admitted again (``admit.dag_runs_admit``,
   after the commit: at once when its DAG is unpaused and has room, else by a later scheduler
   pass, as Airflow's scheduler does): ``running``, its waiting task instances decided, and
   settled at once if none is unfinished, ending as its task instances say. No run is left
@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from assets_app.exceptions import DagRunNotFoundError, InvalidInputError
 from assets_app.models import (
+    FINISHED_RUN_STATES,
     FINISHED_TI_STATES,
     NOTE_LENGTH,
     DagRun,
@@ -41,7 +42,7 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.services.inputs import KEEP, Keep, checked_text
-from assets_app.services.runs.task_flow import dag_runs_admit
+from assets_app.services.runs.admit import dag_runs_admit
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def dag_run_mark(
         if not isinstance(note, Keep):
             _note_set(dag_run, note=note, user_id=user_id)
         now = timezone.now()
-        if state in (DagRunState.SUCCESS, DagRunState.FAILED):
+        if state in FINISHED_RUN_STATES:
             result.task_instances = _finish(dag_run, task_instances, state=state, now=now)
         elif state == DagRunState.QUEUED:
             _requeue(dag_run)

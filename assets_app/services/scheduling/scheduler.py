@@ -77,8 +77,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import secrets
-import string
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -102,7 +100,7 @@ from assets_app.services.assets.consumption import (
     references_of,
     unconsumed_event_ids,
 )
-from assets_app.services.runs.task_flow import DagRoom, RunSpec, dag_runs_insert
+from assets_app.services.runs.admit import DagRoom, RunSpec, dag_runs_insert
 from assets_app.services.scheduling.queue_watch import QueuedDag, QueueWatch, queued_dags
 from assets_app.services.sql import (
     Dialect,
@@ -124,9 +122,6 @@ BATCH_SIZE = 100
 #: another scheduler holds meanwhile (what more schedulers hold is passed over, and looked at
 #: again next pass), without checking many more DAGs than it takes.
 CLAIM_WINDOW = 2
-
-_RUN_ID_ALPHABET = string.ascii_letters + string.digits
-_SUFFIXES = len(_RUN_ID_ALPHABET) ** 8
 
 
 class Outcome(enum.StrEnum):
@@ -177,17 +172,6 @@ class SchedulerPassResult:
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for o in self.outcomes if o.outcome is outcome)
-
-
-def asset_triggered_run_id(*, run_after: datetime) -> str:
-    """``asset_triggered__<run_after ISO>_<8 random letters/digits>``, like Airflow 3 (one
-    draw of the system's random source, not one per letter)."""
-    n = secrets.randbelow(_SUFFIXES)
-    suffix = []
-    for _ in range(8):
-        n, k = divmod(n, len(_RUN_ID_ALPHABET))
-        suffix.append(_RUN_ID_ALPHABET[k])
-    return f"{DagRunType.ASSET_TRIGGERED}__{run_after.isoformat()}_{''.join(suffix)}"
 
 
 def scheduler_pass(
@@ -596,13 +580,15 @@ def _runs_insert(
     settle: Callable[..., None],
     more: set[str],
 ) -> None:
-    """Insert the runs with their task instances (``task_flow.dag_runs_insert``) and their
+    """Insert the runs with their task instances (``runs.admit.dag_runs_insert``) and their
     consumed events (5-6 statements; the notification is none on SQLite)."""
     created = dag_runs_insert(
         [
             RunSpec(
                 dag_id=run.dag_id,
-                run_id=asset_triggered_run_id(run_after=run.run_after),
+                run_id=DagRun.generate_run_id(
+                    run_type=DagRunType.ASSET_TRIGGERED, logical_date=None, run_after=run.run_after
+                ),
                 run_type=DagRunType.ASSET_TRIGGERED,
                 run_after=run.run_after,
             )

@@ -13,7 +13,7 @@ Airflow 3.3's model (``DagModel.calculate_dagrun_date_fields``, the scheduler's
 - **Creating** (:func:`dags_time_scheduled_runs_create`, every scheduler pass): the unpaused,
   non-stale DAGs whose cursor is due and that have fewer active (``queued`` + ``running``)
   runs than ``max_active_runs`` get the run at the cursor, with run id
-  ``scheduled__<logical date ISO>`` (Airflow 3's), through ``task_flow.dag_runs_insert``.
+  ``scheduled__<logical date ISO>`` (Airflow 3's), through ``runs.admit.dag_runs_insert``.
   With ``catchup`` each due moment follows the one before, as many as the DAG has room for
   (at most :data:`CATCHUP_BATCH` per transaction; the rest come next); without it, a cursor a
   whole period or more behind (the scheduler was down, the DAG paused) skips to the latest
@@ -54,7 +54,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from assets_app.models import Dag, DagRun, DagRunState, DagRunType
-from assets_app.services.runs.task_flow import RunSpec, dag_runs_insert, dags_room
+from assets_app.services.runs.admit import RunSpec, dag_runs_insert, dags_room
 from assets_app.timetables import DagRunInfo, Timetable, timetable_from_json
 
 logger = logging.getLogger(__name__)
@@ -91,9 +91,11 @@ class TimeSchedulesResult:
     taken: list[tuple[str, str]] = field(default_factory=list)
 
 
-def scheduled_run_id(logical_date: datetime) -> str:
+def _run_id(info: DagRunInfo) -> str:
     """``scheduled__<logical date ISO>``, as Airflow 3 names a time-scheduled run."""
-    return f"{DagRunType.SCHEDULED}__{logical_date.isoformat()}"
+    return DagRun.generate_run_id(
+        run_type=DagRunType.SCHEDULED, logical_date=info.logical_date, run_after=info.run_after
+    )
 
 
 @dataclass(frozen=True)
@@ -199,8 +201,8 @@ def dags_time_scheduled_runs_create(
     left. Call outside a transaction; ``now`` is the clock (default: the real one).
 
     Each transaction runs a fixed number of statements however many DAGs and runs it
-    handles: lock the due DAGs, count their active runs (``task_flow.dags_room``), look up
-    the moments already taken, ``task_flow.dag_runs_insert`` (three, four with the workers'
+    handles: lock the due DAGs, count their active runs (``runs.admit.dags_room``), look up
+    the moments already taken, ``runs.admit.dag_runs_insert`` (three, four with the workers'
     notification), move the cursors.
     """
     now = now or timezone.now()
@@ -236,7 +238,7 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
         passed_over: list[tuple[str, str]] = []
         specs = []
         for dag, info in planned:
-            run_id = scheduled_run_id(info.logical_date)
+            run_id = _run_id(info)
             if {(dag.schedule.dag_id, run_id), (dag.schedule.dag_id, info.logical_date)} & taken:
                 passed_over.append((dag.schedule.dag_id, run_id))
                 continue
@@ -276,7 +278,7 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
 def _due_dags_lock(*, now: datetime, limit: int) -> list[_DueDag]:
     """Lock up to ``limit`` due DAGs that no other transaction holds, oldest due first: a
     cursor at or before ``now``, unpaused, not stale, below ``max_active_runs`` (1 statement;
-    the counts are read again under the lock, by ``task_flow.dags_room``)."""
+    the counts are read again under the lock, by ``runs.admit.dags_room``)."""
     active = (
         DagRun.objects.filter(dag=OuterRef("pk"), state__in=ACTIVE_RUN_STATES)
         .order_by()
@@ -337,7 +339,7 @@ def _taken_moments(planned: Collection[tuple[_DueDag, DagRunInfo]]) -> set[tuple
         return set()
     dag_ids = {dag.schedule.dag_id for dag, _ in planned}
     rows = DagRun.objects.filter(dag_id__in=dag_ids).filter(
-        Q(run_id__in={scheduled_run_id(info.logical_date) for _, info in planned})
+        Q(run_id__in={_run_id(info) for _, info in planned})
         | Q(logical_date__in={info.logical_date for _, info in planned})
     )
     taken: set[tuple[str, Any]] = set()

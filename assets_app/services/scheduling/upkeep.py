@@ -18,8 +18,8 @@
   its run's settle leaves one behind.
 
 The scheduler's every pass also admits queued runs and decides waiting task instances
-(``task_flow.dag_runs_admit`` and ``task_instances_advance``), which is not upkeep: they are
-how runs move on.
+(``runs.admit.dag_runs_admit`` and ``runs.advance.task_instances_advance``), which is not
+upkeep: they are how runs move on.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from assets_app.models import TaskInstance, TaskInstanceState
-from assets_app.services.runs.task_flow import dag_run_progress, dag_runs_settle_finished
-from assets_app.services.runs.task_instances import is_eligible_to_retry, task_instance_next_try
+from assets_app.services.runs.advance import dag_run_progress
+from assets_app.services.runs.settle import dag_runs_settle_finished
+from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_next_try
 
 logger = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     DagRunAssetEvent,
+    DagRunType,
     DagTask,
     TaskInstance,
 )
@@ -96,7 +97,7 @@ class Command(BaseCommand):
         logging.getLogger("httpx").setLevel(logging.WARNING)
         logging.getLogger("task_sdk.task").setLevel(logging.WARNING)
         call_command("declare_dags", options["manifest"], stdout=self.stdout)
-        run_id = f"manual__demo_{timezone.now():%Y%m%dT%H%M%S%f}"
+        run_id = DagRunType.MANUAL.generate_run_id(suffix=f"demo_{timezone.now():%Y%m%dT%H%M%S%f}")
         with _serve() as url, tempfile.TemporaryDirectory(prefix="demo-logs-") as logs:
             self.stdout.write(f"server listening on {url}")
             producers = [self._run_producer(url, run_id, *producer) for producer in PRODUCERS]

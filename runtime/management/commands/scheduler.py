@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from assets_app.management.base import optional_int_argument
 from assets_app.notify import QUEUE_CHANNEL, Listener
-from assets_app.services.runs.task_flow import AdvanceResult, dag_runs_admit, task_instances_advance
+from assets_app.services.runs.admit import dag_runs_admit
+from assets_app.services.runs.advance import AdvanceResult, task_instances_advance
 from assets_app.services.scheduling.queue_watch import QueueWatch
 from assets_app.services.scheduling.scheduler import Outcome, SchedulerPassResult, scheduler_pass
 from assets_app.services.scheduling.time_schedules import (

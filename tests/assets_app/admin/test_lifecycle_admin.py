@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from assets_app.models import DagRun, TaskInstance, TaskInstanceHistory
-from assets_app.services.runs.task_instances import task_instance_history_record
+from assets_app.services.runs.tries import task_instance_history_record
 from tests.assets_app.admin import change, changelist
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 

@@ -1,0 +1,81 @@
+"""What a task instance's scheduling reads of its declared task: its retries, its direct
+upstreams and its trigger rule (:class:`TaskPlan`), and the task instances a new run gets
+(:func:`dags_task_ids`). Read by the creating of runs (``admit.dag_runs_insert``) and by
+the deciding of waiting task instances (``advance.task_instances_advance``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from assets_app.models import DagTask, TaskInletAssetReference, TaskOutletAssetReference
+from assets_app.services.sql import Dialect, column_values, of, statements_cursor, table
+from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """What a task instance's scheduling reads of its declared task."""
+
+    retries: int = 0
+    upstream: tuple[str, ...] = ()
+    trigger_rule: str = DEFAULT_TRIGGER_RULE.value
+
+
+#: The plan of a task no manifest declares: no retries, no upstreams, the default rule.
+NO_PLAN = TaskPlan()
+
+
+def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]:
+    """``(dag_id, task_id)`` → its declared :class:`TaskPlan` (1 statement, none without
+    DAGs; prepared: the scheduler reads it per batch); a task no manifest declares has none
+    (the defaults: no retries, no upstreams)."""
+    if not dag_ids:
+        return {}
+    sql = Dialect.current()
+    t = of("t", DagTask)
+    among, ids = sql.among(t("dag"), dag_ids, type="text")
+    with statements_cursor() as cursor:
+        sql.execute(
+            cursor,
+            f"""
+            SELECT {t("dag")}, {t("task_id")}, {t("retries")}, {t("upstream")},
+                {t("trigger_rule")}
+            FROM {table(DagTask)} t WHERE {among}
+            """,  # noqa: S608 - names from the models, values bound as parameters
+            [ids],
+        )
+        rows = cursor.fetchall()
+    # JSON converted as the ORM reads the column
+    upstreams = column_values(DagTask, "upstream", [row[3] for row in rows])
+    return {
+        (dag_id, task_id): TaskPlan(
+            retries=retries, upstream=tuple(upstream or ()), trigger_rule=trigger_rule
+        )
+        for (dag_id, task_id, retries, _, trigger_rule), upstream in zip(
+            rows, upstreams, strict=True
+        )
+    }
+
+
+def dags_task_ids(declared: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+    """The task instances a new run of each DAG gets: its declared tasks (``declared``: its
+    ``Dag.task_ids``), or, without a declared list, the tasks its asset references name (0
+    queries if every DAG declares its tasks, else 2)."""
+    task_ids = {
+        dag_id: list(dict.fromkeys(str(task_id) for task_id in tasks))
+        for dag_id, tasks in declared.items()
+        if tasks
+    }
+    undeclared = [dag_id for dag_id, tasks in declared.items() if not tasks]
+    if undeclared:
+        found: dict[str, set[str]] = {dag_id: set() for dag_id in undeclared}
+        for model in (TaskOutletAssetReference, TaskInletAssetReference):
+            for dag_id, task_id in model.objects.filter(dag_id__in=undeclared).values_list(
+                "dag_id", "task_id"
+            ):
+                found[dag_id].add(task_id)
+        task_ids.update((dag_id, sorted(tasks)) for dag_id, tasks in found.items())
+    return task_ids
