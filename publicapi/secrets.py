@@ -156,7 +156,7 @@ class VariableListView(PublicView):
         )
 
     def post(self, request: Request) -> Response:
-        body = body_parse(VariableBody, request.body)
+        body = body_parse(VariableBody, request)
         try:
             variable = variable_create(
                 key=body.key, value=body.value_text(), description=body.description
@@ -177,7 +177,7 @@ class VariableDetailView(PublicView):
         return Response(render_variable(_variable(variable_key)))
 
     def patch(self, request: Request, variable_key: str) -> Response:
-        body = body_parse(VariableBody, request.body)
+        body = body_parse(VariableBody, request)
         if body.key != variable_key:
             raise BadRequest("Invalid body, key from request body doesn't match uri parameter")
         variable = _variable(variable_key)
@@ -296,7 +296,7 @@ class ConnectionListView(PublicView):
         )
 
     def post(self, request: Request) -> Response:
-        body = body_parse(ConnectionBody, request.body)
+        body = body_parse(ConnectionBody, request)
         given = set(body.model_fields_set) | {"conn_type"}
         try:
             connection = connection_create(conn_id=body.connection_id, values=body.fields(given))
@@ -324,7 +324,7 @@ class ConnectionDetailView(PublicView):
         return Response(render_connection(_connection(connection_id)))
 
     def patch(self, request: Request, connection_id: str) -> Response:
-        body = body_parse(ConnectionBody, request.body)
+        body = body_parse(ConnectionBody, request)
         if body.connection_id != connection_id:
             raise BadRequest(
                 "The connection_id in the request body does not match the URL parameter"

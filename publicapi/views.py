@@ -116,7 +116,7 @@ class MaterializeView(PublicView):
             raise NotFound(f"No Dag materializes asset with ID: {asset_id}")
         if len(dag_ids) > 1:
             raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
-        body = body_parse(MaterializeBody, request.body, optional=True)
+        body = body_parse(MaterializeBody, request, optional=True)
         return Response(render.dag_run(_trigger(dag_ids[0], body)))
 
 
@@ -212,7 +212,7 @@ class AssetEventListView(PublicView):
         )
 
     def post(self, request: Request) -> Response:
-        body = body_parse(CreateEventBody, request.body)
+        body = body_parse(CreateEventBody, request)
         name, uri = body.name, body.uri
         if body.asset_id is not None:
             target = Asset.objects.filter(pk=body.asset_id).first()
@@ -330,7 +330,7 @@ def _patch_body(request: Request) -> DagPatchBody:
     mask = parse(UpdateMaskQuery, request.query_params, lists=("update_mask",)).update_mask
     if mask is not None and mask != ["is_paused"]:
         raise BadRequest("Only `is_paused` field can be updated through the REST API")
-    return body_parse(DagPatchBody, request.body)
+    return body_parse(DagPatchBody, request)
 
 
 class DagListView(PublicView):
@@ -472,7 +472,7 @@ class DagRunListView(PublicView):
         """Airflow's trigger: a queued manual run."""
         if dag_id == "~" or not Dag.objects.filter(dag_id=path_key(dag_id)).exists():
             raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
-        return Response(render.dag_run(_trigger(dag_id, body_parse(TriggerBody, request.body))))
+        return Response(render.dag_run(_trigger(dag_id, body_parse(TriggerBody, request))))
 
     def get(self, request: Request, dag_id: str) -> Response:
         q = parse(DagRunQuery, request.query_params, lists=("run_type", "state", "order_by"))
@@ -520,7 +520,7 @@ class DagRunDetailView(PublicView):
         clears it."""
         run = _run(dag_id, dag_run_id)
         mask = parse(UpdateMaskQuery, request.query_params, lists=("update_mask",)).update_mask
-        body = body_parse(DagRunPatchBody, request.body)
+        body = body_parse(DagRunPatchBody, request)
         given = body.model_fields_set if mask is None else body.model_fields_set & set(mask)
         dag_run_mark(
             dag_id=run.dag_id,
@@ -545,7 +545,7 @@ class DagRunClearView(PublicView):
 
     def post(self, request: Request, dag_id: str, dag_run_id: str) -> Response:
         run = _run(dag_id, dag_run_id)
-        body = body_parse(DagRunClearBody, request.body)
+        body = body_parse(DagRunClearBody, request)
         selected = task_instances_select(
             dag_id=run.dag_id, run_id=run.run_id, only_failed=body.only_failed
         )
