@@ -88,6 +88,12 @@ class Page(Query):
         return slice(self.offset, self.offset + min(self.limit, MAXIMUM_LIMIT))
 
 
+class UpdateMaskQuery(Query):
+    """A patch's ``update_mask``: the fields it may write (all those sent, when not given)."""
+
+    update_mask: list[Text] | None = None
+
+
 class Body(BaseModel):
     """A JSON body: types exact (``0`` is no boolean), unknown fields refused."""
 

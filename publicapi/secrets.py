@@ -48,9 +48,10 @@ from assets_app.services.secrets.variables import (
     variable_set,
     variable_update_description,
 )
-from publicapi.base import PublicView, page, path_key, search
+from publicapi.base import PublicView, page, path_key
 from publicapi.exceptions import BadRequest, Conflict, NotFound
-from publicapi.params import Body, Key, Page, Query, Text, body_parse, order_by_parse
+from publicapi.filters import ConnectionFilter, VariableFilter
+from publicapi.params import Body, Key, Text, UpdateMaskQuery, body_parse
 from publicapi.params import query_parse as parse
 
 A = "assets_app."
@@ -65,10 +66,6 @@ def _team_name_refused(team_name: str | None) -> str | None:
             "Please contact your administrator."
         )
     return team_name
-
-
-class UpdateMaskQuery(Query):
-    update_mask: list[Text] | None = None
 
 
 def _given(body: Body, request: Request, *, immutable: str) -> set[str]:
@@ -97,23 +94,6 @@ def render_variable(row: Variable) -> dict[str, Any]:
         "is_encrypted": row.is_encrypted,
         "team_name": None,
     }
-
-
-class VariableQuery(Page):
-    variable_key_pattern: Text | None = None
-    variable_key_prefix_pattern: Text | None = None
-    order_by: list[Text] | None = None
-
-
-#: Airflow's sortable columns (``_val`` is the stored, encrypted value; there are no teams)
-VARIABLE_ORDER = {
-    "key": "key",
-    "id": "id",
-    "_val": "encrypted_val",
-    "description": "description",
-    "is_encrypted": "is_encrypted",
-    "team_name": "id",
-}
 
 
 class VariableBody(Body):
@@ -145,12 +125,8 @@ class VariableListView(PublicView):
     }
 
     def get(self, request: Request) -> Response:
-        q = parse(VariableQuery, request.query_params, lists=("order_by",))
-        rows = variable_list()
-        rows = search(rows, "key", q.variable_key_pattern, prefix=False)
-        rows = search(rows, "key", q.variable_key_prefix_pattern, prefix=True)
-        ordering = order_by_parse(q.order_by, allowed=VARIABLE_ORDER, default="id")
-        variables, total = page(rows.order_by(*ordering, "id"), q)
+        q = parse(VariableFilter, request.query_params, lists=("order_by",))
+        variables, total = page(q.filter_queryset(variable_list()), q)
         return Response(
             {"variables": [render_variable(v) for v in variables], "total_entries": total}
         )
@@ -216,24 +192,6 @@ def render_connection(row: Connection) -> dict[str, Any]:
     }
 
 
-class ConnectionQuery(Page):
-    connection_id_pattern: Text | None = None
-    connection_id_prefix_pattern: Text | None = None
-    order_by: list[Text] | None = None
-
-
-CONNECTION_ORDER = {
-    "conn_id": "conn_id",
-    "connection_id": "conn_id",
-    "conn_type": "conn_type",
-    "description": "description",
-    "host": "host",
-    "port": "port",
-    "id": "id",
-    "team_name": "id",
-}
-
-
 class ConnectionBody(Body):
     """Airflow's ``ConnectionBody``."""
 
@@ -285,12 +243,8 @@ class ConnectionListView(PublicView):
     }
 
     def get(self, request: Request) -> Response:
-        q = parse(ConnectionQuery, request.query_params, lists=("order_by",))
-        rows = connection_list()
-        rows = search(rows, "conn_id", q.connection_id_pattern, prefix=False)
-        rows = search(rows, "conn_id", q.connection_id_prefix_pattern, prefix=True)
-        ordering = order_by_parse(q.order_by, allowed=CONNECTION_ORDER, default="id")
-        connections, total = page(rows.order_by(*ordering, "id"), q)
+        q = parse(ConnectionFilter, request.query_params, lists=("order_by",))
+        connections, total = page(q.filter_queryset(connection_list()), q)
         return Response(
             {"connections": [render_connection(c) for c in connections], "total_entries": total}
         )
