@@ -1,9 +1,10 @@
 """Domain errors, each with a stable snake_case ``code``: the one hierarchy under ``AssetsError``.
 
-Services raise only these (never DRF or Django HTTP exceptions). Interfaces map them in one
-place each: the execution API's ``executionapi.exceptions.exception_handler`` by family
-(``NotFoundError`` → 404, ``ConflictError`` → 409, ``InvalidInputError`` → 400 …), management
-commands by turning any ``AssetsError`` into a ``CommandError`` carrying its message.
+Services raise only these (never DRF or Django HTTP exceptions), and the classes know nothing
+of HTTP. The three APIs give each family one status, in one map
+(``assets_app.edge.errors.DOMAIN_ERROR_STATUS``: ``NotFoundError`` → 404, ``ConflictError`` →
+409, ``InvalidInputError`` → 400, ``RetryableError`` → 503 …); management commands turn any
+``AssetsError`` into a ``CommandError`` carrying its message.
 """
 
 from __future__ import annotations

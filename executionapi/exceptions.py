@@ -1,12 +1,14 @@
-"""Errors of the execution API and the one handler that shapes every error body
-(docs/api-execution.md).
+"""Errors of the execution API and the bodies of its error answers (docs/api-execution.md).
+
+The status of a domain error, the headers, the rollback and the logging are the edge kit's
+(:mod:`assets_app.edge.errors`); the bodies here are Airflow's execution API's:
 
 - ``{"detail": {"reason": "<code>", "message": "<text>", ...}}`` for every error, with the
   domain error's extra context (``previous_state``, ``current_hostname`` …) merged in;
 - 422 ``{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`` for validation errors,
   one entry per bad field;
-- anything unexpected (a database failure included) is logged and answered 500 as JSON, so
-  that the real client retries it.
+- anything unexpected (a database failure included) is answered 500 as JSON, so that the
+  real client retries it.
 
 Responses are rendered by DRF's ``JSONRenderer``, whose content type is exactly
 ``application/json``.
@@ -14,31 +16,16 @@ Responses are rendered by DRF's ``JSONRenderer``, whose content type is exactly
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError
-from django.http import Http404, JsonResponse
+from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import status
-from rest_framework.response import Response
-from rest_framework.serializers import as_serializer_error
-from rest_framework.views import set_rollback
 
-from assets_app.exceptions import (
-    AssetsError,
-    ConflictError,
-    InvalidInputError,
-    NotFoundError,
-    RetryableError,
-    TokenError,
-)
-
-logger = logging.getLogger(__name__)
+from assets_app.edge.errors import ErrorHandler
+from assets_app.exceptions import AssetsError
 
 # DRF error codes → the error types Airflow's (pydantic) validation errors use.
 _TYPE_NAMES = {
@@ -63,12 +50,6 @@ class RequestValidationError(drf_exceptions.APIException):
     def __init__(self, errors: list[dict[str, Any]]) -> None:
         super().__init__(detail="validation error")
         self.errors = errors
-
-
-class PayloadTooLarge(drf_exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "Request body is too large"
-    default_code = "payload_too_large"
 
 
 class InvalidToken(drf_exceptions.APIException):
@@ -109,87 +90,42 @@ def validation_errors(errors: Any, *, location: str = "body") -> list[dict[str, 
     return flat
 
 
-#: The HTTP status of each family of domain errors; an error takes its nearest family's.
-DOMAIN_ERROR_STATUS: dict[type[AssetsError], int] = {
-    NotFoundError: status.HTTP_404_NOT_FOUND,
-    ConflictError: status.HTTP_409_CONFLICT,
-    InvalidInputError: status.HTTP_400_BAD_REQUEST,
-    TokenError: status.HTTP_403_FORBIDDEN,
-    RetryableError: status.HTTP_503_SERVICE_UNAVAILABLE,  # the client retries 5xx
-    AssetsError: status.HTTP_400_BAD_REQUEST,
-}
-
-
-def domain_error_status(exc: AssetsError) -> int:
-    return next(DOMAIN_ERROR_STATUS[k] for k in type(exc).__mro__ if k in DOMAIN_ERROR_STATUS)
-
-
 def _error_body(reason: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"detail": {"reason": reason, "message": message, **extra}}
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    """The ``REST_FRAMEWORK["EXCEPTION_HANDLER"]`` of the execution API."""
-    set_rollback()
-    exc = _as_api_exception(exc)
-    if isinstance(exc, AssetsError):
-        return Response(
-            _error_body(exc.code, exc.message, **exc.context), status=domain_error_status(exc)
-        )
-    if isinstance(exc, RequestValidationError):
-        return Response({"detail": exc.errors}, status=exc.status_code)
-    if isinstance(exc, drf_exceptions.ValidationError):
-        return Response(
-            {"detail": validation_errors(exc.detail)},
-            status=status.HTTP_422_UNPROCESSABLE_ENTITY,
-        )
-    if isinstance(exc, drf_exceptions.ParseError):
-        return Response(
-            {"detail": [{"loc": ["body"], "msg": str(exc.detail), "type": "json_invalid"}]},
-            status=status.HTTP_422_UNPROCESSABLE_ENTITY,
-        )
-    if isinstance(exc, drf_exceptions.APIException):
-        return _api_exception_response(exc)
-    if isinstance(exc, DatabaseError):
-        logger.error("database error in the execution API; rolled back", exc_info=exc)
-        return Response(
-            _error_body("database_error", "A database error occurred; nothing was written"),
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-        )
-    logger.error("unhandled error in the execution API", exc_info=exc)
-    return Response(
-        _error_body("internal_error", "Internal server error"),
-        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-    )
+class ExecutionErrors(ErrorHandler):
+    """The execution API's error bodies (see the module docstring)."""
 
+    api_name = "the execution API"
 
-def _as_api_exception(exc: Exception) -> Exception:
-    """Django's own errors as the DRF errors they mean; any other error as it is."""
-    if isinstance(exc, RequestDataTooBig):
-        return PayloadTooLarge()
-    if isinstance(exc, DjangoValidationError):
-        return drf_exceptions.ValidationError(as_serializer_error(exc))
-    if isinstance(exc, Http404):
-        return drf_exceptions.NotFound()
-    if isinstance(exc, DjangoPermissionDenied):
-        return drf_exceptions.PermissionDenied()
-    return exc
+    def domain_error_body(self, exc: AssetsError) -> Any:
+        return _error_body(exc.code, exc.message, **exc.context)
 
-
-def _api_exception_response(exc: drf_exceptions.APIException) -> Response:
-    """Airflow's ``{"detail": {"reason", "message"}}`` body for a DRF error, with its headers."""
-    headers: dict[str, str] = {}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
-    if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(exc.wait)  # type: ignore[attr-defined]
-    detail = exc.detail
-    if isinstance(detail, dict) and "reason" in detail:
-        body = {"detail": {key: str(value) for key, value in detail.items()}}
-    else:
+    def api_error(self, exc: drf_exceptions.APIException) -> tuple[int, Any]:
+        if isinstance(exc, RequestValidationError):
+            return exc.status_code, {"detail": exc.errors}
+        if isinstance(exc, drf_exceptions.ValidationError):
+            return status.HTTP_422_UNPROCESSABLE_ENTITY, {"detail": validation_errors(exc.detail)}
+        if isinstance(exc, drf_exceptions.ParseError):
+            invalid = {"loc": ["body"], "msg": str(exc.detail), "type": "json_invalid"}
+            return status.HTTP_422_UNPROCESSABLE_ENTITY, {"detail": [invalid]}
+        detail = exc.detail
+        if isinstance(detail, dict) and "reason" in detail:
+            return exc.status_code, {"detail": {key: str(value) for key, value in detail.items()}}
         reason = exc.get_codes()
-        body = _error_body(reason if isinstance(reason, str) else exc.default_code, str(detail))
-    return Response(body, status=exc.status_code, headers=headers)
+        return exc.status_code, _error_body(
+            reason if isinstance(reason, str) else exc.default_code, str(detail)
+        )
+
+    def server_error_body(self, exc: Exception) -> Any:
+        if isinstance(exc, DatabaseError):
+            return _error_body("database_error", "A database error occurred; nothing was written")
+        return _error_body("internal_error", "Internal server error")
+
+
+#: The ``REST_FRAMEWORK["EXCEPTION_HANDLER"]`` of the execution API.
+exception_handler = ExecutionErrors()
 
 
 @csrf_exempt

@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypedDict, TypeVar, cast
 
-from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -23,7 +22,6 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, e
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ParseError, PermissionDenied
-from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,6 +29,7 @@ from rest_framework.serializers import BaseSerializer, ListField, Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
+from assets_app.edge.parsers import JSONBodyParser
 from assets_app.models import AssetEvent
 from assets_app.selectors.assets import asset_events_query
 from assets_app.services.runs import claims as claim_services
@@ -41,7 +40,6 @@ from executionapi import selectors
 from executionapi.authentication import TaskRunnerTokenAuthentication
 from executionapi.exceptions import (
     BadRequest,
-    PayloadTooLarge,
     RequestValidationError,
     exception_handler,
     validation_errors,
@@ -63,29 +61,15 @@ _API_VERSION_FORMAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 REFRESHED_TOKEN_HEADER = "Refreshed-API-Token"  # noqa: S105 - a name, not a secret
 
 
-class JSONBodyParser(BaseParser):
-    """JSON bodies, capped at ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (bigger → 413).
+class ExecutionJSONParser(JSONBodyParser):
+    """JSON bodies under the edge kit's cap, read as Airflow's execution API reads them.
 
     ``NaN``, ``Infinity`` and lone surrogates parse, and the field holding them answers a 422
     naming it (``common.json_value_error``); a body nested so deep that the parser gives up
     (Python's recursion limit, ~1,000 levels) is a 422 on the body.
     """
 
-    media_type = "application/json"
-
-    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        request = (parser_context or {}).get("request")
-        if limit is not None and request is not None:
-            try:
-                declared = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                declared = 0
-            if declared > limit:
-                raise PayloadTooLarge()
-        raw = stream.read(limit + 1) if limit is not None else stream.read()
-        if limit is not None and len(raw) > limit:
-            raise PayloadTooLarge()
+    def decode(self, raw: bytes) -> Any:
         common.REQUEST_BODY_BYTES.set(len(raw))
         try:
             return json.loads(raw)
@@ -181,7 +165,7 @@ class ExecutionAPIView(APIView):
     authentication_classes = [TaskRunnerTokenAuthentication]
     permission_classes = [TokenMatchesTaskInstance]
     renderer_classes = [UTF8JSONRenderer]
-    parser_classes = [JSONBodyParser]
+    parser_classes = [ExecutionJSONParser]
 
     def get_exception_handler(self) -> Any:
         return exception_handler

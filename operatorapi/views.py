@@ -10,25 +10,22 @@ parameters (:mod:`operatorapi.filters`); errors follow :mod:`operatorapi.excepti
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, routers, status, viewsets
+from rest_framework import mixins, routers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
-from rest_framework.utils.json import strict_constant
 from rest_framework.views import APIView
 
+from assets_app.edge.parsers import JSONBodyParser
 from assets_app.selectors.dags import dag_list, import_error_list
 from assets_app.selectors.runs import dag_run_list
 from assets_app.services.assets.events import asset_event_create_manual
@@ -38,7 +35,7 @@ from assets_app.services.runs.dag_runs import dag_run_trigger
 from operatorapi import selectors
 from operatorapi import serializers as s
 from operatorapi.authentication import AUTHENTICATION_CLASSES, session_user_logged_in
-from operatorapi.exceptions import PayloadTooLarge, exception_handler
+from operatorapi.exceptions import exception_handler
 from operatorapi.filters import (
     AssetAliasFilter,
     AssetEventFilter,
@@ -52,24 +49,6 @@ from operatorapi.filters import (
 from operatorapi.pagination import KeysetPagination
 from operatorapi.params import refuse_nul
 from operatorapi.permissions import ClearPermission, ModelPermissions, TriggerPermission
-
-
-class JSONBodyParser(JSONParser):
-    """Strict JSON (no ``NaN``), at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (more → 413)."""
-
-    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        request = (parser_context or {}).get("request")
-        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
-        if limit is not None and declared and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge()
-        raw = stream.read(limit + 1) if limit is not None else stream.read()
-        if limit is not None and len(raw) > limit:
-            raise PayloadTooLarge()
-        try:
-            return json.loads(raw.decode("utf-8"), parse_constant=strict_constant)
-        except (ValueError, RecursionError) as exc:
-            raise exceptions.ParseError(f"JSON parse error - {exc}") from exc
 
 
 class OperatorAPIMixin(APIView):

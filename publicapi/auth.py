@@ -24,6 +24,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
+from assets_app.edge.errors import PayloadTooLarge
 from assets_app.tokens import ALGORITHM, signing_secret
 from publicapi.exceptions import Unprocessable
 from publicapi.params import Body, Text, body_parse
@@ -99,9 +100,11 @@ class LoginBody(Body):
 
 def _login(request: HttpRequest, *, ttl_seconds: int) -> JsonResponse:
     try:
-        body = body_parse(LoginBody, request.body)
+        body = body_parse(LoginBody, request)
     except Unprocessable as exc:
         return JsonResponse({"detail": exc.errors}, status=422)
+    except PayloadTooLarge as exc:
+        return JsonResponse({"detail": str(exc.detail)}, status=exc.status_code)
     user = authenticate(request, username=body.username, password=body.password)
     if user is None or not user.is_active:
         return JsonResponse({"detail": "Invalid credentials"}, status=401)

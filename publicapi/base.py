@@ -1,11 +1,11 @@
 """What every ``/api/v2/`` view shares: its authentication, permissions and error handler,
-and the path keys, ``*_pattern`` searches and pages of Airflow's routes."""
+and the path keys and pages of Airflow's routes."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from django.db.models import Q, QuerySet
+from django.db.models import Model, QuerySet
 from django.http import Http404
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
@@ -16,13 +16,14 @@ from publicapi.params import Page
 from publicapi.permissions import RoutePermissions
 
 V = "assets_app.view_"
+ModelT = TypeVar("ModelT", bound=Model)
 
 
 class PublicView(APIView):
     authentication_classes = [BearerAuthentication]
     permission_classes = [RoutePermissions]
     renderer_classes = [JSONRenderer]
-    parser_classes: list[Any] = []  # bodies are read raw by ``body_parse``
+    parser_classes: list[Any] = []  # bodies are read raw, under the cap, by ``body_parse``
     required_permissions: ClassVar[dict[str, list[str]]] = {}
     schema = None  # described by Airflow's own document (publicapi.schema), not drf-spectacular
 
@@ -44,20 +45,11 @@ def path_key(value: str) -> str:
     return value
 
 
-def search(rows: QuerySet[Any], field: str, pattern: str | None, *, prefix: bool) -> QuerySet[Any]:
-    """Airflow's ``*_pattern`` (case-insensitive substring, ``|`` for or, ``~`` for all) and
-    ``*_prefix_pattern`` (case-sensitive prefix) filters."""
-    if pattern is None or pattern == "~":
-        return rows
-    if prefix:
-        return rows.filter(**{f"{field}__startswith": pattern})
-    terms = [term.strip() for term in pattern.split("|") if term.strip()] or [pattern]
-    match = Q()
-    for term in terms:
-        match |= Q(**{f"{field}__icontains": term})
-    return rows.filter(match)
+def page_rows(rows: QuerySet[ModelT], params: Page) -> list[ModelT]:
+    """The page of ``rows`` that ``limit`` and ``offset`` ask for."""
+    return list(rows[params.bounds])
 
 
-def page(rows: QuerySet[Any], params: Page) -> tuple[list[Any], int]:
+def page(rows: QuerySet[ModelT], params: Page) -> tuple[list[ModelT], int]:
     """A page of ``rows`` and how many there are in all (``total_entries``)."""
-    return list(rows[params.bounds]), rows.count()
+    return page_rows(rows, params), rows.count()

@@ -1,24 +1,21 @@
 """Errors of the public API in Airflow's shapes: ``{"detail": "..."}`` (FastAPI's
-``HTTPException``) and, for bad input, ``{"detail": [<pydantic error>, ...]}`` with 422."""
+``HTTPException``) and, for bad input, ``{"detail": [<pydantic error>, ...]}`` with 422.
+
+The status of a domain error, the headers and the rollback are the edge kit's
+(:class:`assets_app.edge.errors.ErrorHandler`); only the bodies are this API's.
+"""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework import status
-from rest_framework.response import Response
 
-from assets_app.exceptions import (
-    AssetsError,
-    ConflictError,
-    InvalidInputError,
-    NotFoundError,
-)
-
-logger = logging.getLogger(__name__)
+from assets_app.edge.errors import ErrorHandler
+from assets_app.exceptions import AssetsError
 
 
 class Unprocessable(drf.APIException):
@@ -41,37 +38,45 @@ class Conflict(drf.APIException):
     status_code = status.HTTP_409_CONFLICT
 
 
-_DOMAIN = (
-    (NotFoundError, status.HTTP_404_NOT_FOUND),
-    (ConflictError, status.HTTP_409_CONFLICT),
-    (InvalidInputError, status.HTTP_400_BAD_REQUEST),
-)
+class PublicErrors(ErrorHandler):
+    """Every refusal as Airflow words it (see the module docstring)."""
+
+    api_name = "the public API"
+
+    def translate(self, exc: Exception) -> Exception:
+        if isinstance(exc, Http404):
+            return NotFound("Not Found")  # FastAPI's words
+        return super().translate(exc)
+
+    def domain_error_body(self, exc: AssetsError) -> Any:
+        return {"detail": exc.message}
+
+    def api_error(self, exc: drf.APIException) -> tuple[int, Any]:
+        if isinstance(exc, Unprocessable):
+            return exc.status_code, {"detail": exc.errors}
+        if isinstance(exc, drf.NotAuthenticated):
+            return exc.status_code, {"detail": "Not authenticated"}
+        if isinstance(exc, drf.MethodNotAllowed):
+            return exc.status_code, {"detail": "Method Not Allowed"}
+        return exc.status_code, {"detail": exc.detail}
+
+    def server_error_body(self, exc: Exception) -> Any:
+        if isinstance(exc, DatabaseError):
+            # Airflow's answer to a database error, its statement and error hidden (its default)
+            return {
+                "detail": {
+                    "reason": "Database error",
+                    "statement": "hidden",
+                    "orig_error": "hidden",
+                    "message": "Serious error when handling your request. Check logs for more "
+                    "details",
+                }
+            }
+        return {"detail": "Internal Server Error"}
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Every refusal as Airflow words it; anything unmapped is left to become a logged 500."""
-    if isinstance(exc, Unprocessable):
-        return Response({"detail": exc.errors}, status=exc.status_code)
-    if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
-        detail = "Not authenticated" if isinstance(exc, drf.NotAuthenticated) else str(exc.detail)
-        return Response({"detail": detail}, status=401, headers={"WWW-Authenticate": "Bearer"})
-    if isinstance(exc, drf.PermissionDenied):
-        return Response({"detail": str(exc.detail)}, status=403)
-    if isinstance(exc, Http404):
-        return Response({"detail": "Not Found"}, status=404)
-    if isinstance(exc, AssetsError):
-        for family, code in _DOMAIN:
-            if isinstance(exc, family):
-                return Response({"detail": exc.message}, status=code)
-        logger.error("unmapped domain error %s: %s", exc.code, exc.message)
-        return None
-    if isinstance(exc, drf.MethodNotAllowed):
-        return Response({"detail": "Method Not Allowed"}, status=405)
-    if isinstance(exc, drf.ParseError | drf.UnsupportedMediaType | drf.NotAcceptable):
-        return Response({"detail": str(exc.detail)}, status=exc.status_code)
-    if isinstance(exc, drf.APIException):
-        return Response({"detail": exc.detail}, status=exc.status_code)
-    return None
+#: The handler of every public API view (``publicapi.base.PublicView``).
+exception_handler = PublicErrors()
 
 
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:

@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
-from django.http import QueryDict
+from django.http import HttpRequest, QueryDict
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from assets_app.edge.parsers import request_body
 from publicapi.exceptions import BadRequest, Unprocessable
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -87,6 +88,12 @@ class Page(Query):
         return slice(self.offset, self.offset + min(self.limit, MAXIMUM_LIMIT))
 
 
+class UpdateMaskQuery(Query):
+    """A patch's ``update_mask``: the fields it may write (all those sent, when not given)."""
+
+    update_mask: list[Text] | None = None
+
+
 class Body(BaseModel):
     """A JSON body: types exact (``0`` is no boolean), unknown fields refused."""
 
@@ -127,9 +134,11 @@ def query_parse(model: type[ModelT], params: QueryDict, *, lists: Iterable[str] 
         raise Unprocessable(_errors(exc, "query")) from exc
 
 
-def body_parse(model: type[ModelT], raw: bytes, *, optional: bool = False) -> ModelT:
-    """The JSON body as ``model`` (FastAPI's 422 ``json_invalid`` for broken JSON); with
-    ``optional``, no body (or ``null``) is the model's defaults, as FastAPI's ``Body | None``."""
+def body_parse(model: type[ModelT], request: HttpRequest, *, optional: bool = False) -> ModelT:
+    """The JSON body of ``request`` as ``model`` (FastAPI's 422 ``json_invalid`` for broken
+    JSON); with ``optional``, no body (or ``null``) is the model's defaults, as FastAPI's
+    ``Body | None``. A body over the size cap is ``PayloadTooLarge`` (413)."""
+    raw = request_body(request)
     if optional and not raw:
         return model()
     try:

@@ -43,7 +43,7 @@ def import_error(row: DagImportError) -> dict[str, Any]:
 
 
 def asset(row: Asset) -> dict[str, Any]:
-    """Needs ``assets_app.selectors.public_asset_list``'s prefetches and annotations."""
+    """Needs ``assets_app.selectors.assets.asset_list_detailed``'s prefetches and annotations."""
     return {
         "id": row.pk,
         "name": row.name,
@@ -139,6 +139,7 @@ def _timetable_description(row: Dag) -> str:
 
 
 def dag(row: Dag) -> dict[str, Any]:
+    timetable = row.timetable or {}
     return {
         "dag_id": row.dag_id,
         "dag_display_name": row.dag_id,
@@ -155,7 +156,7 @@ def dag(row: Dag) -> dict[str, Any]:
         "timetable_summary": _timetable_summary(row),
         "timetable_description": _timetable_description(row),
         "timetable_partitioned": False,
-        "timetable_periodic": bool(row.timetable) and not row.timetable.get("once"),
+        "timetable_periodic": bool(timetable) and not timetable.get("once"),
         "tags": [{"name": tag, "dag_id": row.dag_id} for tag in row.tags],
         "max_active_tasks": row.max_active_tasks,
         "max_active_runs": row.max_active_runs,
@@ -207,7 +208,7 @@ def dag_run(row: DagRun) -> dict[str, Any]:
 
 
 def _note(row: DagRun) -> str | None:
-    """The run's note (``dag_run_note``, joined by ``assets_app.selectors.dag_run_list``)."""
+    """The run's note (``dag_run_note``, joined by ``assets_app.selectors.runs.dag_run_list``)."""
     note = getattr(row, "dag_run_note", None)
     return note.content if note is not None else None
 

@@ -48,9 +48,10 @@ from assets_app.services.secrets.variables import (
     variable_set,
     variable_update_description,
 )
-from publicapi.base import PublicView, page, path_key, search
+from publicapi.base import PublicView, page, path_key
 from publicapi.exceptions import BadRequest, Conflict, NotFound
-from publicapi.params import Body, Key, Page, Query, Text, body_parse, order_by_parse
+from publicapi.filters import ConnectionFilter, VariableFilter
+from publicapi.params import Body, Key, Text, UpdateMaskQuery, body_parse
 from publicapi.params import query_parse as parse
 
 A = "assets_app."
@@ -65,10 +66,6 @@ def _team_name_refused(team_name: str | None) -> str | None:
             "Please contact your administrator."
         )
     return team_name
-
-
-class UpdateMaskQuery(Query):
-    update_mask: list[Text] | None = None
 
 
 def _given(body: Body, request: Request, *, immutable: str) -> set[str]:
@@ -97,23 +94,6 @@ def render_variable(row: Variable) -> dict[str, Any]:
         "is_encrypted": row.is_encrypted,
         "team_name": None,
     }
-
-
-class VariableQuery(Page):
-    variable_key_pattern: Text | None = None
-    variable_key_prefix_pattern: Text | None = None
-    order_by: list[Text] | None = None
-
-
-#: Airflow's sortable columns (``_val`` is the stored, encrypted value; there are no teams)
-VARIABLE_ORDER = {
-    "key": "key",
-    "id": "id",
-    "_val": "encrypted_val",
-    "description": "description",
-    "is_encrypted": "is_encrypted",
-    "team_name": "id",
-}
 
 
 class VariableBody(Body):
@@ -145,18 +125,14 @@ class VariableListView(PublicView):
     }
 
     def get(self, request: Request) -> Response:
-        q = parse(VariableQuery, request.query_params, lists=("order_by",))
-        rows = variable_list()
-        rows = search(rows, "key", q.variable_key_pattern, prefix=False)
-        rows = search(rows, "key", q.variable_key_prefix_pattern, prefix=True)
-        ordering = order_by_parse(q.order_by, allowed=VARIABLE_ORDER, default="id")
-        variables, total = page(rows.order_by(*ordering, "id"), q)
+        q = parse(VariableFilter, request.query_params, lists=("order_by",))
+        variables, total = page(q.filter_queryset(variable_list()), q)
         return Response(
             {"variables": [render_variable(v) for v in variables], "total_entries": total}
         )
 
     def post(self, request: Request) -> Response:
-        body = body_parse(VariableBody, request.body)
+        body = body_parse(VariableBody, request)
         try:
             variable = variable_create(
                 key=body.key, value=body.value_text(), description=body.description
@@ -177,7 +153,7 @@ class VariableDetailView(PublicView):
         return Response(render_variable(_variable(variable_key)))
 
     def patch(self, request: Request, variable_key: str) -> Response:
-        body = body_parse(VariableBody, request.body)
+        body = body_parse(VariableBody, request)
         if body.key != variable_key:
             raise BadRequest("Invalid body, key from request body doesn't match uri parameter")
         variable = _variable(variable_key)
@@ -214,24 +190,6 @@ def render_connection(row: Connection) -> dict[str, Any]:
         "extra": connection_masked_extra(row),
         "team_name": None,
     }
-
-
-class ConnectionQuery(Page):
-    connection_id_pattern: Text | None = None
-    connection_id_prefix_pattern: Text | None = None
-    order_by: list[Text] | None = None
-
-
-CONNECTION_ORDER = {
-    "conn_id": "conn_id",
-    "connection_id": "conn_id",
-    "conn_type": "conn_type",
-    "description": "description",
-    "host": "host",
-    "port": "port",
-    "id": "id",
-    "team_name": "id",
-}
 
 
 class ConnectionBody(Body):
@@ -285,18 +243,14 @@ class ConnectionListView(PublicView):
     }
 
     def get(self, request: Request) -> Response:
-        q = parse(ConnectionQuery, request.query_params, lists=("order_by",))
-        rows = connection_list()
-        rows = search(rows, "conn_id", q.connection_id_pattern, prefix=False)
-        rows = search(rows, "conn_id", q.connection_id_prefix_pattern, prefix=True)
-        ordering = order_by_parse(q.order_by, allowed=CONNECTION_ORDER, default="id")
-        connections, total = page(rows.order_by(*ordering, "id"), q)
+        q = parse(ConnectionFilter, request.query_params, lists=("order_by",))
+        connections, total = page(q.filter_queryset(connection_list()), q)
         return Response(
             {"connections": [render_connection(c) for c in connections], "total_entries": total}
         )
 
     def post(self, request: Request) -> Response:
-        body = body_parse(ConnectionBody, request.body)
+        body = body_parse(ConnectionBody, request)
         given = set(body.model_fields_set) | {"conn_type"}
         try:
             connection = connection_create(conn_id=body.connection_id, values=body.fields(given))
@@ -324,7 +278,7 @@ class ConnectionDetailView(PublicView):
         return Response(render_connection(_connection(connection_id)))
 
     def patch(self, request: Request, connection_id: str) -> Response:
-        body = body_parse(ConnectionBody, request.body)
+        body = body_parse(ConnectionBody, request)
         if body.connection_id != connection_id:
             raise BadRequest(
                 "The connection_id in the request body does not match the URL parameter"

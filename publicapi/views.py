@@ -1,37 +1,27 @@
 """Airflow 3.3's public API routes over the registry's selectors and services; mounted at
-``/api/v2/`` by ``publicapi.urls``. Each view parses its input (``publicapi.params``), calls
-one selector or service, and renders Airflow's datamodel (``publicapi.render``)."""
+``/api/v2/`` by ``publicapi.urls``. Each view parses its input (``publicapi.filters`` for a
+list's query, ``publicapi.bodies`` for a body), calls one selector or service
+(``publicapi.selectors``, ``assets_app``), and renders Airflow's datamodel
+(``publicapi.render``). Variables and connections are in ``publicapi.secrets``."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from django.db import DatabaseError, connection
-from django.db.models import Q, QuerySet
 from django.utils import timezone
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assets_app.models import (
-    PARTITION_KEY_LENGTH,
-    Asset,
-    AssetAlias,
-    Dag,
-    DagImportError,
-    DagRun,
-    XCom,
-)
+from assets_app.models import Dag, DagRun
 from assets_app.selectors.assets import (
     asset_events_detailed,
-    asset_is_active,
     asset_list_detailed,
     asset_producing_dag_ids,
 )
 from assets_app.selectors.dags import dag_list, import_error_list, queued_events_query
-from assets_app.selectors.runs import dag_run_get, dag_run_list, task_instances_of_run
+from assets_app.selectors.runs import dag_run_get
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.inputs import KEEP
@@ -39,57 +29,38 @@ from assets_app.services.runs.clearing import task_instances_clear, task_instanc
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.marking import dag_run_mark
 from assets_app.services.scheduling.queued_events import queued_events_delete
-from publicapi import render
-from publicapi.base import PublicView, V, page, path_id, path_key, search
-from publicapi.exceptions import BadRequest, Conflict, NotFound
-from publicapi.params import (
-    Body,
-    BodyDatetime,
-    Note,
-    Page,
-    Query,
-    Text,
-    UtcDatetime,
-    body_parse,
-    order_by_parse,
+from publicapi import render, selectors
+from publicapi.base import PublicView, V, page, page_rows, path_id, path_key
+from publicapi.bodies import (
+    CreateEventBody,
+    DagPatchBody,
+    DagRunClearBody,
+    DagRunPatchBody,
+    MaterializeBody,
+    TriggerBody,
 )
+from publicapi.exceptions import BadRequest, Conflict, NotFound
+from publicapi.filters import (
+    AliasFilter,
+    AssetFilter,
+    DagFilter,
+    DagRunFilter,
+    EventFilter,
+    ImportErrorFilter,
+    QueuedEventsFilter,
+)
+from publicapi.params import Page, Query, UpdateMaskQuery, body_parse
 from publicapi.params import query_parse as parse
 
 # --- assets -----------------------------------------------------------------------------------
-
-
-class AssetQuery(Page):
-    name_pattern: Text | None = None
-    name_prefix_pattern: Text | None = None
-    uri_pattern: Text | None = None
-    uri_prefix_pattern: Text | None = None
-    dag_ids: list[Text] = Field(default_factory=list)
-    only_active: bool = True
-    order_by: list[Text] | None = None
-
-
-ASSET_ORDER = {f: f for f in ("id", "name", "uri", "created_at", "updated_at")}
 
 
 class AssetListView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "asset"]}
 
     def get(self, request: Request) -> Response:
-        q = parse(AssetQuery, request.query_params, lists=("dag_ids", "order_by"))
-        rows = asset_list_detailed()
-        for field in ("name", "uri"):
-            rows = search(rows, field, getattr(q, f"{field}_pattern"), prefix=False)
-            rows = search(rows, field, getattr(q, f"{field}_prefix_pattern"), prefix=True)
-        if q.only_active:
-            rows = rows.filter(asset_is_active())
-        if q.dag_ids:
-            rows = rows.filter(
-                Q(scheduled_dags__dag_id__in=q.dag_ids)
-                | Q(producing_tasks__dag_id__in=q.dag_ids)
-                | Q(consuming_tasks__dag_id__in=q.dag_ids)
-            ).distinct()
-        rows = rows.order_by(*order_by_parse(q.order_by, allowed=ASSET_ORDER, default="id"))
-        assets, total = page(rows, q)
+        q = parse(AssetFilter, request.query_params, lists=("dag_ids", "order_by"))
+        assets, total = page(q.filter_queryset(asset_list_detailed()), q)
         return Response({"assets": [render.asset(a) for a in assets], "total_entries": total})
 
 
@@ -97,7 +68,7 @@ class AssetDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "asset"]}
 
     def get(self, request: Request, asset_id: str) -> Response:
-        found = asset_list_detailed().filter(pk=path_id(asset_id)).first()
+        found = selectors.asset_detailed_get(asset_id=path_id(asset_id))
         if found is None:
             raise NotFound(f"The Asset with ID: `{asset_id}` was not found")
         return Response(render.asset(found))
@@ -116,28 +87,16 @@ class MaterializeView(PublicView):
             raise NotFound(f"No Dag materializes asset with ID: {asset_id}")
         if len(dag_ids) > 1:
             raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
-        body = body_parse(MaterializeBody, request.body, optional=True)
+        body = body_parse(MaterializeBody, request, optional=True)
         return Response(render.dag_run(_trigger(dag_ids[0], body)))
-
-
-class AliasQuery(Page):
-    name_pattern: Text | None = None
-    name_prefix_pattern: Text | None = None
-    order_by: list[Text] | None = None
 
 
 class AliasListView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "assetalias"]}
 
     def get(self, request: Request) -> Response:
-        q = parse(AliasQuery, request.query_params, lists=("order_by",))
-        rows = AssetAlias.objects.all()
-        rows = search(rows, "name", q.name_pattern, prefix=False)
-        rows = search(rows, "name", q.name_prefix_pattern, prefix=True)
-        rows = rows.order_by(
-            *order_by_parse(q.order_by, allowed={"id": "id", "name": "name"}, default="id")
-        )
-        aliases, total = page(rows, q)
+        q = parse(AliasFilter, request.query_params, lists=("order_by",))
+        aliases, total = page(q.filter_queryset(selectors.alias_list()), q)
         return Response(
             {"asset_aliases": [render.alias(a) for a in aliases], "total_entries": total}
         )
@@ -147,44 +106,10 @@ class AliasDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "assetalias"]}
 
     def get(self, request: Request, asset_alias_id: str) -> Response:
-        found = AssetAlias.objects.filter(pk=path_id(asset_alias_id)).first()
+        found = selectors.alias_get(alias_id=path_id(asset_alias_id))
         if found is None:
             raise NotFound(f"The Asset Alias with ID: `{asset_alias_id}` was not found")
         return Response(render.alias(found))
-
-
-class EventQuery(Page):
-    order_by: list[Text] | None = None
-    asset_id: int | None = None
-    source_dag_id: Text | None = None
-    source_task_id: Text | None = None
-    source_run_id: Text | None = None
-    source_map_index: int | None = None
-    name_pattern: Text | None = None
-    name_prefix_pattern: Text | None = None
-    timestamp_gte: UtcDatetime | None = None
-    timestamp_gt: UtcDatetime | None = None
-    timestamp_lte: UtcDatetime | None = None
-    timestamp_lt: UtcDatetime | None = None
-
-
-EVENT_ORDER = {
-    f: f
-    for f in ("source_task_id", "source_dag_id", "source_run_id", "source_map_index", "timestamp")
-}
-EVENT_EXACT = ("asset_id", "source_dag_id", "source_task_id", "source_run_id", "source_map_index")
-
-
-class CreateEventBody(Body):
-    """Airflow's ``CreateAssetEventsBody`` (``asset_id``), or the asset by ``name``/``uri``."""
-
-    asset_id: int | None = None
-    name: Text | None = None
-    uri: Text | None = None
-    partition_key: Text | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
-    #: Airflow's multi-team consumers; the registry has no teams, every consumer is global
-    access_control: dict[str, Any] | None = None
 
 
 class AssetEventListView(PublicView):
@@ -194,57 +119,27 @@ class AssetEventListView(PublicView):
     }
 
     def get(self, request: Request) -> Response:
-        q = parse(EventQuery, request.query_params, lists=("order_by",))
-        rows = asset_events_detailed()
-        exact = {f: getattr(q, f) for f in EVENT_EXACT if getattr(q, f) is not None}
-        ranges = {
-            f"timestamp__{op}": getattr(q, f"timestamp_{op}")
-            for op in ("gte", "gt", "lte", "lt")
-            if getattr(q, f"timestamp_{op}") is not None
-        }
-        rows = rows.filter(**exact, **ranges)
-        rows = search(rows, "asset__name", q.name_pattern, prefix=False)
-        rows = search(rows, "asset__name", q.name_prefix_pattern, prefix=True)
-        ordering = order_by_parse(q.order_by, allowed=EVENT_ORDER, default="timestamp")
-        events, total = page(rows.order_by(*ordering, "id"), q)
+        q = parse(EventFilter, request.query_params, lists=("order_by",))
+        events, total = page(q.filter_queryset(asset_events_detailed()), q)
         return Response(
             {"asset_events": [render.asset_event(e) for e in events], "total_entries": total}
         )
 
     def post(self, request: Request) -> Response:
-        body = body_parse(CreateEventBody, request.body)
+        body = body_parse(CreateEventBody, request)
         name, uri = body.name, body.uri
         if body.asset_id is not None:
-            target = Asset.objects.filter(pk=body.asset_id).first()
+            target = selectors.asset_get(asset_id=body.asset_id)
             if target is None:
                 raise NotFound(f"Asset with ID: `{body.asset_id}` was not found")
             name, uri = target.name, target.uri
         event = asset_event_create_manual(
             name=name, uri=uri, extra=body.extra, partition_key=body.partition_key
         )
-        return Response(render.asset_event(asset_events_detailed().get(pk=event.pk)))
+        return Response(render.asset_event(selectors.asset_event_detailed_get(event_id=event.pk)))
 
 
 # --- queued events ----------------------------------------------------------------------------
-
-
-class BeforeQuery(Query):
-    before: Text | None = None
-
-
-_DATETIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
-
-
-def _before(value: str | None) -> datetime | None:
-    """Airflow's ``before``: any text in the schema, parsed here; unparsable → its 400."""
-    if value is None:
-        return None
-    try:
-        return _DATETIME.validate_python(value)
-    except ValidationError as exc:
-        raise BadRequest(
-            f"Invalid datetime: {value!r}. Please check the date parameter have this value."
-        ) from exc
 
 
 class QueuedEventsView(PublicView):
@@ -256,8 +151,8 @@ class QueuedEventsView(PublicView):
     }
 
     def _scope(self, request: Request, kwargs: dict[str, str]) -> dict[str, Any]:
-        q = parse(BeforeQuery, request.query_params)
-        scope: dict[str, Any] = {"before": _before(q.before)}
+        q = parse(QueuedEventsFilter, request.query_params)
+        scope: dict[str, Any] = {"before": q.before_datetime()}
         if "dag_id" in kwargs:
             scope["dag_id"] = path_key(kwargs["dag_id"])
         if "asset_id" in kwargs:
@@ -265,8 +160,7 @@ class QueuedEventsView(PublicView):
         return scope
 
     def get(self, request: Request, **kwargs: str) -> Response:
-        scope = self._scope(request, kwargs)
-        rows = list(queued_events_query(**scope))
+        rows = list(queued_events_query(**self._scope(request, kwargs)))
         if not rows:
             what = " and ".join(
                 f"{k}: `{kwargs[k]}`" for k in ("dag_id", "asset_id") if k in kwargs
@@ -286,51 +180,11 @@ class QueuedEventsView(PublicView):
 # --- DAGs -------------------------------------------------------------------------------------
 
 
-class DagQuery(Page):
-    dag_id_pattern: Text | None = None
-    dag_id_prefix_pattern: Text | None = None
-    dag_display_name_pattern: Text | None = None
-    dag_display_name_prefix_pattern: Text | None = None
-    exclude_stale: bool = True
-    paused: bool | None = None
-    has_asset_schedule: bool | None = None
-    order_by: list[Text] | None = None
-
-
-DAG_ORDER = {"dag_id": "dag_id", "dag_display_name": "dag_id", "last_run_state": "dag_id"}
-
-
-def _dags(q: DagQuery) -> QuerySet[Dag]:
-    rows = dag_list()
-    for pattern, prefix in (
-        (q.dag_id_pattern, False),
-        (q.dag_id_prefix_pattern, True),
-        (q.dag_display_name_pattern, False),
-        (q.dag_display_name_prefix_pattern, True),
-    ):
-        rows = search(rows, "dag_id", pattern, prefix=prefix)
-    if q.exclude_stale:
-        rows = rows.filter(is_stale=False)
-    if q.paused is not None:
-        rows = rows.filter(is_paused=q.paused)
-    if q.has_asset_schedule is not None:
-        rows = rows.filter(asset_expression__isnull=not q.has_asset_schedule)
-    return rows.order_by(*order_by_parse(q.order_by, allowed=DAG_ORDER, default="dag_id"))
-
-
-class DagPatchBody(Body):
-    is_paused: bool
-
-
-class UpdateMaskQuery(Query):
-    update_mask: list[Text] | None = None
-
-
 def _patch_body(request: Request) -> DagPatchBody:
     mask = parse(UpdateMaskQuery, request.query_params, lists=("update_mask",)).update_mask
     if mask is not None and mask != ["is_paused"]:
         raise BadRequest("Only `is_paused` field can be updated through the REST API")
-    return body_parse(DagPatchBody, request.body)
+    return body_parse(DagPatchBody, request)
 
 
 class DagListView(PublicView):
@@ -340,20 +194,27 @@ class DagListView(PublicView):
     }
 
     def get(self, request: Request) -> Response:
-        q = parse(DagQuery, request.query_params, lists=("order_by",))
-        dags, total = page(_dags(q), q)
+        q = parse(DagFilter, request.query_params, lists=("order_by",))
+        dags, total = page(q.filter_queryset(dag_list()), q)
         return Response({"dags": [render.dag(d) for d in dags], "total_entries": total})
 
     def patch(self, request: Request) -> Response:
         """Airflow's bulk patch: the DAGs the filters select (``dag_id_pattern`` required)."""
-        q = parse(DagQuery, request.query_params, lists=("order_by",))
+        q = parse(DagFilter, request.query_params, lists=("order_by",))
         body = _patch_body(request)
         if q.dag_id_pattern is None:
             raise BadRequest("dag_id_pattern is required")
-        selected = [d.dag_id for d in _dags(q)[q.bounds]]
+        selected = [d.dag_id for d in page_rows(q.filter_queryset(dag_list()), q)]
         dags_set_paused(dag_ids=selected, is_paused=body.is_paused)
-        dags = list(dag_list().filter(dag_id__in=selected).order_by("dag_id"))
+        dags = selectors.dags_by_id(dag_ids=selected)
         return Response({"dags": [render.dag(d) for d in dags], "total_entries": len(dags)})
+
+
+def _dag(dag_id: str) -> Dag:
+    found = selectors.dag_get(dag_id=path_key(dag_id))
+    if found is None:
+        raise NotFound(f"Dag with id {dag_id} was not found")
+    return found
 
 
 class DagDetailView(PublicView):
@@ -362,85 +223,21 @@ class DagDetailView(PublicView):
         "PATCH": [V + "dag", "assets_app.change_dag"],
     }
 
-    def _get(self, dag_id: str) -> Dag:
-        found = dag_list().filter(dag_id=path_key(dag_id)).first()
-        if found is None:
-            raise NotFound(f"Dag with id {dag_id} was not found")
-        return found
-
     def get(self, request: Request, dag_id: str) -> Response:
-        return Response(render.dag(self._get(dag_id)))
+        return Response(render.dag(_dag(dag_id)))
 
     def patch(self, request: Request, dag_id: str) -> Response:
-        found = self._get(dag_id)
+        found = _dag(dag_id)
         body = _patch_body(request)
         dags_set_paused(dag_ids=[found.dag_id], is_paused=body.is_paused)
-        found.refresh_from_db()
-        return Response(render.dag(found))
+        return Response(render.dag(_dag(dag_id)))
 
 
 # --- DAG runs ---------------------------------------------------------------------------------
 
 
-class DagRunQuery(Page):
-    run_after_gte: UtcDatetime | None = None
-    run_after_gt: UtcDatetime | None = None
-    run_after_lte: UtcDatetime | None = None
-    run_after_lt: UtcDatetime | None = None
-    logical_date_gte: UtcDatetime | None = None
-    logical_date_gt: UtcDatetime | None = None
-    logical_date_lte: UtcDatetime | None = None
-    logical_date_lt: UtcDatetime | None = None
-    start_date_gte: UtcDatetime | None = None
-    start_date_gt: UtcDatetime | None = None
-    start_date_lte: UtcDatetime | None = None
-    start_date_lt: UtcDatetime | None = None
-    end_date_gte: UtcDatetime | None = None
-    end_date_gt: UtcDatetime | None = None
-    end_date_lte: UtcDatetime | None = None
-    end_date_lt: UtcDatetime | None = None
-    run_type: list[Text] = Field(default_factory=list)
-    state: list[Text] = Field(default_factory=list)
-    run_id_pattern: Text | None = None
-    order_by: list[Text] | None = None
-
-
-RUN_ORDER = {
-    "id": "id",
-    "state": "state",
-    "dag_id": "dag_id",
-    "run_id": "run_id",
-    "logical_date": "logical_date",
-    "run_after": "run_after",
-    "start_date": "start_date",
-    "end_date": "end_date",
-    "dag_run_id": "run_id",
-}
-RUN_DATES = ("run_after", "logical_date", "start_date", "end_date")
-
-
 def _run(dag_id: str, run_id: str) -> DagRun:
     return dag_run_get(dag_id=path_key(dag_id), run_id=path_key(run_id))
-
-
-class TriggerBody(Body):
-    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the trigger
-    service keeps none; ``PATCH`` the run to write one)."""
-
-    dag_run_id: Text | None = None
-    logical_date: BodyDatetime
-    data_interval_start: BodyDatetime = None
-    data_interval_end: BodyDatetime = None
-    run_after: BodyDatetime = None
-    conf: dict[str, Any] | None = None
-    note: Text | None = None
-    partition_key: Annotated[Text, Field(max_length=PARTITION_KEY_LENGTH)] | None = None
-
-
-class MaterializeBody(TriggerBody):
-    """Airflow's ``MaterializeAssetBody``: the trigger body, the logical date optional."""
-
-    logical_date: BodyDatetime = None
 
 
 def _trigger(dag_id: str, body: TriggerBody) -> DagRun:
@@ -470,39 +267,17 @@ class DagRunListView(PublicView):
 
     def post(self, request: Request, dag_id: str) -> Response:
         """Airflow's trigger: a queued manual run."""
-        if dag_id == "~" or not Dag.objects.filter(dag_id=path_key(dag_id)).exists():
+        if dag_id == "~" or not selectors.dag_exists(dag_id=path_key(dag_id)):
             raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
-        return Response(render.dag_run(_trigger(dag_id, body_parse(TriggerBody, request.body))))
+        return Response(render.dag_run(_trigger(dag_id, body_parse(TriggerBody, request))))
 
     def get(self, request: Request, dag_id: str) -> Response:
-        q = parse(DagRunQuery, request.query_params, lists=("run_type", "state", "order_by"))
-        rows = dag_run_list()
-        if dag_id != "~":
-            if not Dag.objects.filter(dag_id=path_key(dag_id)).exists():
-                raise NotFound(f"The DAG with dag_id: `{dag_id}` was not found")
-            rows = rows.filter(dag_id=dag_id)
-        ranges = {
-            f"{field}__{op}": getattr(q, f"{field}_{op}")
-            for field in RUN_DATES
-            for op in ("gte", "gt", "lte", "lt")
-            if getattr(q, f"{field}_{op}") is not None
-        }
-        rows = rows.filter(**ranges)
-        if q.run_type:
-            rows = rows.filter(run_type__in=q.run_type)
-        if q.state:
-            rows = rows.filter(state__in=q.state)
-        rows = search(rows, "run_id", q.run_id_pattern, prefix=False)
-        rows = rows.order_by(*order_by_parse(q.order_by, allowed=RUN_ORDER, default="id"))
-        runs, total = page(rows, q)
+        q = parse(DagRunFilter, request.query_params, lists=("run_type", "state", "order_by"))
+        if dag_id != "~" and not selectors.dag_exists(dag_id=path_key(dag_id)):
+            raise NotFound(f"The DAG with dag_id: `{dag_id}` was not found")
+        rows = selectors.dag_runs_of(dag_id=None if dag_id == "~" else dag_id)
+        runs, total = page(q.filter_queryset(rows), q)
         return Response({"dag_runs": [render.dag_run(r) for r in runs], "total_entries": total})
-
-
-class DagRunPatchBody(Body):
-    """Airflow's ``DAGRunPatchBody``."""
-
-    state: Literal["queued", "success", "failed"] | None = None
-    note: Note | None = None
 
 
 class DagRunDetailView(PublicView):
@@ -520,7 +295,7 @@ class DagRunDetailView(PublicView):
         clears it."""
         run = _run(dag_id, dag_run_id)
         mask = parse(UpdateMaskQuery, request.query_params, lists=("update_mask",)).update_mask
-        body = body_parse(DagRunPatchBody, request.body)
+        body = body_parse(DagRunPatchBody, request)
         given = body.model_fields_set if mask is None else body.model_fields_set & set(mask)
         dag_run_mark(
             dag_id=run.dag_id,
@@ -532,31 +307,21 @@ class DagRunDetailView(PublicView):
         return Response(render.dag_run(_run(dag_id, dag_run_id)))
 
 
-class DagRunClearBody(Body):
-    dry_run: bool = True
-    only_failed: bool = False
-    only_new: bool = False
-    run_on_latest_version: bool | None = None
-    note: Note | None = None
-
-
 class DagRunClearView(PublicView):
     required_permissions: ClassVar = {"POST": [V + "dagrun", "assets_app.change_taskinstance"]}
 
     def post(self, request: Request, dag_id: str, dag_run_id: str) -> Response:
         run = _run(dag_id, dag_run_id)
-        body = body_parse(DagRunClearBody, request.body)
+        body = body_parse(DagRunClearBody, request)
         selected = task_instances_select(
             dag_id=run.dag_id, run_id=run.run_id, only_failed=body.only_failed
         )
+        result = task_instances_clear(task_instances=selected, dry_run=body.dry_run)
         if body.dry_run:
-            affected = list(
-                task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id).filter(
-                    pk__in=[
-                        c.task_instance_id
-                        for c in task_instances_clear(task_instances=selected, dry_run=True).cleared
-                    ]
-                )
+            affected = selectors.task_instances_by_id(
+                dag_id=run.dag_id,
+                run_id=run.run_id,
+                ids=[c.task_instance_id for c in result.cleared],
             )
             return Response(
                 {
@@ -564,9 +329,7 @@ class DagRunClearView(PublicView):
                     "total_entries": len(affected),
                 }
             )
-        task_instances_clear(task_instances=selected, dry_run=False)
-        run.refresh_from_db()
-        return Response(render.dag_run(run))
+        return Response(render.dag_run(_run(dag_id, dag_run_id)))
 
 
 # --- task instances and XComs -----------------------------------------------------------------
@@ -578,8 +341,8 @@ class TaskInstanceListView(PublicView):
     def get(self, request: Request, dag_id: str, dag_run_id: str) -> Response:
         run = _run(dag_id, dag_run_id)
         q = parse(Page, request.query_params)
-        rows = task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
-        tis, total = page(rows.order_by("task_id", "map_index"), q)
+        rows = selectors.task_instances_in_order(dag_id=run.dag_id, run_id=run.run_id)
+        tis, total = page(rows, q)
         return Response(
             {"task_instances": [render.task_instance(t) for t in tis], "total_entries": total}
         )
@@ -590,10 +353,8 @@ class TaskInstanceDetailView(PublicView):
 
     def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
         run = _run(dag_id, dag_run_id)
-        found = (
-            task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
-            .filter(task_id=path_key(task_id), map_index=-1)
-            .first()
+        found = selectors.task_instance_get(
+            dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id)
         )
         if found is None:
             raise NotFound(
@@ -616,16 +377,12 @@ class XComDetailView(PublicView):
         self, request: Request, dag_id: str, dag_run_id: str, task_id: str, xcom_key: str
     ) -> Response:
         q = parse(XComQuery, request.query_params)
-        found = (
-            XCom.objects.select_related("dag_run")
-            .filter(
-                dag_id=path_key(dag_id),
-                run_id=path_key(dag_run_id),
-                task_id=path_key(task_id),
-                key=path_key(xcom_key),
-                map_index=q.map_index,
-            )
-            .first()
+        found = selectors.xcom_get(
+            dag_id=path_key(dag_id),
+            run_id=path_key(dag_run_id),
+            task_id=path_key(task_id),
+            key=path_key(xcom_key),
+            map_index=q.map_index,
         )
         if found is None:
             raise NotFound(f"XCom entry with key: `{xcom_key}` not found")
@@ -634,44 +391,15 @@ class XComDetailView(PublicView):
         return Response(render.xcom(found, stringify=not q.deserialize or q.stringify))
 
 
-# --- monitoring -------------------------------------------------------------------------------
-
-
 # --- import errors ----------------------------------------------------------------------------
-
-
-class ImportErrorQuery(Page):
-    filename_pattern: Text | None = None
-    filename_prefix_pattern: Text | None = None
-    filename: Text | None = None
-    bundle_name: Text | None = None
-    order_by: list[Text] | None = None
-
-
-IMPORT_ERROR_ORDER = {
-    "id": "id",
-    "import_error_id": "id",
-    "timestamp": "timestamp",
-    "filename": "filename",
-    "bundle_name": "id",  # one bundle
-    "stacktrace": "stacktrace",
-}
 
 
 class ImportErrorListView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "dagimporterror"]}
 
     def get(self, request: Request) -> Response:
-        q = parse(ImportErrorQuery, request.query_params, lists=("order_by",))
-        rows: QuerySet[DagImportError] = import_error_list()
-        rows = search(rows, "filename", q.filename_pattern, prefix=False)
-        rows = search(rows, "filename", q.filename_prefix_pattern, prefix=True)
-        if q.filename is not None:
-            rows = rows.filter(filename=q.filename)
-        if q.bundle_name is not None and q.bundle_name != "dags-folder":
-            rows = rows.none()
-        rows = rows.order_by(*order_by_parse(q.order_by, allowed=IMPORT_ERROR_ORDER, default="id"))
-        errors, total = page(rows, q)
+        q = parse(ImportErrorFilter, request.query_params, lists=("order_by",))
+        errors, total = page(q.filter_queryset(import_error_list()), q)
         return Response(
             {"import_errors": [render.import_error(e) for e in errors], "total_entries": total}
         )
@@ -681,12 +409,15 @@ class ImportErrorDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "dagimporterror"]}
 
     def get(self, request: Request, import_error_id: str) -> Response:
-        found = import_error_list().filter(pk=path_id(import_error_id)).first()
+        found = selectors.import_error_get(import_error_id=path_id(import_error_id))
         if found is None:
             raise NotFound(
                 f"The ImportError with import_error_id: `{import_error_id}` was not found"
             )
         return Response(render.import_error(found))
+
+
+# --- monitoring -------------------------------------------------------------------------------
 
 
 class VersionView(PublicView):
@@ -706,12 +437,7 @@ class HealthView(PublicView):
     permission_classes: list[Any] = []
 
     def get(self, request: Request) -> Response:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
-            database = "healthy"
-        except DatabaseError:
-            database = "unhealthy"
+        database = "healthy" if selectors.metadatabase_is_healthy() else "unhealthy"
         return Response(
             {
                 "metadatabase": {"status": database},

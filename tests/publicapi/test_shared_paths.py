@@ -36,8 +36,12 @@ from tests.publicapi.conftest import Api
 SHARED = [
     # (home module, function, modules of /api/v1 and /api/v2 that call it)
     (assets_app.selectors.dags, "dag_list", ["operatorapi.views", "publicapi.views"]),
-    (assets_app.selectors.runs, "dag_run_list", ["operatorapi.views", "publicapi.views"]),
-    (assets_app.selectors.assets, "asset_is_active", ["operatorapi.selectors", "publicapi.views"]),
+    (assets_app.selectors.runs, "dag_run_list", ["operatorapi.views", "publicapi.selectors"]),
+    (
+        assets_app.selectors.assets,
+        "asset_is_active",
+        ["operatorapi.selectors", "publicapi.filters"],
+    ),
     (
         assets_app.selectors.secrets,
         "variable_masked_value",

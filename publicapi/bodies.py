@@ -1,0 +1,64 @@
+"""The JSON bodies ``/api/v2/``'s writes take, as Airflow 3.3's datamodels
+(``airflow/api_fastapi/core_api/datamodels``) declare them; read by
+``publicapi.params.body_parse`` (a bad body is FastAPI's 422). Variables and connections keep
+theirs in ``publicapi.secrets``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from assets_app.models import PARTITION_KEY_LENGTH
+from publicapi.params import Body, BodyDatetime, Note, Text
+
+
+class CreateEventBody(Body):
+    """Airflow's ``CreateAssetEventsBody`` (``asset_id``), or the asset by ``name``/``uri``."""
+
+    asset_id: int | None = None
+    name: Text | None = None
+    uri: Text | None = None
+    partition_key: Text | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    #: Airflow's multi-team consumers; the registry has no teams, every consumer is global
+    access_control: dict[str, Any] | None = None
+
+
+class DagPatchBody(Body):
+    is_paused: bool
+
+
+class TriggerBody(Body):
+    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the trigger
+    service keeps none; ``PATCH`` the run to write one)."""
+
+    dag_run_id: Text | None = None
+    logical_date: BodyDatetime
+    data_interval_start: BodyDatetime = None
+    data_interval_end: BodyDatetime = None
+    run_after: BodyDatetime = None
+    conf: dict[str, Any] | None = None
+    note: Text | None = None
+    partition_key: Annotated[Text, Field(max_length=PARTITION_KEY_LENGTH)] | None = None
+
+
+class MaterializeBody(TriggerBody):
+    """Airflow's ``MaterializeAssetBody``: the trigger body, the logical date optional."""
+
+    logical_date: BodyDatetime = None
+
+
+class DagRunPatchBody(Body):
+    """Airflow's ``DAGRunPatchBody``."""
+
+    state: Literal["queued", "success", "failed"] | None = None
+    note: Note | None = None
+
+
+class DagRunClearBody(Body):
+    dry_run: bool = True
+    only_failed: bool = False
+    only_new: bool = False
+    run_on_latest_version: bool | None = None
+    note: Note | None = None

@@ -1,0 +1,326 @@
+"""The query parameters of ``/api/v2/``'s lists and what they select, one class per list.
+
+Each class holds a list's parameters, parsed as Airflow's FastAPI app parses them
+(``publicapi.params.query_parse``: a bad value is its 422), and narrows and orders the list's
+queryset with :meth:`filter_queryset` as Airflow's ``*_pattern``, ``*_gte``… and ``order_by``
+parameters do. The querysets come from the shared selectors (``assets_app.selectors``); the
+page is cut by ``publicapi.base.page``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from django.db.models import Q, QuerySet
+from pydantic import Field, TypeAdapter, ValidationError
+
+from assets_app.models import (
+    Asset,
+    AssetAlias,
+    AssetEvent,
+    Connection,
+    Dag,
+    DagImportError,
+    DagRun,
+    Variable,
+)
+from assets_app.selectors.assets import asset_is_active
+from publicapi.exceptions import BadRequest
+from publicapi.params import Page, Query, Text, UtcDatetime, order_by_parse
+
+#: the comparisons of a date range: ``<field>_gte``, ``_gt``, ``_lte``, ``_lt``
+RANGES = ("gte", "gt", "lte", "lt")
+_DATETIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
+
+
+def search(rows: QuerySet[Any], field: str, pattern: str | None, *, prefix: bool) -> QuerySet[Any]:
+    """Airflow's ``*_pattern`` (case-insensitive substring, ``|`` for or, ``~`` for all) and
+    ``*_prefix_pattern`` (case-sensitive prefix) filters."""
+    if pattern is None or pattern == "~":
+        return rows
+    if prefix:
+        return rows.filter(**{f"{field}__startswith": pattern})
+    terms = [term.strip() for term in pattern.split("|") if term.strip()] or [pattern]
+    match = Q()
+    for term in terms:
+        match |= Q(**{f"{field}__icontains": term})
+    return rows.filter(match)
+
+
+def _ranges(params: Query, fields: tuple[str, ...]) -> dict[str, datetime]:
+    """``{"<field>__<op>": value}`` of the date-range parameters given."""
+    return {
+        f"{field}__{op}": getattr(params, f"{field}_{op}")
+        for field in fields
+        for op in RANGES
+        if getattr(params, f"{field}_{op}") is not None
+    }
+
+
+# --- assets -----------------------------------------------------------------------------------
+
+
+class AssetFilter(Page):
+    """``GET /assets``."""
+
+    name_pattern: Text | None = None
+    name_prefix_pattern: Text | None = None
+    uri_pattern: Text | None = None
+    uri_prefix_pattern: Text | None = None
+    dag_ids: list[Text] = Field(default_factory=list)
+    only_active: bool = True
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {f: f for f in ("id", "name", "uri", "created_at", "updated_at")}
+
+    def filter_queryset(self, rows: QuerySet[Asset]) -> QuerySet[Asset]:
+        for field in ("name", "uri"):
+            rows = search(rows, field, getattr(self, f"{field}_pattern"), prefix=False)
+            rows = search(rows, field, getattr(self, f"{field}_prefix_pattern"), prefix=True)
+        if self.only_active:
+            rows = rows.filter(asset_is_active())
+        if self.dag_ids:
+            rows = rows.filter(
+                Q(scheduled_dags__dag_id__in=self.dag_ids)
+                | Q(producing_tasks__dag_id__in=self.dag_ids)
+                | Q(consuming_tasks__dag_id__in=self.dag_ids)
+            ).distinct()
+        return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="id"))
+
+
+class AliasFilter(Page):
+    """``GET /assets/aliases``."""
+
+    name_pattern: Text | None = None
+    name_prefix_pattern: Text | None = None
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {"id": "id", "name": "name"}
+
+    def filter_queryset(self, rows: QuerySet[AssetAlias]) -> QuerySet[AssetAlias]:
+        rows = search(rows, "name", self.name_pattern, prefix=False)
+        rows = search(rows, "name", self.name_prefix_pattern, prefix=True)
+        return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="id"))
+
+
+class EventFilter(Page):
+    """``GET /assets/events``."""
+
+    order_by: list[Text] | None = None
+    asset_id: int | None = None
+    source_dag_id: Text | None = None
+    source_task_id: Text | None = None
+    source_run_id: Text | None = None
+    source_map_index: int | None = None
+    name_pattern: Text | None = None
+    name_prefix_pattern: Text | None = None
+    timestamp_gte: UtcDatetime | None = None
+    timestamp_gt: UtcDatetime | None = None
+    timestamp_lte: UtcDatetime | None = None
+    timestamp_lt: UtcDatetime | None = None
+
+    ORDER: ClassVar = {
+        f: f
+        for f in (
+            "source_task_id",
+            "source_dag_id",
+            "source_run_id",
+            "source_map_index",
+            "timestamp",
+        )
+    }
+    EXACT: ClassVar = (
+        "asset_id",
+        "source_dag_id",
+        "source_task_id",
+        "source_run_id",
+        "source_map_index",
+    )
+
+    def filter_queryset(self, rows: QuerySet[AssetEvent]) -> QuerySet[AssetEvent]:
+        exact = {f: getattr(self, f) for f in self.EXACT if getattr(self, f) is not None}
+        rows = rows.filter(**exact, **_ranges(self, ("timestamp",)))
+        rows = search(rows, "asset__name", self.name_pattern, prefix=False)
+        rows = search(rows, "asset__name", self.name_prefix_pattern, prefix=True)
+        ordering = order_by_parse(self.order_by, allowed=self.ORDER, default="timestamp")
+        return rows.order_by(*ordering, "id")
+
+
+class QueuedEventsFilter(Query):
+    """``GET``/``DELETE`` of queued events: ``before``, any text in Airflow's schema, parsed
+    here (unparsable: Airflow's 400)."""
+
+    before: Text | None = None
+
+    def before_datetime(self) -> datetime | None:
+        if self.before is None:
+            return None
+        try:
+            return _DATETIME.validate_python(self.before)
+        except ValidationError as exc:
+            raise BadRequest(
+                f"Invalid datetime: {self.before!r}. Please check the date parameter have this "
+                "value."
+            ) from exc
+
+
+# --- DAGs and their runs ----------------------------------------------------------------------
+
+
+class DagFilter(Page):
+    """``GET /dags``, and the DAGs a bulk ``PATCH /dags`` changes."""
+
+    dag_id_pattern: Text | None = None
+    dag_id_prefix_pattern: Text | None = None
+    dag_display_name_pattern: Text | None = None
+    dag_display_name_prefix_pattern: Text | None = None
+    exclude_stale: bool = True
+    paused: bool | None = None
+    has_asset_schedule: bool | None = None
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {"dag_id": "dag_id", "dag_display_name": "dag_id", "last_run_state": "dag_id"}
+
+    def filter_queryset(self, rows: QuerySet[Dag]) -> QuerySet[Dag]:
+        for pattern, prefix in (
+            (self.dag_id_pattern, False),
+            (self.dag_id_prefix_pattern, True),
+            (self.dag_display_name_pattern, False),
+            (self.dag_display_name_prefix_pattern, True),
+        ):
+            rows = search(rows, "dag_id", pattern, prefix=prefix)
+        if self.exclude_stale:
+            rows = rows.filter(is_stale=False)
+        if self.paused is not None:
+            rows = rows.filter(is_paused=self.paused)
+        if self.has_asset_schedule is not None:
+            rows = rows.filter(asset_expression__isnull=not self.has_asset_schedule)
+        return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="dag_id"))
+
+
+class DagRunFilter(Page):
+    """``GET /dags/{dag_id}/dagRuns`` (the DAG, or ``~`` for all, is the view's)."""
+
+    run_after_gte: UtcDatetime | None = None
+    run_after_gt: UtcDatetime | None = None
+    run_after_lte: UtcDatetime | None = None
+    run_after_lt: UtcDatetime | None = None
+    logical_date_gte: UtcDatetime | None = None
+    logical_date_gt: UtcDatetime | None = None
+    logical_date_lte: UtcDatetime | None = None
+    logical_date_lt: UtcDatetime | None = None
+    start_date_gte: UtcDatetime | None = None
+    start_date_gt: UtcDatetime | None = None
+    start_date_lte: UtcDatetime | None = None
+    start_date_lt: UtcDatetime | None = None
+    end_date_gte: UtcDatetime | None = None
+    end_date_gt: UtcDatetime | None = None
+    end_date_lte: UtcDatetime | None = None
+    end_date_lt: UtcDatetime | None = None
+    run_type: list[Text] = Field(default_factory=list)
+    state: list[Text] = Field(default_factory=list)
+    run_id_pattern: Text | None = None
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {
+        "id": "id",
+        "state": "state",
+        "dag_id": "dag_id",
+        "run_id": "run_id",
+        "logical_date": "logical_date",
+        "run_after": "run_after",
+        "start_date": "start_date",
+        "end_date": "end_date",
+        "dag_run_id": "run_id",
+    }
+    DATES: ClassVar = ("run_after", "logical_date", "start_date", "end_date")
+
+    def filter_queryset(self, rows: QuerySet[DagRun]) -> QuerySet[DagRun]:
+        rows = rows.filter(**_ranges(self, self.DATES))
+        if self.run_type:
+            rows = rows.filter(run_type__in=self.run_type)
+        if self.state:
+            rows = rows.filter(state__in=self.state)
+        rows = search(rows, "run_id", self.run_id_pattern, prefix=False)
+        return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="id"))
+
+
+class ImportErrorFilter(Page):
+    """``GET /importErrors``."""
+
+    filename_pattern: Text | None = None
+    filename_prefix_pattern: Text | None = None
+    filename: Text | None = None
+    bundle_name: Text | None = None
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {
+        "id": "id",
+        "import_error_id": "id",
+        "timestamp": "timestamp",
+        "filename": "filename",
+        "bundle_name": "id",  # one bundle
+        "stacktrace": "stacktrace",
+    }
+
+    def filter_queryset(self, rows: QuerySet[DagImportError]) -> QuerySet[DagImportError]:
+        rows = search(rows, "filename", self.filename_pattern, prefix=False)
+        rows = search(rows, "filename", self.filename_prefix_pattern, prefix=True)
+        if self.filename is not None:
+            rows = rows.filter(filename=self.filename)
+        if self.bundle_name is not None and self.bundle_name != "dags-folder":
+            rows = rows.none()
+        return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="id"))
+
+
+# --- variables and connections ----------------------------------------------------------------
+
+
+class VariableFilter(Page):
+    """``GET /variables``."""
+
+    variable_key_pattern: Text | None = None
+    variable_key_prefix_pattern: Text | None = None
+    order_by: list[Text] | None = None
+
+    #: Airflow's sortable columns (``_val`` is the stored, encrypted value; there are no teams)
+    ORDER: ClassVar = {
+        "key": "key",
+        "id": "id",
+        "_val": "encrypted_val",
+        "description": "description",
+        "is_encrypted": "is_encrypted",
+        "team_name": "id",
+    }
+
+    def filter_queryset(self, rows: QuerySet[Variable]) -> QuerySet[Variable]:
+        rows = search(rows, "key", self.variable_key_pattern, prefix=False)
+        rows = search(rows, "key", self.variable_key_prefix_pattern, prefix=True)
+        ordering = order_by_parse(self.order_by, allowed=self.ORDER, default="id")
+        return rows.order_by(*ordering, "id")
+
+
+class ConnectionFilter(Page):
+    """``GET /connections``."""
+
+    connection_id_pattern: Text | None = None
+    connection_id_prefix_pattern: Text | None = None
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {
+        "conn_id": "conn_id",
+        "connection_id": "conn_id",
+        "conn_type": "conn_type",
+        "description": "description",
+        "host": "host",
+        "port": "port",
+        "id": "id",
+        "team_name": "id",
+    }
+
+    def filter_queryset(self, rows: QuerySet[Connection]) -> QuerySet[Connection]:
+        rows = search(rows, "conn_id", self.connection_id_pattern, prefix=False)
+        rows = search(rows, "conn_id", self.connection_id_prefix_pattern, prefix=True)
+        ordering = order_by_parse(self.order_by, allowed=self.ORDER, default="id")
+        return rows.order_by(*ordering, "id")

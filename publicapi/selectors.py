@@ -1,0 +1,120 @@
+"""Reads of ``/api/v2/``, over the selectors both operator faces share
+(``assets_app.selectors``): the rows a route shows, with what ``publicapi.render`` needs
+joined or prefetched. A route's one row is ``None`` when there is none, and the view words the
+404 as Airflow does."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+
+from django.db import DatabaseError, connection
+from django.db.models import QuerySet
+
+from assets_app.models import (
+    Asset,
+    AssetAlias,
+    AssetEvent,
+    Dag,
+    DagImportError,
+    DagRun,
+    TaskInstance,
+    XCom,
+)
+from assets_app.selectors.assets import asset_events_detailed, asset_list_detailed
+from assets_app.selectors.dags import dag_list, import_error_list
+from assets_app.selectors.runs import dag_run_list, task_instances_of_run
+
+# --- assets -----------------------------------------------------------------------------------
+
+
+def asset_detailed_get(*, asset_id: int) -> Asset | None:
+    """The asset as Airflow shows it (``asset_list_detailed``)."""
+    return asset_list_detailed().filter(pk=asset_id).first()
+
+
+def asset_get(*, asset_id: int) -> Asset | None:
+    """The asset's row alone (its name and uri)."""
+    return Asset.objects.filter(pk=asset_id).first()
+
+
+def alias_list() -> QuerySet[AssetAlias]:
+    return AssetAlias.objects.all()
+
+
+def alias_get(*, alias_id: int) -> AssetAlias | None:
+    return AssetAlias.objects.filter(pk=alias_id).first()
+
+
+def asset_event_detailed_get(*, event_id: int) -> AssetEvent:
+    """An event (it exists: one just created) as Airflow shows it."""
+    return asset_events_detailed().get(pk=event_id)
+
+
+# --- DAGs and their runs ----------------------------------------------------------------------
+
+
+def dag_get(*, dag_id: str) -> Dag | None:
+    return dag_list().filter(dag_id=dag_id).first()
+
+
+def dag_exists(*, dag_id: str) -> bool:
+    return Dag.objects.filter(dag_id=dag_id).exists()
+
+
+def dags_by_id(*, dag_ids: Collection[str]) -> list[Dag]:
+    """The DAGs of ``dag_ids`` (those that exist), by id."""
+    return list(dag_list().filter(dag_id__in=dag_ids).order_by("dag_id"))
+
+
+def dag_runs_of(*, dag_id: str | None) -> QuerySet[DagRun]:
+    """The runs of ``dag_id``, or of every DAG (``None``)."""
+    rows = dag_run_list()
+    return rows if dag_id is None else rows.filter(dag_id=dag_id)
+
+
+def task_instances_in_order(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
+    """The run's task instances by task id, then map index."""
+    return task_instances_of_run(dag_id=dag_id, run_id=run_id).order_by("task_id", "map_index")
+
+
+def task_instance_get(*, dag_id: str, run_id: str, task_id: str) -> TaskInstance | None:
+    """The run's (unmapped) task instance of ``task_id``."""
+    return (
+        task_instances_of_run(dag_id=dag_id, run_id=run_id)
+        .filter(task_id=task_id, map_index=-1)
+        .first()
+    )
+
+
+def task_instances_by_id(
+    *, dag_id: str, run_id: str, ids: Collection[uuid.UUID]
+) -> list[TaskInstance]:
+    """The run's task instances of ``ids``."""
+    return list(task_instances_of_run(dag_id=dag_id, run_id=run_id).filter(pk__in=ids))
+
+
+def xcom_get(*, dag_id: str, run_id: str, task_id: str, key: str, map_index: int) -> XCom | None:
+    """The XCom with its run (joined)."""
+    return (
+        XCom.objects.select_related("dag_run")
+        .filter(dag_id=dag_id, run_id=run_id, task_id=task_id, key=key, map_index=map_index)
+        .first()
+    )
+
+
+def import_error_get(*, import_error_id: int) -> DagImportError | None:
+    return import_error_list().filter(pk=import_error_id).first()
+
+
+# --- monitoring -------------------------------------------------------------------------------
+
+
+def metadatabase_is_healthy() -> bool:
+    """Whether the database answers a query."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError:
+        return False
+    return True
