@@ -254,7 +254,16 @@ def test_json_manifest_is_read_as_json(tmp_path):
             "cannot exceed 1500",
             id="name-length",
         ),
-        pytest.param("dags:\n  - {dag_id: d, schedule: []}", "non-empty list", id="empty-schedule"),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: [1]}",
+            "dags[0].schedule[0]: expected an asset condition",
+            id="schedule-of-a-number",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {cron: '@daily'}}",
+            "dags[0].schedule: expected an asset condition ({asset: ...}",
+            id="neither-condition-nor-time",
+        ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: '61 * * * *'}",
             "dags[0].schedule: '61 * * * *' is not a valid cron expression",

@@ -254,20 +254,23 @@ def consumers_queue_steps(
 
 
 #: dag_id → (its asset_expression as stored, parsed, what it mentions): parsing is most of
-#: evaluating, and every pass and batch gathers what its DAGs' conditions mention.
-_parsed: dict[str, tuple[str, Condition, ConditionReferences]] = {}
+#: evaluating (the grammar checks every name and normalizes every uri), and every pass and
+#: batch gathers what its DAGs' conditions mention.
+_parsed: dict[str, tuple[Any, Condition, ConditionReferences]] = {}
 
 
-def condition_of(dag_id: str, expression: str) -> Condition:
-    """The condition of ``expression`` (JSON text, as stored), remembered per DAG while its
-    expression is the same."""
+def condition_of(dag_id: str, expression: Any) -> Condition:
+    """The condition of ``expression`` as stored (the JSON text a statement reads, or the
+    document the ORM decodes), remembered per DAG while its expression is the same."""
     cached = _parsed.get(dag_id)
     if cached is not None and cached[0] == expression:
         return cached[1]
-    try:
-        document = json.loads(expression)
-    except ValueError as exc:
-        raise InvalidAssetExpression(f"not JSON: {exc}") from exc
+    document = expression
+    if isinstance(expression, str):
+        try:
+            document = json.loads(expression)
+        except ValueError as exc:
+            raise InvalidAssetExpression(f"not JSON: {exc}") from exc
     condition = condition_parse(document)
     _parsed[dag_id] = (expression, condition, condition_references(condition))
     return condition
@@ -515,7 +518,7 @@ def awaiting_dags() -> list[AwaitingDag]:
     for dag_id, is_paused, expression, previous_run_at in queued:
         dags[dag_id] = (is_paused, previous_run_at)
         try:
-            conditions[dag_id] = condition_parse(expression)
+            conditions[dag_id] = condition_of(dag_id, expression)
         except InvalidAssetExpression:
             unreadable[dag_id] = set()
     if unreadable:
@@ -523,7 +526,7 @@ def awaiting_dags() -> list[AwaitingDag]:
             target_dag_id__in=unreadable
         ).values_list("target_dag_id", "asset_id"):
             unreadable[dag_id].add(asset_id)
-    resolution = condition_resolve(condition_references(*conditions.values()))
+    resolution = condition_resolve(references_of(conditions))
     awaiting: list[AwaitingDag] = []
     for dag_id, (is_paused, previous_run_at) in dags.items():
         condition = conditions.get(dag_id)
@@ -531,7 +534,7 @@ def awaiting_dags() -> list[AwaitingDag]:
             asset_ids = frozenset(unreadable[dag_id])
             events = Q(asset_id__in=asset_ids) & ~consumed_by(dag_id)
         else:
-            references = condition_references(condition)
+            references = _references_of(dag_id, condition)
             own = resolution_restrict(resolution, references)
             asset_ids = frozenset(own.all_asset_ids())
             events = next_run_events(
