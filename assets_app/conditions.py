@@ -49,6 +49,7 @@ from itertools import chain
 from typing import Any
 
 from assets_app.exceptions import InvalidAssetExpression
+from assets_app.validators import validate_keys, value_describe
 from task_sdk.definitions import Asset as SdkAsset
 from task_sdk.definitions import AssetAlias as SdkAssetAlias
 from task_sdk.definitions import (
@@ -114,7 +115,7 @@ def condition_parse(
         children = expression[kind]
         if not isinstance(children, list):
             raise InvalidAssetExpression(
-                f"{where}.{kind}: expected a list of conditions, got {_shown(children)}"
+                f"{where}.{kind}: expected a list of conditions, got {value_describe(children)}"
             )
         parsed = _children(children, f"{where}.{kind}", declared)
         return AllOf(parsed) if kind == "all" else AnyOf(parsed)
@@ -123,8 +124,9 @@ def condition_parse(
         if declared is not None:
             declared.append(leaf)
         return leaf.leaf
+    got = value_describe(expression)
     raise InvalidAssetExpression(
-        f"{where}: expected an asset condition ({CONDITION_FORMS}), got {_shown(expression)}"
+        f"{where}: expected an asset condition ({CONDITION_FORMS}), got {got}"
     )
 
 
@@ -135,23 +137,6 @@ def _children(
         condition_parse(node, where=f"{where}[{index}]", declared=declared)
         for index, node in enumerate(nodes)
     )
-
-
-def _shown(node: Any) -> str:
-    """What a node that is not what was expected is, for a message."""
-    if isinstance(node, Mapping):
-        if not node:
-            return "an empty mapping"
-        return f"a mapping with the key(s) {', '.join(sorted(str(key) for key in node))}"
-    if node is None:
-        return "null"
-    if isinstance(node, bool):
-        return "a boolean"
-    if isinstance(node, int | float):
-        return "a number"
-    if isinstance(node, str):
-        return f"the string {node!r}"
-    return f"a {type(node).__name__}"
 
 
 def leaf_parse(node: Any, *, where: str) -> DeclaredLeaf:
@@ -171,17 +156,10 @@ def leaf_parse(node: Any, *, where: str) -> DeclaredLeaf:
 def _body(
     value: Any, where: str, *, allowed: tuple[str, ...], required: tuple[str, ...] = ()
 ) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InvalidAssetExpression(f"{where}: expected a mapping, got {_shown(value)}")
-    unknown = sorted(str(key) for key in value.keys() - set(allowed))
-    if unknown:
-        raise InvalidAssetExpression(
-            f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
-        )
-    missing = [key for key in required if key not in value]
-    if missing:
-        raise InvalidAssetExpression(f"{where}: missing required key(s) {', '.join(missing)}")
-    return value
+    try:
+        return validate_keys(value, allowed=allowed, required=required)
+    except ValueError as exc:
+        raise InvalidAssetExpression(f"{where}: {exc}") from exc
 
 
 def _asset(body: Any, where: str) -> DeclaredLeaf:

@@ -148,6 +148,11 @@ REFUSED = [
     ),
     pytest.param({"alias": ""}, Refused(".alias", "cannot be empty"), id="alias-empty-name"),
     pytest.param(
+        {"alias": {"group": "g"}},
+        Refused(".alias", "missing required key(s) name"),
+        id="alias-without-name",
+    ),
+    pytest.param(
         {"any": [A, {"all": [{"asset": {"name": " "}}]}]},
         Refused(".any[1].all[0].asset", "cannot be just whitespace"),
         id="deep-bad-leaf",

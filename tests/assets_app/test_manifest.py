@@ -245,6 +245,11 @@ def test_json_manifest_is_read_as_json(tmp_path):
             id="paused",
         ),
         pytest.param(
+            "dags:\n  - {dag_id: d, is_paused_upon_creation: 1}",
+            "dags[0].is_paused_upon_creation: expected true or false",
+            id="paused-upon-creation",
+        ),
+        pytest.param(
             "dags:\n  - {dag_id: d, schedule: {asset: {}}}",
             "dags[0].schedule.asset: an asset needs a name or a uri",
             id="empty-asset",

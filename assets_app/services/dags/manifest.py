@@ -89,7 +89,7 @@ from assets_app.exceptions import InvalidAssetExpression, ManifestError
 from assets_app.models import DEFAULT_MAX_ACTIVE_RUNS, DEFAULT_MAX_ACTIVE_TASKS
 from assets_app.timetables import Timetable, timetable_parse
 from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE, TRIGGER_RULE_VALUES
-from assets_app.validators import validate_id
+from assets_app.validators import validate_id, validate_keys
 from task_sdk.definitions import AssetAliasUniqueKey, AssetUniqueKey
 
 # --- declarations ----------------------------------------------------------------------------
@@ -233,17 +233,10 @@ def manifest_parse(
 
 
 def _check_keys(value: Any, where: str, *, allowed: set[str], required: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ManifestError(f"{where}: expected a mapping, got {type(value).__name__}")
-    unknown = sorted(str(key) for key in value.keys() - allowed)
-    if unknown:
-        raise ManifestError(
-            f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
-        )
-    missing = sorted(required - value.keys())
-    if missing:
-        raise ManifestError(f"{where}: missing required key(s) {', '.join(missing)}")
-    return value
+    try:
+        return dict(validate_keys(value, allowed=allowed, required=required))
+    except ValueError as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
 
 
 def _check_id(value: Any, where: str) -> str:
@@ -466,12 +459,10 @@ def _parse_dags_folder(spec: dict[str, Any], where: str, base: Path, dag_file: s
 def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) -> DagDecl:
     spec = _check_keys(value, where, allowed=_DAG_KEYS, required={"dag_id"})
     dag_id = _check_id(spec["dag_id"], f"{where}.dag_id")
-    is_paused = spec.get("is_paused")
-    if is_paused is not None and not isinstance(is_paused, bool):
-        raise ManifestError(f"{where}.is_paused: expected true or false")
-    on_creation = spec.get("is_paused_upon_creation")
-    if on_creation is not None and not isinstance(on_creation, bool):
-        raise ManifestError(f"{where}.is_paused_upon_creation: expected true or false")
+    is_paused = _parse_optional_bool(spec.get("is_paused"), f"{where}.is_paused")
+    on_creation = _parse_optional_bool(
+        spec.get("is_paused_upon_creation"), f"{where}.is_paused_upon_creation"
+    )
     airflow_dag_file = spec.get("airflow_dag_file", "")
     if not isinstance(airflow_dag_file, str) or (
         airflow_dag_file and not airflow_dag_file.endswith(".py")
@@ -534,6 +525,11 @@ def _parse_bool(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise ManifestError(f"{where}: expected true or false")
     return value
+
+
+def _parse_optional_bool(value: Any, where: str) -> bool | None:
+    """``None`` (omitted: the stored value stays) or :func:`_parse_bool`."""
+    return None if value is None else _parse_bool(value, where)
 
 
 def _parse_cap(value: Any, where: str) -> int:
