@@ -1,36 +1,64 @@
-"""Asset schedule conditions: parsing ``Dag.asset_expression`` and evaluating it.
+"""Asset schedule conditions: their one grammar, the stored form, and evaluating them.
 
 Pure Python (no database), so the scheduler's decision logic is unit-testable on its own. This
-module owns the stored format in both directions (:func:`condition_parse`,
-:func:`condition_expression`) and its one-line summary (:func:`condition_summary`).
+module owns the grammar of conditions, which the manifest's ``schedule`` (and its inlets and
+outlets, for leaves) and the stored ``Dag.asset_expression`` share (:func:`condition_parse`,
+:func:`leaf_parse`), the stored form (:func:`condition_expression`, which
+:func:`condition_parse` reads back unchanged) and its one-line summary
+(:func:`condition_summary`).
 
-The JSON form, as written by ``declare_dags``::
+The grammar (JSON, or the same in YAML)::
 
-    {"asset": {"name": N, "uri": U}}
-    {"alias": {"name": N}}
+    {"asset": {"name": N, "uri": U, "group": G, "extra": {...}}}   name or uri may be alone
+    {"alias": {"name": N, "group": G}}   or   {"alias": N}
     {"asset_ref": {"name": N}}   or   {"asset_ref": {"uri": U}}
-    {"all": [node, ...]}         or   {"any": [node, ...]}
+    {"all": [node, ...]}   or   {"any": [node, ...]}   or   [node, ...]   (all of)
 
-Semantics (as Airflow 3 evaluates ``AssetAll`` / ``AssetAny`` / ``AssetAlias`` / asset refs):
+as Airflow 3 builds its ``Asset``, ``AssetAlias``, ``Asset.ref``, ``AssetAll`` and
+``AssetAny`` (a list is its ``schedule=[...]``): a name or uri given alone is copied to the
+other, a uri is normalized by Airflow's rules (``task_sdk.definitions.Asset``), and every
+name is checked by them. ``group`` and ``extra`` declare the asset or alias (the manifest
+upserts them); a condition names an asset by its key only. A tree is kept as written: an
+``all``/``any`` of one child, nested ones and a leaf given twice are not folded (Airflow keeps
+``AssetAll(a)``, ``AssetAll(AssetAny(a))`` and ``AssetAll(a, a)`` so, and serializes them as
+``{"all": [...]}``). An empty ``all``/``any`` is accepted, as Airflow accepts ``AssetAll()`` /
+``AssetAny()`` and ``schedule=[]``. Anything else is refused with an
+:class:`InvalidAssetExpression` whose message starts with the place: ``where`` (the manifest
+passes ``dags.yaml.dags[0].schedule``, a stored expression is ``asset_expression``), then the
+path to the node (``.any[1].asset``).
+
+Semantics (as Airflow 3's ``AssetEvaluator`` evaluates them):
 
 - an asset is satisfied when the caller says so (the scheduler: "it has a queue row");
 - an alias is satisfied when **any** asset it resolves to is satisfied; an alias that has not
   resolved to any asset yet is *not* satisfied (Airflow: ``any()`` over no assets);
 - a ref is satisfied when the asset it names (the *active* asset with that name / uri) is
   satisfied; a ref that names no active asset is not satisfied;
-- ``all`` needs every child, ``any`` needs one. An empty ``all`` or ``any`` is *not*
-  satisfied: a DAG is never triggered on nothing.
+- ``all`` needs every child, ``any`` needs one: Python's ``all()`` and ``any()``, so an empty
+  ``all`` is satisfied and an empty ``any`` is not (Airflow's ``agg_func``). A condition that
+  names no asset is still never met in practice: nothing queues its DAG, and a run is created
+  only for events to consume.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
 from assets_app.exceptions import InvalidAssetExpression
-from task_sdk.definitions import AssetAliasUniqueKey, AssetNameRef, AssetUniqueKey, AssetUriRef
+from assets_app.validators import validate_keys, value_describe
+from task_sdk.definitions import Asset as SdkAsset
+from task_sdk.definitions import AssetAlias as SdkAssetAlias
+from task_sdk.definitions import (
+    AssetAliasUniqueKey,
+    AssetNameRef,
+    AssetUniqueKey,
+    AssetUriRef,
+    normalize_uri,
+)
 
 
 @dataclass(frozen=True)
@@ -48,41 +76,144 @@ class AnyOf:
 Leaf = AssetUniqueKey | AssetAliasUniqueKey | AssetNameRef | AssetUriRef
 Condition = Leaf | AllOf | AnyOf
 
+#: The operators of a condition and the kinds of its leaves: a node's one key.
+OPERATORS = ("all", "any")
+LEAF_KINDS = ("asset", "asset_ref", "alias")
+#: What a node may be, as the messages say it.
+LEAF_FORMS = "{asset: ...}, {asset_ref: ...}, {alias: ...}"
+CONDITION_FORMS = f"{LEAF_FORMS}, {{all: [...]}}, {{any: [...]}} or a list"
 
-def _text(value: Any, *, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidAssetExpression(f"{where} must be a non-empty string, got {value!r}")
-    return value
+
+@dataclass(frozen=True)
+class DeclaredLeaf:
+    """A leaf as written, with what it declares besides its key: an asset's ``group`` and
+    ``extra``, an alias's ``group`` (``None`` where not given)."""
+
+    leaf: Leaf
+    group: str | None = None
+    extra: dict[str, Any] | None = None
 
 
-def condition_parse(expression: Any) -> Condition:
-    """Parse the JSON form into a condition tree; raises :class:`InvalidAssetExpression`."""
-    if not isinstance(expression, Mapping) or len(expression) != 1:
-        raise InvalidAssetExpression(f"expected an object with exactly one key, got {expression!r}")
-    ((kind, body),) = expression.items()
-    if kind in ("all", "any"):
-        if not isinstance(body, list):
-            raise InvalidAssetExpression(f"{kind!r} must hold a list, got {body!r}")
-        children = tuple(condition_parse(child) for child in body)
-        return AllOf(children) if kind == "all" else AnyOf(children)
-    if not isinstance(body, Mapping):
-        raise InvalidAssetExpression(f"{kind!r} must hold an object, got {body!r}")
+def node_kind(node: Any) -> Any:
+    """The one key of a one-key mapping (a node's kind), ``None`` for anything else."""
+    return next(iter(node)) if isinstance(node, Mapping) and len(node) == 1 else None
+
+
+def condition_parse(
+    expression: Any,
+    *,
+    where: str = "asset_expression",
+    declared: list[DeclaredLeaf] | None = None,
+) -> Condition:
+    """Parse a condition (see the module docstring) into its tree; raises
+    :class:`InvalidAssetExpression` naming the place, which starts with ``where``.
+    ``declared``, if given, receives every leaf with what it declares, in the order written."""
+    if isinstance(expression, list):
+        return AllOf(_children(expression, where, declared))
+    kind = node_kind(expression)
+    if kind in OPERATORS:
+        children = expression[kind]
+        if not isinstance(children, list):
+            raise InvalidAssetExpression(
+                f"{where}.{kind}: expected a list of conditions, got {value_describe(children)}"
+            )
+        parsed = _children(children, f"{where}.{kind}", declared)
+        return AllOf(parsed) if kind == "all" else AnyOf(parsed)
+    if kind in LEAF_KINDS:
+        leaf = leaf_parse(expression, where=where)
+        if declared is not None:
+            declared.append(leaf)
+        return leaf.leaf
+    got = value_describe(expression)
+    raise InvalidAssetExpression(
+        f"{where}: expected an asset condition ({CONDITION_FORMS}), got {got}"
+    )
+
+
+def _children(
+    nodes: list[Any], where: str, declared: list[DeclaredLeaf] | None
+) -> tuple[Condition, ...]:
+    return tuple(
+        condition_parse(node, where=f"{where}[{index}]", declared=declared)
+        for index, node in enumerate(nodes)
+    )
+
+
+def leaf_parse(node: Any, *, where: str) -> DeclaredLeaf:
+    """One leaf (an inlet, an outlet, or a condition's leaf): ``{asset: ...}``,
+    ``{asset_ref: ...}`` or ``{alias: ...}``; raises :class:`InvalidAssetExpression`."""
+    kind = node_kind(node)
+    if kind not in LEAF_KINDS:
+        raise InvalidAssetExpression(f"{where}: expected one of {LEAF_FORMS}")
+    body, where = node[kind], f"{where}.{kind}"
     if kind == "asset":
-        name = _text(body.get("name"), where="asset name")
-        uri = _text(body.get("uri", name), where="asset uri")
-        return AssetUniqueKey(name=name, uri=uri)
+        return _asset(body, where)
     if kind == "alias":
-        return AssetAliasUniqueKey(name=_text(body.get("name"), where="alias name"))
-    if kind == "asset_ref":
+        return _alias(body, where)
+    return DeclaredLeaf(_ref(body, where))
+
+
+def _body(
+    value: Any, where: str, *, allowed: tuple[str, ...], required: tuple[str, ...] = ()
+) -> Mapping[str, Any]:
+    try:
+        return validate_keys(value, allowed=allowed, required=required)
+    except ValueError as exc:
+        raise InvalidAssetExpression(f"{where}: {exc}") from exc
+
+
+def _asset(body: Any, where: str) -> DeclaredLeaf:
+    spec = _body(body, where, allowed=("name", "uri", "group", "extra"))
+    if "name" not in spec and "uri" not in spec:
+        raise InvalidAssetExpression(f"{where}: an asset needs a name or a uri")
+    extra = spec.get("extra")
+    if "extra" in spec:
+        if not isinstance(extra, dict):
+            raise InvalidAssetExpression(f"{where}: extra must be a mapping")
         try:
-            if "name" in body and "uri" not in body:
-                return AssetNameRef(_text(body["name"], where="asset_ref name"))
-            if "uri" in body and "name" not in body:
-                return AssetUriRef(_text(body["uri"], where="asset_ref uri"))
-        except ValueError as exc:  # the reference's own rules (e.g. not just whitespace)
-            raise InvalidAssetExpression(f"asset_ref: {exc}") from exc
-        raise InvalidAssetExpression(f"asset_ref needs exactly one of name / uri, got {body!r}")
-    raise InvalidAssetExpression(f"unknown condition node {kind!r}")
+            json.dumps(extra)
+        except (TypeError, ValueError) as exc:
+            raise InvalidAssetExpression(f"{where}: extra is not JSON-serializable: {exc}") from exc
+    try:
+        asset = SdkAsset(name=spec.get("name"), uri=spec.get("uri"), group=spec.get("group"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidAssetExpression(f"{where}: {exc}") from exc
+    return DeclaredLeaf(
+        AssetUniqueKey(name=asset.name, uri=asset.uri),
+        group=asset.group if "group" in spec else None,
+        extra=extra,
+    )
+
+
+def _alias(body: Any, where: str) -> DeclaredLeaf:
+    spec = _body(
+        {"name": body} if isinstance(body, str) else body,
+        where,
+        allowed=("name", "group"),
+        required=("name",),
+    )
+    try:
+        alias = SdkAssetAlias(
+            name=spec["name"], **({"group": spec["group"]} if "group" in spec else {})
+        )
+    except (TypeError, ValueError) as exc:
+        raise InvalidAssetExpression(f"{where}: {exc}") from exc
+    return DeclaredLeaf(
+        AssetAliasUniqueKey(name=alias.name), group=alias.group if "group" in spec else None
+    )
+
+
+def _ref(body: Any, where: str) -> AssetNameRef | AssetUriRef:
+    spec = _body(body, where, allowed=("name", "uri"))
+    if len(spec) != 1:
+        raise InvalidAssetExpression(f"{where}: an asset_ref takes exactly one of name or uri")
+    try:
+        ref = SdkAsset.ref(**spec)
+        if isinstance(ref, AssetUriRef):
+            return AssetUriRef(normalize_uri(ref.uri))
+        return ref
+    except (TypeError, ValueError) as exc:
+        raise InvalidAssetExpression(f"{where}: {exc}") from exc
 
 
 def condition_expression(condition: Condition) -> dict[str, Any]:
@@ -100,8 +231,11 @@ def condition_expression(condition: Condition) -> dict[str, Any]:
 
 
 def condition_summary(condition: Condition) -> str:
-    """One line for people: ``a & (b | alias:c)``; an asset shows its name."""
+    """One line for people: ``a & (b | alias:c)``; an asset shows its name, an empty
+    ``all``/``any`` reads ``all()``/``any()``."""
     if isinstance(condition, AllOf | AnyOf):
+        if not condition.children:
+            return "all()" if isinstance(condition, AllOf) else "any()"
         separator = " & " if isinstance(condition, AllOf) else " | "
         parts = [condition_summary(child) for child in condition.children]
         return separator.join(
@@ -209,9 +343,10 @@ class Resolution:
 
 
 def condition_evaluate(condition: Condition, *, leaf_satisfied: Callable[[Leaf], bool]) -> bool:
-    """Evaluate the tree; ``leaf_satisfied`` decides each leaf."""
+    """Evaluate the tree; ``leaf_satisfied`` decides each leaf (an empty ``all`` holds, an
+    empty ``any`` does not: Airflow's ``all()`` / ``any()``)."""
     if isinstance(condition, AllOf):
-        return bool(condition.children) and all(
+        return all(
             condition_evaluate(child, leaf_satisfied=leaf_satisfied) for child in condition.children
         )
     if isinstance(condition, AnyOf):

@@ -52,7 +52,9 @@ class DagParserError(InvalidInputError):
 
 
 class InvalidAssetExpression(InvalidInputError):  # noqa: N818 - named after what it is
-    """A stored ``Dag.asset_expression`` is not in the documented JSON form."""
+    """An asset condition (a stored ``Dag.asset_expression``, or a manifest's schedule before
+    the manifest names it a ``ManifestError``) is not in the grammar of
+    ``assets_app.conditions``; the message starts with the place."""
 
     code = "invalid_asset_expression"
 

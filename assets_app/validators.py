@@ -1,10 +1,13 @@
 """Input rules shared by several entry points: DAG, task and run ids (the manifest and
-``create_task_instance``), and the JSON values every route stores."""
+``create_task_instance``), the keys of a mapping (the manifest and the asset conditions), and
+the JSON values every route stores."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from assets_app.models import ID_LENGTH
 from task_sdk.jsonvalues import JSONProblem, json_problem
@@ -30,6 +33,49 @@ def validate_id(value: object, *, pattern: bool = True) -> str:
             f"{value!r} may only contain letters, digits, underscores, dots and dashes"
         )
     return value
+
+
+def validate_keys(
+    value: object, *, allowed: Collection[str], required: Collection[str] = ()
+) -> Mapping[str, Any]:
+    """Return ``value`` when it is a mapping with only ``allowed`` keys and every ``required``
+    one.
+
+    Raises ``ValueError`` saying what is wrong without naming the field; callers prefix the
+    field's name and raise their own domain error.
+    """
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping, got {value_describe(value)}")
+    unknown = sorted(str(key) for key in value.keys() - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
+        )
+    missing = sorted(key for key in required if key not in value)
+    if missing:
+        raise ValueError(f"missing required key(s) {', '.join(missing)}")
+    return value
+
+
+def value_describe(value: object) -> str:
+    """What a decoded JSON (or YAML) value is, for a message saying it is not what was
+    expected: ``null``, ``a boolean``, ``a number``, ``the string 'x'``, ``a list``, ``an empty
+    mapping`` or ``a mapping with the key(s) a, b``."""
+    if isinstance(value, Mapping):
+        if not value:
+            return "an empty mapping"
+        return f"a mapping with the key(s) {', '.join(sorted(str(key) for key in value))}"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__}"
 
 
 def json_value_problem(value: object, *, max_bytes: int | None = None) -> JSONProblem | None:

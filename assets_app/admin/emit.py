@@ -17,8 +17,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from assets_app.admin.panels import waiting_consumers
 from assets_app.exceptions import InvalidInputError
-from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetDagRunQueue, AssetEvent
+from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetEvent
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.validators import json_value_problem
 
@@ -104,13 +105,14 @@ def emit_event_view(
         except InvalidInputError as exc:
             form.add_error(None, str(exc))
         else:
-            queued = sorted(
-                AssetDagRunQueue.objects.filter(asset=asset).values_list("target_dag_id", flat=True)
+            waiting = ", ".join(
+                f"{dag.dag_id} (paused)" if dag.is_paused else dag.dag_id
+                for dag in waiting_consumers([event])[event.pk]
             )
             model_admin.message_user(
                 request,
-                f"Created asset event {event.pk} on {asset.name}; DAGs waiting on this asset: "
-                f"{', '.join(queued) or 'none'}.",
+                f"Created asset event {event.pk} on {asset.name}; DAGs waiting for it: "
+                f"{waiting or 'none'}.",
                 messages.SUCCESS,
             )
             return HttpResponseRedirect(reverse("admin:assets_app_asset_change", args=[asset.pk]))

@@ -40,8 +40,9 @@ from assets_app.selectors.assets import asset_events_search
 
 
 class EventChangeList(ChangeList):
-    """The event list's page, each event told the consumers still waiting on it (one query for
-    the page, ``panels.waiting_consumers``: what the overview shows)."""
+    """The event list's page, each event told the consumers still waiting on it (the
+    scheduler's rule for the whole page at once, ``panels.waiting_consumers``: what the
+    overview shows)."""
 
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)

@@ -45,7 +45,7 @@ def test_parse_builds_the_tree():
         "all": [
             A,
             {"any": [{"alias": {"name": "x"}}, {"asset_ref": {"name": "n"}}]},
-            {"asset_ref": {"uri": "u://v"}},
+            {"asset_ref": {"uri": "s3://v/u"}},
         ]
     }
 
@@ -57,14 +57,14 @@ def test_parse_builds_the_tree():
         (
             AssetUniqueKey("a", "s3://b/a"),
             AnyOf((AssetAliasUniqueKey("x"), AssetNameRef("n"))),
-            AssetUriRef("u://v"),
+            AssetUriRef("s3://v/u"),
         )
     )
     assert condition_references(condition) == ConditionReferences(
         asset_keys=(AssetUniqueKey("a", "s3://b/a"),),
         alias_names=("x",),
         name_refs=("n",),
-        uri_refs=("u://v",),
+        uri_refs=("s3://v/u",),
     )
 
 
@@ -72,7 +72,7 @@ def test_parse_builds_the_tree():
     "expression",
     [
         pytest.param(None, id="null"),
-        pytest.param([], id="list"),
+        pytest.param([None], id="list-holding-null"),
         pytest.param({"asset": {"name": "a"}, "alias": {"name": "x"}}, id="two-keys"),
         pytest.param({"asset": {}}, id="asset-without-name"),
         pytest.param({"all": A}, id="all-not-a-list"),
@@ -107,8 +107,13 @@ def test_parse_rejects_malformed_expressions(expression):
         pytest.param({"asset_ref": {"uri": "s3://b/b"}}, {2}, True, id="uri-ref"),
         pytest.param({"asset_ref": {"name": "zzz"}}, {1, 2, 3}, False, id="ref-unresolved"),
         pytest.param({"asset": {"name": "d", "uri": "d"}}, {1, 2, 3}, False, id="asset-unknown"),
-        pytest.param({"all": []}, {1}, False, id="empty-all"),
+        # Airflow's all() / any() of nothing; a DAG on nothing alone is never queued anyway
+        pytest.param({"all": []}, set(), True, id="empty-all"),
         pytest.param({"any": []}, {1}, False, id="empty-any"),
+        pytest.param({"all": [{"all": []}, A]}, {1}, True, id="empty-all-in-all"),
+        pytest.param({"all": [{"any": []}, A]}, {1}, False, id="empty-any-in-all"),
+        pytest.param({"any": [{"any": []}, A]}, {1}, True, id="empty-any-in-any"),
+        pytest.param({"any": [{"all": []}, A]}, set(), True, id="empty-all-in-any"),
     ],
 )
 def test_condition_is_met(expression, ready, expected):
@@ -134,7 +139,7 @@ def test_resolution_tells_direct_assets_from_alias_targets():
 def test_references_of_several_conditions_are_their_union_in_order_mentioned():
     # given: two DAGs' conditions sharing an asset
     first = condition_parse({"all": [A, {"alias": {"name": "x"}}]})
-    second = condition_parse({"any": [A, B, {"asset_ref": {"uri": "u://v"}}]})
+    second = condition_parse({"any": [A, B, {"asset_ref": {"uri": "s3://v/u"}}]})
 
     # when
     references = condition_references(first, second)
@@ -147,7 +152,7 @@ def test_references_of_several_conditions_are_their_union_in_order_mentioned():
         == ConditionReferences(
             asset_keys=(AssetUniqueKey("a", "s3://b/a"), AssetUniqueKey("b", "s3://b/b")),
             alias_names=("x",),
-            uri_refs=("u://v",),
+            uri_refs=("s3://v/u",),
         )
     )
     assert ConditionReferences.union([]) == ConditionReferences()
@@ -159,7 +164,7 @@ def test_references_of_several_conditions_are_their_union_in_order_mentioned():
         pytest.param(A, "a", id="asset"),
         pytest.param({"alias": {"name": "x"}}, "alias:x", id="alias"),
         pytest.param({"asset_ref": {"name": "n"}}, "name-ref:n", id="name-ref"),
-        pytest.param({"asset_ref": {"uri": "u://v"}}, "uri-ref:u://v", id="uri-ref"),
+        pytest.param({"asset_ref": {"uri": "s3://v/u"}}, "uri-ref:s3://v/u", id="uri-ref"),
         pytest.param(
             {"all": [A, {"any": [B, {"alias": {"name": "x"}}]}]}, "a & (b | alias:x)", id="nested"
         ),

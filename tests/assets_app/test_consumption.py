@@ -2,16 +2,19 @@
 runs (``unconsumed_event_ids``) and the ORM filter that finds the events still waiting for a
 consumer (``next_run_events``, behind ``events_awaiting_consumers``). Each case is one DAG's
 condition over a fixed world of assets, aliases, events and earlier runs; both forms must pick
-exactly the expected events."""
+exactly the expected events, and so must the admin's "DAGs waiting" on each event (the event
+list, the overview and an event's page: ``consumers_awaiting``) and the prune's rule."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
+from django.urls import reverse
 from django.utils import timezone
 
 from assets_app.conditions import condition_parse, condition_references
@@ -19,7 +22,9 @@ from assets_app.models import (
     AssetActive,
     AssetAliasAsset,
     AssetAliasAssetEvent,
+    AssetDagRunQueue,
     AssetEvent,
+    Dag,
     DagRun,
     DagRunAssetEvent,
     DagRunType,
@@ -31,6 +36,7 @@ from assets_app.services.assets.consumption import (
     condition_resolve,
     consumed_by,
     consumers_queue_steps,
+    events_awaiting_consumers,
     latest_asset_triggered_runs,
     next_run_events,
     resolution_restrict,
@@ -141,6 +147,54 @@ def test_the_sql_and_orm_forms_consume_the_same_events(
 
     assert by_sql.get(dag_id, []) == wanted  # oldest first
     assert sorted(by_orm) == sorted(wanted)
+
+
+@pytest.mark.parametrize(("dag_id", "expression", "expected"), CASES)
+def test_the_admin_and_the_prune_see_the_same_events_waiting(
+    admin_client: Any,
+    world: dict[str, Any],
+    dag_id: str,
+    expression: dict[str, Any],
+    expected: list[str],
+) -> None:
+    # given the case's DAG scheduled on its condition and queued (on an asset the condition
+    # need not name: a queued DAG waits for what its next run consumes, wherever it was queued)
+    events = world["events"]
+    Dag.objects.filter(dag_id=dag_id).update(asset_expression=expression)
+    AssetDagRunQueue.objects.create(asset=events["c1"].asset, target_dag_id=dag_id)
+    wanted = {events[name].pk for name in expected}
+
+    # when
+    response = admin_client.get(reverse("admin:assets_app_assetevent_changelist"))
+    own_pages = {
+        name: admin_client.get(reverse("admin:assets_app_assetevent_change", args=[event.pk]))
+        for name, event in events.items()
+    }
+
+    # then the event list shows the DAG waiting on exactly the events its next run consumes
+    listed = response.context["cl"].result_list
+    assert {event.pk for event in listed} == {event.pk for event in events.values()}
+    assert {
+        event.pk for event in listed if dag_id in {dag.dag_id for dag in event.waiting_consumers}
+    } == wanted
+    # and so does each event's own page
+    assert {
+        events[name].pk for name, page in own_pages.items() if dag_id in waiting_on_page(page)
+    } == wanted
+    # and the prune keeps exactly those
+    awaited = AssetEvent.objects.filter(events_awaiting_consumers()).values_list("pk", flat=True)
+    assert set(awaited) == wanted
+
+
+def waiting_on_page(page: Any) -> set[str]:
+    """The DAGs an event's page lists as waiting on it (the links of its waiting list)."""
+    assert page.status_code == 200
+    html = page.content.decode()
+    start = html.find('class="ar-waiting-list"')
+    if start < 0:
+        return set()
+    listed = html[start : html.index("</div>", start)]
+    return set(re.findall(r'href="/admin/assets_app/dag/([^/]+)/change/"', listed))
 
 
 def test_a_consumed_event_link_keeps_its_runs_dag_and_refuses_one_without():

@@ -182,6 +182,29 @@ def test_all_of_any_of_nested_and_refs_are_stored(tmp_path):
     assert active_uris() == {"s3://b/a", "s3://b/c"}
 
 
+def test_empty_all_and_any_are_stored_as_airflow_stores_them_and_reference_nothing(tmp_path):
+    # when: Airflow's schedule=[] and AssetAny(), as a manifest writes them
+    declare(
+        write(
+            tmp_path,
+            {
+                "dags": [
+                    {"dag_id": "on_nothing", "schedule": []},
+                    {"dag_id": "on_none", "schedule": {"any": []}},
+                ]
+            },
+        )
+    )
+
+    # then they are asset-scheduled DAGs that nothing queues
+    assert dict(Dag.objects.values_list("dag_id", "asset_expression")) == {
+        "on_nothing": {"all": []},
+        "on_none": {"any": []},
+    }
+    for reference in TABLES[4:]:
+        assert not reference.objects.exists()
+
+
 def test_asset_uris_are_normalized_like_the_task_sdk(tmp_path):
     # when
     declare(

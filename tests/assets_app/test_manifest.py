@@ -245,6 +245,11 @@ def test_json_manifest_is_read_as_json(tmp_path):
             id="paused",
         ),
         pytest.param(
+            "dags:\n  - {dag_id: d, is_paused_upon_creation: 1}",
+            "dags[0].is_paused_upon_creation: expected true or false",
+            id="paused-upon-creation",
+        ),
+        pytest.param(
             "dags:\n  - {dag_id: d, schedule: {asset: {}}}",
             "dags[0].schedule.asset: an asset needs a name or a uri",
             id="empty-asset",
@@ -254,7 +259,16 @@ def test_json_manifest_is_read_as_json(tmp_path):
             "cannot exceed 1500",
             id="name-length",
         ),
-        pytest.param("dags:\n  - {dag_id: d, schedule: []}", "non-empty list", id="empty-schedule"),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: [1]}",
+            "dags[0].schedule[0]: expected an asset condition",
+            id="schedule-of-a-number",
+        ),
+        pytest.param(
+            "dags:\n  - {dag_id: d, schedule: {cron: '@daily'}}",
+            "dags[0].schedule: expected an asset condition ({asset: ...}",
+            id="neither-condition-nor-time",
+        ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: '61 * * * *'}",
             "dags[0].schedule: '61 * * * *' is not a valid cron expression",

@@ -296,6 +296,48 @@ def test_nested_condition():
     assert set(created.event_ids) == {event_a.pk, event_b.pk, event_c.pk}
 
 
+def test_an_empty_all_inside_an_all_holds_as_in_airflow():
+    # given: all(all(), a): Airflow's all() of nothing holds, so a alone decides
+    a = AssetFactory()
+    dag = consumer("vacuous", {"all": [{"all": []}, asset_node(a)]})
+    event = emit(a)
+    queue(dag, a)
+
+    # when
+    (created,) = scheduler_pass().created
+
+    # then
+    assert created.event_ids == (event.pk,)
+
+
+def test_an_empty_any_inside_an_all_never_holds():
+    a = AssetFactory()
+    dag = consumer("never", {"all": [{"any": []}, asset_node(a)]})
+    emit(a)
+    queue(dag, a)
+
+    result = scheduler_pass()
+
+    assert result.created == []
+    assert result.count(Outcome.NOT_READY) == 1
+
+
+def test_a_dag_on_an_empty_all_gets_no_run_from_rows_left_by_its_old_schedule():
+    # given: a DAG redeclared onto all() of nothing (which nothing queues), a row left over
+    a = AssetFactory()
+    dag = consumer("on_nothing", {"all": []})
+    emit(a)
+    queue(dag, a)
+
+    # when
+    result = scheduler_pass()
+
+    # then its condition holds, but a run is made only for events to consume
+    assert result.created == []
+    assert result.count(Outcome.NOTHING_TO_CONSUME) == 1
+    assert not AssetDagRunQueue.objects.exists()
+
+
 def test_alias_without_resolved_assets_is_not_satisfied():
     # given: the DAG waits on an alias nothing has emitted through, and on asset a
     a = AssetFactory()

@@ -4,8 +4,9 @@ assets: :func:`condition_of`, :func:`condition_resolve` and
 :func:`assets_app.conditions.condition_is_met`), and **what a run consumes**
 (:func:`unconsumed_event_ids`, the set-based SQL form that creates runs, and
 :func:`next_run_events`, the same rule as an ORM filter, which finds the events still waiting
-for a consumer: :func:`events_awaiting_consumers`). The two forms of the consumption rule are
-held to the same cases by ``tests/assets_app/test_consumption.py``.
+for a consumer: :func:`events_awaiting_consumers` for the prune, :func:`consumers_awaiting`
+per event for the admin). The two forms of the consumption rule, and the admin's and the
+prune's answers, are held to the same cases by ``tests/assets_app/test_consumption.py``.
 
 :mod:`assets_app.services.scheduling.scheduler` applies these rules under locks; registration
 and the manual event queue consumers through :func:`consumers_queue`.
@@ -15,10 +16,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import (
+    BooleanField,
+    Exists,
+    ExpressionWrapper,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+)
 
 from assets_app.conditions import (
     Condition,
@@ -244,20 +254,23 @@ def consumers_queue_steps(
 
 
 #: dag_id → (its asset_expression as stored, parsed, what it mentions): parsing is most of
-#: evaluating, and every pass and batch gathers what its DAGs' conditions mention.
-_parsed: dict[str, tuple[str, Condition, ConditionReferences]] = {}
+#: evaluating (the grammar checks every name and normalizes every uri), and every pass and
+#: batch gathers what its DAGs' conditions mention.
+_parsed: dict[str, tuple[Any, Condition, ConditionReferences]] = {}
 
 
-def condition_of(dag_id: str, expression: str) -> Condition:
-    """The condition of ``expression`` (JSON text, as stored), remembered per DAG while its
-    expression is the same."""
+def condition_of(dag_id: str, expression: Any) -> Condition:
+    """The condition of ``expression`` as stored (the JSON text a statement reads, or the
+    document the ORM decodes), remembered per DAG while its expression is the same."""
     cached = _parsed.get(dag_id)
     if cached is not None and cached[0] == expression:
         return cached[1]
-    try:
-        document = json.loads(expression)
-    except ValueError as exc:
-        raise InvalidAssetExpression(f"not JSON: {exc}") from exc
+    document = expression
+    if isinstance(expression, str):
+        try:
+            document = json.loads(expression)
+        except ValueError as exc:
+            raise InvalidAssetExpression(f"not JSON: {exc}") from exc
     condition = condition_parse(document)
     _parsed[dag_id] = (expression, condition, condition_references(condition))
     return condition
@@ -340,15 +353,28 @@ def condition_resolve(references: ConditionReferences) -> Resolution:
 # --- what a run consumes -----------------------------------------------------------------
 
 
-def latest_asset_triggered_runs(dag_ids: Collection[str]) -> dict[str, datetime]:
-    """When the latest asset-triggered run of each of ``dag_ids`` that has one was created
-    (1 query): where the events its next run consumes start (see ``EVENT_LOOKBACK``)."""
-    return dict(
-        DagRun.objects.filter(dag_id__in=dag_ids, run_type=DagRunType.ASSET_TRIGGERED)
+def latest_asset_triggered_run() -> Subquery:
+    """When the latest asset-triggered run of the DAG ``OuterRef("dag_id")`` was created
+    (``NULL``: it has none): where the events its next run consumes start (see
+    ``EVENT_LOOKBACK``)."""
+    return Subquery(
+        DagRun.objects.filter(dag_id=OuterRef("dag_id"), run_type=DagRunType.ASSET_TRIGGERED)
+        .order_by()
         .values("dag_id")
         .annotate(latest=Max("created_at"))
-        .values_list("dag_id", "latest")
+        .values("latest")
     )
+
+
+def latest_asset_triggered_runs(dag_ids: Collection[str]) -> dict[str, datetime]:
+    """:func:`latest_asset_triggered_run` of each of ``dag_ids`` that has one (1 query)."""
+    return {
+        dag_id: latest
+        for dag_id, latest in Dag.objects.filter(dag_id__in=dag_ids)
+        .annotate(latest=latest_asset_triggered_run())
+        .values_list("dag_id", "latest")
+        if latest is not None
+    }
 
 
 def unconsumed_event_ids(
@@ -451,8 +477,20 @@ def next_run_events(
     return events
 
 
-def events_awaiting_consumers() -> Q:
-    """A filter on events: those the next run of some **queued** DAG would consume.
+@dataclass(frozen=True)
+class AwaitingDag:
+    """A queued DAG and the events its next asset-triggered run consumes."""
+
+    dag_id: str
+    is_paused: bool
+    #: the events, as a filter on events
+    events: Q
+    #: the assets they can be on (an event on any other asset is not among them)
+    asset_ids: frozenset[int]
+
+
+def awaiting_dags() -> list[AwaitingDag]:
+    """Every **queued** DAG, by ``dag_id``, with the events its next run would consume.
 
     A DAG is queued when it has ``asset_dag_run_queue`` rows, paused and stale DAGs included
     (their rows wait for them). The events its next asset-triggered run consumes are exactly
@@ -462,38 +500,95 @@ def events_awaiting_consumers() -> Q:
     ``EVENT_LOOKBACK`` before the latest one was created (older events are never consumed).
     A DAG that is no longer asset-scheduled waits for nothing (the scheduler drops its rows);
     one whose stored expression cannot be read keeps every event on its queued assets that no
-    run of it consumed. Evaluated now: 1 query without queued DAGs, else 3-6.
+    run of it consumed. 1 query without queued DAGs, else 2-3 (the DAGs with their latest
+    runs; their assets' ids; the queued assets of those whose expression cannot be read).
     """
-    queued_assets: dict[str, set[int]] = {}
-    for dag_id, asset_id in AssetDagRunQueue.objects.order_by().values_list(
-        "target_dag_id", "asset_id"
-    ):
-        queued_assets.setdefault(dag_id, set()).add(asset_id)
-    if not queued_assets:
-        return Q(pk__in=[])
-    conditions: dict[str, Condition] = {}
-    unreadable: list[str] = []
-    for dag_id, expression in Dag.objects.filter(
-        dag_id__in=queued_assets, asset_expression__isnull=False
-    ).values_list("dag_id", "asset_expression"):
-        try:
-            conditions[dag_id] = condition_parse(expression)
-        except InvalidAssetExpression:
-            unreadable.append(dag_id)
-    resolution = condition_resolve(condition_references(*conditions.values()))
-    previous_runs = latest_asset_triggered_runs(conditions)
-    awaited = Q(pk__in=[])
-    for dag_id, condition in sorted(conditions.items()):
-        references = condition_references(condition)
-        awaited |= next_run_events(
-            dag_id=dag_id,
-            alias_names=references.alias_names,
-            resolution=resolution_restrict(resolution, references),
-            previous_run_at=previous_runs.get(dag_id),
+    queued = (
+        Dag.objects.filter(
+            Exists(AssetDagRunQueue.objects.filter(target_dag_id=OuterRef("dag_id"))),
+            asset_expression__isnull=False,
         )
-    for dag_id in sorted(unreadable):
-        awaited |= Q(asset_id__in=queued_assets[dag_id]) & ~consumed_by(dag_id)
+        .annotate(previous_run_at=latest_asset_triggered_run())
+        .order_by("dag_id")
+        .values_list("dag_id", "is_paused", "asset_expression", "previous_run_at")
+    )
+    dags: dict[str, tuple[bool, datetime | None]] = {}
+    conditions: dict[str, Condition] = {}
+    unreadable: dict[str, set[int]] = {}  # dag_id -> its queued assets
+    for dag_id, is_paused, expression, previous_run_at in queued:
+        dags[dag_id] = (is_paused, previous_run_at)
+        try:
+            conditions[dag_id] = condition_of(dag_id, expression)
+        except InvalidAssetExpression:
+            unreadable[dag_id] = set()
+    if unreadable:
+        for dag_id, asset_id in AssetDagRunQueue.objects.filter(
+            target_dag_id__in=unreadable
+        ).values_list("target_dag_id", "asset_id"):
+            unreadable[dag_id].add(asset_id)
+    resolution = condition_resolve(references_of(conditions))
+    awaiting: list[AwaitingDag] = []
+    for dag_id, (is_paused, previous_run_at) in dags.items():
+        condition = conditions.get(dag_id)
+        if condition is None:
+            asset_ids = frozenset(unreadable[dag_id])
+            events = Q(asset_id__in=asset_ids) & ~consumed_by(dag_id)
+        else:
+            references = _references_of(dag_id, condition)
+            own = resolution_restrict(resolution, references)
+            asset_ids = frozenset(own.all_asset_ids())
+            events = next_run_events(
+                dag_id=dag_id,
+                alias_names=references.alias_names,
+                resolution=own,
+                previous_run_at=previous_run_at,
+            )
+        awaiting.append(AwaitingDag(dag_id, is_paused, events, asset_ids))
+    return awaiting
+
+
+def events_awaiting_consumers() -> Q:
+    """A filter on events: those the next run of some queued DAG would consume
+    (:func:`awaiting_dags`; evaluated now: 1 query without queued DAGs, else 2-3)."""
+    awaited = Q(pk__in=[])
+    for dag in awaiting_dags():
+        awaited |= dag.events
     return awaited
+
+
+#: At most this many DAGs are asked about in one query of :func:`consumers_awaiting` (a column
+#: each; SQLite allows 2,000).
+AWAITING_DAGS_PER_QUERY = 200
+
+
+def consumers_awaiting(events: Iterable[AssetEvent]) -> dict[int, list[AwaitingDag]]:
+    """Per event id, the queued DAGs whose next run consumes the event, by ``dag_id``:
+    :func:`events_awaiting_consumers` told apart by DAG, for the events a page shows.
+
+    No query without events; else those of :func:`awaiting_dags`, then one that asks each
+    DAG that could consume one of them (its assets include an event's asset) about every event
+    at once, a column per DAG (one more query per :data:`AWAITING_DAGS_PER_QUERY` such DAGs).
+    """
+    events = list(events)
+    found: dict[int, list[AwaitingDag]] = {event.pk: [] for event in events}
+    if not events:
+        return found
+    asset_ids = {event.asset_id for event in events if event.asset_id is not None}
+    candidates = [dag for dag in awaiting_dags() if dag.asset_ids & asset_ids]
+    for start in range(0, len(candidates), AWAITING_DAGS_PER_QUERY):
+        part = candidates[start : start + AWAITING_DAGS_PER_QUERY]
+        flags = {
+            f"awaited_by_{index}": ExpressionWrapper(dag.events, output_field=BooleanField())
+            for index, dag in enumerate(part)
+        }
+        for pk, *awaited in (
+            AssetEvent.objects.filter(pk__in=found)
+            .annotate(**flags)
+            .order_by()
+            .values_list("pk", *flags)
+        ):
+            found[pk] += [dag for dag, is_awaited in zip(part, awaited, strict=True) if is_awaited]
+    return found
 
 
 def consumed_by(dag_id: str) -> Q:

@@ -45,9 +45,13 @@ Inlet/outlet entries and schedule leaves:
   (a uri reference is kept normalized);
 - ``{alias: NAME}`` or ``{alias: {name: NAME, group: G}}``.
 
-A schedule is one leaf, ``{all: [...]}``, ``{any: [...]}`` (nestable), or a plain list (all
-of). Paths in ``callable``, ``airflow_dag_file`` and ``airflow_dags_folder`` are relative to
-the manifest's folder;
+A schedule is one leaf, ``{all: [...]}``, ``{any: [...]}`` (nestable, possibly empty), or a
+plain list (all of). Leaves and conditions are read by the grammar of
+``assets_app.conditions`` (:func:`~assets_app.conditions.leaf_parse`,
+:func:`~assets_app.conditions.condition_parse`), the one a stored ``Dag.asset_expression`` is
+read with, so the manifest and the stored form accept and refuse the same conditions. Paths in
+``callable``, ``airflow_dag_file`` and ``airflow_dags_folder`` are relative to the manifest's
+folder;
 a task has either (its own ``callable`` wins over its DAG's ``airflow_dag_file``) or neither
 (then nothing can run it automatically; ``create_task_instance`` still works).
 
@@ -63,7 +67,7 @@ Every error is a ``ManifestError`` whose message starts with the offending place
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -71,21 +75,22 @@ from typing import Any, TypeVar
 
 import yaml
 
-from assets_app.conditions import AllOf, AnyOf, Condition, Leaf
-from assets_app.exceptions import ManifestError
+from assets_app.conditions import (
+    LEAF_KINDS,
+    OPERATORS,
+    Condition,
+    DeclaredLeaf,
+    Leaf,
+    condition_parse,
+    leaf_parse,
+    node_kind,
+)
+from assets_app.exceptions import InvalidAssetExpression, ManifestError
 from assets_app.models import DEFAULT_MAX_ACTIVE_RUNS, DEFAULT_MAX_ACTIVE_TASKS
 from assets_app.timetables import Timetable, timetable_parse
 from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE, TRIGGER_RULE_VALUES
-from assets_app.validators import validate_id
-from task_sdk.definitions import Asset as SdkAsset
-from task_sdk.definitions import AssetAlias as SdkAssetAlias
-from task_sdk.definitions import (
-    AssetAliasUniqueKey,
-    AssetNameRef,
-    AssetUniqueKey,
-    AssetUriRef,
-    normalize_uri,
-)
+from assets_app.validators import validate_id, validate_keys
+from task_sdk.definitions import AssetAliasUniqueKey, AssetUniqueKey
 
 # --- declarations ----------------------------------------------------------------------------
 
@@ -228,17 +233,10 @@ def manifest_parse(
 
 
 def _check_keys(value: Any, where: str, *, allowed: set[str], required: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ManifestError(f"{where}: expected a mapping, got {type(value).__name__}")
-    unknown = sorted(str(key) for key in value.keys() - allowed)
-    if unknown:
-        raise ManifestError(
-            f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
-        )
-    missing = sorted(required - value.keys())
-    if missing:
-        raise ManifestError(f"{where}: missing required key(s) {', '.join(missing)}")
-    return value
+    try:
+        return dict(validate_keys(value, allowed=allowed, required=required))
+    except ValueError as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
 
 
 def _check_id(value: Any, where: str) -> str:
@@ -254,108 +252,40 @@ def _check_unique(ids: list[str], problem: str) -> None:
         raise ManifestError(f"{problem} {', '.join(duplicates)}")
 
 
-def _check_extra(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ManifestError(f"{where}: extra must be a mapping")
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError) as exc:
-        raise ManifestError(f"{where}: extra is not JSON-serializable: {exc}") from exc
-    return value
+# --- leaves and conditions: the grammar of assets_app.conditions ------------------------------
 
 
-def _single_key(node: Any) -> Any:
-    """The one key of a one-key mapping (``None`` for anything else)."""
-    return next(iter(node)) if isinstance(node, dict) and len(node) == 1 else None
-
-
-# --- leaves and conditions -------------------------------------------------------------------
-
-
-def _parse_asset(value: Any, where: str) -> AssetDecl:
-    spec = _check_keys(value, where, allowed={"name", "uri", "group", "extra"}, required=set())
-    if "name" not in spec and "uri" not in spec:
-        raise ManifestError(f"{where}: an asset needs a name or a uri")
-    extra = _check_extra(spec["extra"], where) if "extra" in spec else None
-    try:
-        asset = SdkAsset(name=spec.get("name"), uri=spec.get("uri"), group=spec.get("group"))
-    except (TypeError, ValueError) as exc:
-        raise ManifestError(f"{where}: {exc}") from exc
-    return AssetDecl(
-        key=AssetUniqueKey(name=asset.name, uri=asset.uri),
-        group=asset.group if "group" in spec else None,
-        extra=extra,
-    )
-
-
-def _parse_alias(value: Any, where: str) -> AliasDecl:
-    if isinstance(value, str):
-        value = {"name": value}
-    spec = _check_keys(value, where, allowed={"name", "group"}, required={"name"})
-    try:
-        alias = SdkAssetAlias(
-            name=spec["name"], **({"group": spec["group"]} if "group" in spec else {})
-        )
-    except (TypeError, ValueError) as exc:
-        raise ManifestError(f"{where}: {exc}") from exc
-    return AliasDecl(name=alias.name, group=alias.group if "group" in spec else None)
-
-
-def _parse_ref(value: Any, where: str) -> AssetNameRef | AssetUriRef:
-    spec = _check_keys(value, where, allowed={"name", "uri"}, required=set())
-    if len(spec) != 1:
-        raise ManifestError(f"{where}: an asset_ref takes exactly one of name or uri")
-    try:
-        ref = SdkAsset.ref(**spec)
-        if isinstance(ref, AssetUriRef):
-            return AssetUriRef(normalize_uri(ref.uri))
-        return ref
-    except (TypeError, ValueError) as exc:
-        raise ManifestError(f"{where}: {exc}") from exc
-
-
-_LEAF_KINDS = ("asset", "asset_ref", "alias")
+def _declare(leaves: Iterable[DeclaredLeaf], declared: list[Declaration]) -> None:
+    """Add the assets and aliases among ``leaves`` to ``declared``, with what they declare."""
+    for leaf in leaves:
+        if isinstance(leaf.leaf, AssetUniqueKey):
+            declared.append(AssetDecl(key=leaf.leaf, group=leaf.group, extra=leaf.extra))
+        elif isinstance(leaf.leaf, AssetAliasUniqueKey):
+            declared.append(AliasDecl(name=leaf.leaf.name, group=leaf.group))
 
 
 def _parse_leaf(node: Any, where: str, declared: list[Declaration]) -> Leaf:
-    """A leaf as the condition tree holds it; an asset or alias also goes to ``declared``."""
-    kind = _single_key(node)
-    if kind not in _LEAF_KINDS:
-        raise ManifestError(
-            f"{where}: expected one of {{asset: ...}}, {{asset_ref: ...}}, {{alias: ...}}"
-        )
-    value, where = node[kind], f"{where}.{kind}"
-    if kind == "asset_ref":
-        return _parse_ref(value, where)
-    if kind == "asset":
-        asset = _parse_asset(value, where)
-        declared.append(asset)
-        return asset.key
-    alias = _parse_alias(value, where)
-    declared.append(alias)
-    return AssetAliasUniqueKey(name=alias.name)
+    """A task's inlet or outlet (:func:`assets_app.conditions.leaf_parse`); an asset or alias
+    also goes to ``declared``."""
+    try:
+        leaf = leaf_parse(node, where=where)
+    except InvalidAssetExpression as exc:
+        raise ManifestError(exc.message) from exc
+    _declare([leaf], declared)
+    return leaf.leaf
 
 
 def _parse_condition(node: Any, where: str, declared: list[Declaration]) -> Condition:
-    if isinstance(node, list):
-        node = {"all": node}
-    operator = _single_key(node)
-    if operator in ("all", "any"):
-        children = node[operator]
-        if not isinstance(children, list) or not children:
-            raise ManifestError(f"{where}.{operator}: expected a non-empty list of conditions")
-        parsed = tuple(
-            _parse_condition(child, f"{where}.{operator}[{index}]", declared)
-            for index, child in enumerate(children)
-        )
-        return AllOf(parsed) if operator == "all" else AnyOf(parsed)
-    if operator in _LEAF_KINDS:
-        return _parse_leaf(node, where, declared)
-    raise ManifestError(
-        f"{where}: expected an asset condition ({{asset}}, {{asset_ref}}, {{alias}}, "
-        "{all: [...]}, {any: [...]} or a list), a cron string or preset, {timedelta: ...} or "
-        "{asset_or_time: {assets: ..., time: ...}}"
-    )
+    """An asset condition (:func:`assets_app.conditions.condition_parse`, the grammar a stored
+    ``Dag.asset_expression`` is read with too); its assets and aliases also go to
+    ``declared``."""
+    leaves: list[DeclaredLeaf] = []
+    try:
+        condition = condition_parse(node, where=where, declared=leaves)
+    except InvalidAssetExpression as exc:
+        raise ManifestError(exc.message) from exc
+    _declare(leaves, declared)
+    return condition
 
 
 def _parse_leaves(value: Any, where: str, declared: list[Declaration]) -> tuple[Leaf, ...]:
@@ -529,12 +459,10 @@ def _parse_dags_folder(spec: dict[str, Any], where: str, base: Path, dag_file: s
 def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) -> DagDecl:
     spec = _check_keys(value, where, allowed=_DAG_KEYS, required={"dag_id"})
     dag_id = _check_id(spec["dag_id"], f"{where}.dag_id")
-    is_paused = spec.get("is_paused")
-    if is_paused is not None and not isinstance(is_paused, bool):
-        raise ManifestError(f"{where}.is_paused: expected true or false")
-    on_creation = spec.get("is_paused_upon_creation")
-    if on_creation is not None and not isinstance(on_creation, bool):
-        raise ManifestError(f"{where}.is_paused_upon_creation: expected true or false")
+    is_paused = _parse_optional_bool(spec.get("is_paused"), f"{where}.is_paused")
+    on_creation = _parse_optional_bool(
+        spec.get("is_paused_upon_creation"), f"{where}.is_paused_upon_creation"
+    )
     airflow_dag_file = spec.get("airflow_dag_file", "")
     if not isinstance(airflow_dag_file, str) or (
         airflow_dag_file and not airflow_dag_file.endswith(".py")
@@ -599,6 +527,11 @@ def _parse_bool(value: Any, where: str) -> bool:
     return value
 
 
+def _parse_optional_bool(value: Any, where: str) -> bool | None:
+    """``None`` (omitted: the stored value stays) or :func:`_parse_bool`."""
+    return None if value is None else _parse_bool(value, where)
+
+
 def _parse_cap(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
         raise ManifestError(f"{where}: expected a whole number from 1 to 100000")
@@ -628,7 +561,7 @@ def _parse_time(node: Any, where: str, *, timezone: str) -> tuple[Timetable, str
     try:
         if isinstance(node, str):
             return timetable_parse(schedule=node, timezone=timezone), node.strip()
-        if _single_key(node) == "timedelta":
+        if node_kind(node) == "timedelta":
             timetable = timetable_parse(delta=node["timedelta"], timezone=timezone)
             assert timetable.delta is not None  # noqa: S101 - a delta timetable has one
             return timetable, str(timetable.delta)
@@ -646,10 +579,10 @@ def _parse_schedule(
     lacks."""
     if node is None:
         return None, None, ""
-    if isinstance(node, str) or _single_key(node) == "timedelta":
+    if isinstance(node, str) or node_kind(node) == "timedelta":
         timetable, summary = _parse_time(node, where, timezone=timezone)
         return None, timetable, summary
-    if _single_key(node) == "asset_or_time":
+    if node_kind(node) == "asset_or_time":
         spec = _check_keys(
             node["asset_or_time"],
             f"{where}.asset_or_time",
@@ -661,7 +594,16 @@ def _parse_schedule(
         )
         condition = _parse_condition(spec["assets"], f"{where}.asset_or_time.assets", declared)
         return condition, timetable, summary
-    return _parse_condition(node, where, declared), None, ""
+    try:
+        return _parse_condition(node, where, declared), None, ""
+    except ManifestError as exc:
+        if isinstance(node, list) or node_kind(node) in (*OPERATORS, *LEAF_KINDS):
+            raise
+        # neither a condition nor a time schedule: say both
+        raise ManifestError(
+            f"{exc.message}; or a time schedule: a cron string or preset, {{timedelta: ...}} "
+            "or {asset_or_time: {assets: ..., time: ...}}"
+        ) from exc
 
 
 # --- merging ---------------------------------------------------------------------------------

@@ -53,6 +53,8 @@ def test_emit_creates_the_event_queues_consumers_and_logs_the_user(admin_client,
     assert entry.get_change_message() == f"Added asset event “{event}”."
     page = admin_client.get(response["Location"])
     assert f"Created asset event {event.pk}" in page.content.decode()
+    # naming the DAGs waiting for it, as its page will
+    assert "DAGs waiting for it: asset_s3_bucket_consumer." in page.content.decode()
     history = admin_client.get(reverse("admin:assets_app_asset_history", args=[asset.pk]))
     assert admin_user.username in history.content.decode()
     assert f"Added asset event “{event}”." in history.content.decode()

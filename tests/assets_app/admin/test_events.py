@@ -9,7 +9,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from assets_app.models import AssetAliasAssetEvent, AssetEvent, DagRunAssetEvent
+from assets_app.models import (
+    AssetAliasAssetEvent,
+    AssetDagRunQueue,
+    AssetEvent,
+    DagRunAssetEvent,
+)
 from tests.assets_app.admin import (
     assert_query_count_does_not_grow,
     change,
@@ -17,7 +22,13 @@ from tests.assets_app.admin import (
     listed,
     page_text,
 )
-from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory, DagRunFactory
+from tests.factories import (
+    AssetAliasFactory,
+    AssetEventFactory,
+    AssetFactory,
+    DagFactory,
+    DagRunFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -194,8 +205,30 @@ def test_event_changelist_query_count_does_not_grow_with_rows(admin_client):
 
     # session, user, the DAG and alias filter choices, the capped count, the page, the
     # page's source aliases and created DAG runs (prefetched), the date hierarchy's MIN/MAX
-    # and the consumers still waiting on the page's events (one query)
+    # and the consumers still waiting on the page's events (one query: no DAG is queued)
     assert queries == 10
+
+
+def test_event_changelist_with_queued_consumers_costs_two_queries_more(admin_client):
+    # given events on an asset that more and more queued DAGs are scheduled on
+    asset = AssetFactory()
+
+    def queued_consumers_and_events(count: int) -> None:
+        for _ in range(count):
+            dag = DagFactory(asset_expression={"asset": {"name": asset.name, "uri": asset.uri}})
+            AssetDagRunQueue.objects.create(asset=asset, target_dag=dag)
+            AssetEventFactory(asset=asset)
+
+    # when
+    queries = assert_query_count_does_not_grow(
+        admin_client, "assetevent", queued_consumers_and_events
+    )
+
+    # then as without queued DAGs, the consumers still waiting being the queued DAGs (with
+    # their latest runs), their assets' ids and the page's events asked about every DAG at once
+    assert queries == 10 + 2
+    response = admin_client.get(changelist("assetevent"))
+    assert {len(event.waiting_consumers) for event in response.context["cl"].result_list} == {100}
 
 
 def test_alias_event_changelist_query_count_does_not_grow_with_rows(admin_client):

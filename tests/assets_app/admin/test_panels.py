@@ -21,6 +21,7 @@ from assets_app.models import (
     DagRunAssetEvent,
     TaskInstance,
 )
+from assets_app.services.scheduling.consumption import EVENT_LOOKBACK
 from tests.assets_app.admin import change, changelist, query_count
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
@@ -136,10 +137,49 @@ def test_overview_marks_consumers_waiting_on_the_newest_event(world):
     assert newest.consumer_runs == [world["dagrun"]]
 
 
-def test_an_event_older_than_the_wait_is_not_waited_on(world):
+def _newest_waiting(world) -> list[WaitingDag]:
+    return next(row for row in overview().latest if row.event == world["assetevent"]).waiting_dags
+
+
+def test_a_paused_queued_consumer_still_waits(world):
+    Dag.objects.filter(dag_id="asset_s3_bucket_consumer").update(is_paused=True)
+    assert _newest_waiting(world) == [WaitingDag("asset_s3_bucket_consumer", is_paused=True)]
+
+
+def test_a_queued_consumer_whose_schedule_cannot_be_read_waits_on_its_queued_assets(world):
+    Dag.objects.filter(dag_id="asset_s3_bucket_consumer").update(asset_expression={"dataset": 1})
+    assert _newest_waiting(world) == [WaitingDag("asset_s3_bucket_consumer", is_paused=False)]
+
+
+def test_an_event_the_queued_consumer_consumed_is_not_waited_on(world):
+    # given: an earlier run of the queued consumer consumed the event
+    run = DagRunFactory(dag_id="asset_s3_bucket_consumer", run_type="asset_triggered")
+    DagRunAssetEvent.objects.create(dag_run=run, event=world["assetevent"])
+
+    # then
+    assert _newest_waiting(world) == []
+
+
+def test_an_event_before_the_latest_runs_lookback_is_not_waited_on(world):
+    # given: the queued consumer's latest asset-triggered run came after the event's lookback
+    # (its next run looks back EVENT_LOOKBACK from there: the event is never consumed)
+    DagRunFactory(
+        dag_id="asset_s3_bucket_consumer",
+        run_type="asset_triggered",
+        created_at=world["assetevent"].timestamp + EVENT_LOOKBACK + timedelta(seconds=1),
+    )
+
+    # then
+    assert _newest_waiting(world) == []
+
+
+def test_the_queue_rows_age_does_not_decide_the_wait(world):
+    # given: the consumer queued after the event (by a later event on another of its assets,
+    # say): its next run still consumes the event
     AssetDagRunQueue.objects.update(created_at=timezone.now() + timedelta(seconds=1))
-    newest = next(row for row in overview().latest if row.event == world["assetevent"])
-    assert newest.waiting_dags == []
+
+    # then
+    assert _newest_waiting(world) == [WaitingDag("asset_s3_bucket_consumer", is_paused=False)]
 
 
 @pytest.mark.parametrize(
