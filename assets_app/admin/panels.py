@@ -46,7 +46,7 @@ from assets_app.models import (
     TaskLeafReference,
     TaskOutletAssetReference,
 )
-from assets_app.services.scheduling.consumption import consumers_awaiting
+from assets_app.services.assets.consumption import consumers_awaiting
 
 LATEST_EVENTS = 10
 RECENT_RUNS = 10
@@ -75,7 +75,7 @@ class EventRow:
 def waiting_consumers(events: Iterable[AssetEvent]) -> dict[int, list[WaitingDag]]:
     """Per event id, the consumers it is waiting for: the queued DAGs whose next run consumes
     it, paused ones too (a paused DAG stays queued until it is unpaused). The scheduler's rule
-    (:func:`assets_app.services.scheduling.consumption.consumers_awaiting`): no query without
+    (:func:`assets_app.services.assets.consumption.consumers_awaiting`): no query without
     events, 1 without queued DAGs, else 3 (the queued DAGs, their assets' ids, the events asked
     about), whatever the number of events."""
     return {

@@ -21,7 +21,7 @@ from assets_app.models import (
     DagRunAssetEvent,
     TaskInstance,
 )
-from assets_app.services.scheduling.consumption import EVENT_LOOKBACK
+from assets_app.services.assets.consumption import EVENT_LOOKBACK
 from tests.assets_app.admin import change, changelist, query_count
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
