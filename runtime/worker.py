@@ -212,6 +212,8 @@ class Worker:
         return self._daemon.stop_requests > 1
 
     def _done_claiming(self) -> bool:
+        if self._stop_requested:
+            return True
         return self.max_tasks is not None and self._taken >= self.max_tasks
 
     def _free_slots(self) -> int:
@@ -238,7 +240,7 @@ class Worker:
 
     def _pass(self) -> bool:
         """One round: reap the exited children, claim up to the free slots, start what was
-        claimed. ``False`` once ``max_tasks`` are taken."""
+        claimed. ``False`` once stopping or ``max_tasks`` are taken."""
         self._woken_at = time.time()
         self._reap()
         if self._done_claiming():
