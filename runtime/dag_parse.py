@@ -1,7 +1,8 @@
 """Parse one Airflow DAG file with Airflow's own parser and print what the registry declares.
 
-Run as a script by ``assets_app.services.dags.dag_files`` (never imported by the server), under the
-interpreter ``DAG_PARSER_PYTHON`` names — one that has ``apache-airflow-core``::
+Run as a script by :mod:`runtime.dag_processing` (which imports it only for its path and
+:data:`NO_AIRFLOW`), under the interpreter ``DAG_PARSER_PYTHON`` names — one that has
+``apache-airflow-core``::
 
     python runtime/dag_parse.py /dags/producer.py --bundle /dags
 
@@ -30,7 +31,7 @@ from typing import Any
 _TIME_TIMETABLES = ("CronTriggerTimetable", "DeltaTriggerTimetable", "OnceTimetable")
 
 
-#: The exit status when this interpreter has no Airflow (``dag_files.PARSER_NO_AIRFLOW``).
+#: The exit status when this interpreter has no Airflow (read by ``runtime.dag_processing``).
 NO_AIRFLOW = 3
 
 

@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from assets_app.models import DagTask, TaskInstance
+from runtime import airflow_task
 
 #: The bundle name Airflow gives ``[core] dags_folder``.
 AIRFLOW_BUNDLE = "dags-folder"
-#: The child's entry point for a DAG file's task: Airflow's worker (see the script).
-AIRFLOW_TASK_SCRIPT = Path(__file__).resolve().parent / "airflow_task.py"
+#: The child's entry point for a DAG file's task: Airflow's worker (see the script), run by its
+#: path, taken from the imported module.
+AIRFLOW_TASK_SCRIPT = airflow_task.__file__
 
 #: ``dag_version_id`` is required by Airflow's worker but only passed through.
 AIRFLOW_DAG_VERSION_ID = "00000000-0000-0000-0000-000000000000"
@@ -126,5 +128,5 @@ def task_launch(
     fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json")
     with os.fdopen(fd, "w") as file:
         json.dump(workload, file)
-    argv = [sys.executable, str(AIRFLOW_TASK_SCRIPT), "--json-path", name]
+    argv = [sys.executable, AIRFLOW_TASK_SCRIPT, "--json-path", name]
     return TaskLaunch(argv=argv, env=env, scratch=Path(name))

@@ -23,16 +23,18 @@ names the code (or the DAG file is missing); a missing ``callable`` file or an i
 is reported by the child. Neither stops the worker. A claimed task instance whose child exited
 before ``/run`` (say, the server was unreachable) is given back (``queued`` → ``scheduled``).
 
-``request_stop()`` (SIGTERM/SIGINT in the command) stops claiming and gives back what was
-claimed but not started; running tasks get ``grace_period`` seconds to finish, then SIGTERM
-(their supervisor stops the task and reports ``failed`` / ``up_for_retry``), then SIGKILL
-``kill_grace`` seconds later. A second ``request_stop()`` skips the grace period.
+The loop is :class:`runtime.daemon.Daemon`'s, each of its passes one round of reaping,
+claiming and starting. ``request_stop()`` (SIGTERM or SIGINT while :meth:`Worker.run` runs)
+stops claiming and gives back what was claimed but not started; running tasks get
+``grace_period`` seconds to finish, then SIGTERM (their supervisor stops the task and reports
+``failed`` / ``up_for_retry``), then SIGKILL ``kill_grace`` seconds later. A second
+``request_stop()`` skips the grace period.
 
-Waiting for work is :func:`runtime.daemon.wait_for_work`: on PostgreSQL it wakes up when a
-scheduler commits new runs (``LISTEN``, :mod:`assets_app.notify`), at the latest after the
-poll interval, and claims at once. With ``DEBUG`` logging it logs, per task instance, when it
-woke up, claimed it and started its process (``timing …`` lines, read by
-``bench/bench_e2e.py``).
+Waiting for work is the daemon's (:func:`runtime.daemon.wait_for_work`): on PostgreSQL it
+wakes up when a scheduler commits new runs (``LISTEN``, :mod:`assets_app.notify`), at the
+latest after the poll interval, and claims at once; a task's process exiting wakes it too.
+With ``DEBUG`` logging it logs, per task instance, when it woke up, claimed it and started its
+process (``timing …`` lines, read by ``bench/bench_e2e.py``).
 """
 
 from __future__ import annotations
@@ -52,11 +54,11 @@ import httpx
 from django.db import DatabaseError
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
-from assets_app.notify import RUNS_CHANNEL, Listener
+from assets_app.notify import RUNS_CHANNEL
 from assets_app.services.runs.claims import task_instances_claim, task_instances_unclaim
 from assets_app.services.runs.state import task_instance_failure_reason_record
 from assets_app.tokens import token_issue
-from runtime.daemon import WAIT_SLICE, connection_close, connection_refresh, wait_for_work
+from runtime.daemon import STOP_SIGNALS, WAIT_SLICE, Daemon, connection_close
 from runtime.launch import TaskCodeError, TaskLaunch, task_launch
 from task_sdk.client import Client, ServerResponseError
 from task_sdk.forking import preload, start_cli
@@ -140,12 +142,17 @@ def _log_report(line: str) -> None:
     logger.info("%s", line)
 
 
+def _nothing() -> None:
+    """No ``started`` hook."""
+
+
 @dataclass(kw_only=True, eq=False)
 class Worker:
     """Claims and runs task instances until stopped (see the module docstring).
 
     ``airflow_home`` defaults to ``log_dir / "airflow_home"``; ``report`` gets one line per
-    event (default: the log)."""
+    event (default: the log); ``started`` is called once stop signals are handled, before
+    the first claim."""
 
     server: str
     log_dir: Path
@@ -157,12 +164,11 @@ class Worker:
     kill_grace: float = DEFAULT_KILL_GRACE
     airflow_home: Path | None = None
     report: Callable[[str], None] = _log_report
+    started: Callable[[], None] = _nothing
     summary: WorkerSummary = field(default_factory=WorkerSummary, init=False)
     _children: list[_Child] = field(default_factory=list, init=False)
     _taken: int = field(default=0, init=False)  # started, or failed for missing code
-    _claimed_once: bool = field(default=False, init=False)
-    _stop_requested: bool = field(default=False, init=False)
-    _hurry: bool = field(default=False, init=False)  # a second stop request: no grace period
+    _daemon: Daemon = field(init=False, repr=False)
     # wall clock, for the timing lines: the last wake-up and the last claim
     _woken_at: float = field(default=0.0, init=False)
     _claimed_at: float = field(default=0.0, init=False)
@@ -172,20 +178,38 @@ class Worker:
             raise ValueError("concurrency must be at least 1")
         if self.max_tasks is not None and self.max_tasks < 1:
             raise ValueError("max_tasks must be at least 1")
+        self._daemon = Daemon(
+            name="worker",
+            run_pass=self._pass,
+            interval=self.poll_interval,
+            max_passes=1 if self.once else None,  # one claim
+            channel=RUNS_CHANNEL,  # wakes on the schedulers' commits (PostgreSQL)
+            stop_signals=STOP_SIGNALS,  # Ctrl-C too: the running tasks get their grace period
+            check_every=WAIT_SLICE,
+            started=self._start_up,
+            woken=self._any_exited,
+            finish=self._drain,
+            close=self._end_children,
+        )
 
     # -- control ---------------------------------------------------------------------------
 
     def request_stop(self) -> None:
         """Stop claiming; end after the running tasks (a second call: without grace).
-        Only sets flags, so it is safe in a signal handler."""
-        if self._stop_requested:
-            self._hurry = True
-        self._stop_requested = True
+        Only counts, so it is safe in a signal handler."""
+        self._daemon.request_stop()
+
+    @property
+    def _stop_requested(self) -> bool:
+        return self._daemon.stopping
+
+    @property
+    def _hurry(self) -> bool:
+        """A second stop request: no grace period."""
+        return self._daemon.stop_requests > 1
 
     def _done_claiming(self) -> bool:
         if self._stop_requested:
-            return True
-        if self.once and self._claimed_once:
             return True
         return self.max_tasks is not None and self._taken >= self.max_tasks
 
@@ -201,40 +225,31 @@ class Worker:
     # -- main loop -------------------------------------------------------------------------
 
     def run(self) -> WorkerSummary:
+        """Claim and run task instances until stopped, ``once`` or ``max_tasks`` done; then
+        wait for the running tasks."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        preload()  # once here, not in every forked supervisor
-        listener = Listener(RUNS_CHANNEL)  # wakes on the schedulers' commits (PostgreSQL)
-        if not self.once:
-            listener.listen()  # before the first claim: no run created after it goes unnoticed
-        try:
-            while True:
-                self._woken_at = time.time()
-                self._reap()
-                if self._done_claiming():
-                    break
-                free = self._free_slots()
-                claimed = self._claim(free) if free else []
-                self._claimed_once = True
-                self._start_all(claimed)
-                if self._done_claiming():
-                    break
-                wait_for_work(
-                    self.poll_interval,
-                    interrupted=lambda: self._stop_requested or self._any_exited(),
-                    listener=listener,
-                )
-            self._drain()
-        finally:
-            listener.close()
-            self._end_children()
-            connection_close()
+        self._daemon.run()
         return self.summary
+
+    def _start_up(self) -> None:
+        self.started()
+        preload()  # once here, not in every forked supervisor
+
+    def _pass(self) -> bool:
+        """One round: reap the exited children, claim up to the free slots, start what was
+        claimed. ``False`` once stopping or ``max_tasks`` are taken."""
+        self._woken_at = time.time()
+        self._reap()
+        if self._done_claiming():
+            return False
+        free = self._free_slots()
+        self._start_all(self._claim(free) if free else [])
+        return not self._done_claiming()
 
     def _claim(self, limit: int) -> list[tuple[TaskInstance, DagTask | None]]:
         """Claim up to ``limit`` task instances, each with its declared task (where its code
         is). A database error is reported and the claim tried again on the next round: the
         running tasks do not need the worker's database connection."""
-        connection_refresh()
         claimed: list[TaskInstance] = []
         try:
             claimed = task_instances_claim(limit=limit)
@@ -438,6 +453,7 @@ class Worker:
     def _drain(self) -> None:
         """Wait for the running tasks: all of them after ``--once`` / ``--max-tasks``; after a
         stop (also one that comes while waiting), at most the grace period."""
+        self._reap()
         deadline: float | None = None
         while self._children and not self._hurry:
             if self._stop_requested and deadline is None:

@@ -190,7 +190,7 @@ TASK_QUEUED_TIMEOUT = env.float("TASK_QUEUED_TIMEOUT", default=600.0)
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")
 WORKER_LOG_DIR = Path(env("WORKER_LOG_DIR", default=str(DATA_DIR / "task_logs")))
 
-# The DAG-file loader (assets_app.services.dags.dag_files): Airflow's parser runs in a subprocess
+# The DAG-file loader (runtime.dag_processing): Airflow's parser runs in a subprocess
 # under DAG_PARSER_PYTHON (an interpreter with apache-airflow-core; default: this one), one
 # file per process, DAG_PARSER_PROCESSES at a time ([dag_processor] parsing_processes).
 # DAGBAG_IMPORT_TIMEOUT is Airflow's [core] dagbag_import_timeout (the import itself),

@@ -1,5 +1,6 @@
-"""The DAG-file loader (``assets_app.services.dags.dag_files``, ``runtime/dag_parse.py``) against
-Airflow itself: real DAG files parsed by Airflow's ``DagBag`` in a subprocess.
+"""The DAG-file loader (``runtime.dag_processing``, ``runtime/dag_parse.py``, storing through
+``assets_app.services.dags.dag_files``) against Airflow itself: real DAG files parsed by
+Airflow's ``DagBag`` in a subprocess.
 
 Airflow's own example DAGs are loaded and what the registry stores is compared, DAG by DAG and
 task by task, with what Airflow's serialized DAGs say (``dagbag_facts.py``, run under the same
@@ -34,8 +35,9 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
-from assets_app.services.dags.dag_files import FileOutcome, dag_files_list, dag_folder_load
+from assets_app.services.dags.dag_files import FileOutcome
 from assets_app.services.dags.declare import dags_set_paused
+from runtime.dag_processing import dag_files_list, dag_folder_load
 from tests.live_server import REPO, server_env
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

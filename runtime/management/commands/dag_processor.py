@@ -1,11 +1,12 @@
-"""``manage.py dag_processor DIR``: keep a folder of Airflow DAG files loaded, pass after pass
-(``assets_app.services.dags.dag_files``): a new or changed file (modification time or size) is
-parsed again, a removed file's DAGs go stale."""
+"""``manage.py dag_processor DIR``: keep a folder of Airflow DAG files loaded, pass after pass:
+each pass is :func:`runtime.dag_processing.dag_folder_load` (the loader ``declare_dags
+--dags-folder`` runs once) with a watch, so a new or changed file (modification time or size)
+is parsed again and a removed file's DAGs go stale. The loop is :class:`runtime.daemon.Daemon`'s.
+"""
 
 from __future__ import annotations
 
 import signal
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,10 @@ from django.db import DatabaseError
 
 from assets_app.exceptions import AssetsError
 from assets_app.management.base import optional_int_argument
-from assets_app.management.commands.declare_dags import report_file
-from assets_app.services.dags.dag_files import DagFileWatch, FileOutcome, dag_folder_load
-from runtime.daemon import connection_close, connection_refresh, stop_signals, wait_for_work
-
-#: How often (seconds) a waiting processor checks whether it was asked to stop.
-STOP_CHECK = 0.25
+from assets_app.services.dags.dag_files import FileOutcome
+from runtime.daemon import Daemon
+from runtime.dag_processing import DagFileWatch, dag_folder_load
+from runtime.management.commands.declare_dags import report_file
 
 
 class Command(BaseCommand):
@@ -55,40 +54,35 @@ class Command(BaseCommand):
             raise CommandError("--interval must be >= 0")
         if max_passes is not None and max_passes < 1:
             raise CommandError("--max-passes must be >= 1")
-        stop = threading.Event()
         watch = DagFileWatch()
-        passes = 0
-        self.stdout.write(f"dag processor started on {folder.resolve()} (interval {interval}s)")
-        self.stdout.flush()
-        with stop_signals(stop.set, signals=(signal.SIGTERM,)):
-            try:
-                while not stop.is_set():
-                    self._pass(folder, watch=watch)
-                    passes += 1
-                    if max_passes is not None and passes >= max_passes:
-                        break
-                    wait_for_work(interval, interrupted=stop.is_set, check_every=STOP_CHECK)
-            except KeyboardInterrupt:
-                pass
-            finally:
-                connection_close()
+        daemon = Daemon(
+            name="dag processor",
+            run_pass=lambda: self._pass(folder, watch=watch),
+            interval=interval,
+            max_passes=max_passes,
+            # SIGTERM stops after the pass; Ctrl-C (SIGINT) is a KeyboardInterrupt, at once
+            stop_signals=(signal.SIGTERM,),
+            # a database error or a parser that cannot start: the next pass tries again (the
+            # files not stored stay due)
+            recoverable=(DatabaseError, AssetsError),
+            report_error=self.stderr.write,
+            started=lambda: self._say(
+                f"dag processor started on {folder.resolve()} (interval {interval}s)"
+            ),
+        )
+        passes = daemon.run()
         self.stdout.write(self.style.SUCCESS(f"dag processor stopped after {passes} pass(es)"))
 
-    def _pass(self, folder: Path, *, watch: DagFileWatch) -> None:
-        """One pass. A database error or a parser that cannot start is reported and the next
-        pass tries again (the files not stored stay due)."""
-        connection_refresh()
-        try:
-            result = dag_folder_load(
-                folder=folder, watch=watch, on_file=lambda r: report_file(self, r)
-            )
-        except (DatabaseError, AssetsError) as exc:
-            self.stderr.write(f"dag processor pass failed: {exc}")
-            connection_close()
-            return
+    def _pass(self, folder: Path, *, watch: DagFileWatch) -> bool:
+        result = dag_folder_load(folder=folder, watch=watch, on_file=lambda r: report_file(self, r))
         if result.files:
             self.stdout.write(
                 f"pass: {len(result.files)} file(s), {result.count(FileOutcome.DECLARED)} "
                 f"declared, {result.count(FileOutcome.IMPORT_ERROR)} new import error(s)"
             )
+        self.stdout.flush()
+        return True
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
         self.stdout.flush()

@@ -1,12 +1,11 @@
 """``manage.py scheduler``: create asset-triggered DAG runs from the queue and the due
 time-scheduled runs (``assets_app.services.scheduling.time_schedules``), pass after pass,
 each pass also doing the task instances' upkeep (reaping timed-out ones, scheduling due retries:
-``assets_app.services.scheduling.upkeep``)."""
+``assets_app.services.scheduling.upkeep``). The loop is :class:`runtime.daemon.Daemon`'s."""
 
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -16,7 +15,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from assets_app.management.base import optional_int_argument
-from assets_app.notify import QUEUE_CHANNEL, Listener
+from assets_app.notify import QUEUE_CHANNEL
 from assets_app.services.runs.admit import dag_runs_admit
 from assets_app.services.runs.advance import AdvanceResult, task_instances_advance
 from assets_app.services.scheduling.queue_watch import QueueWatch
@@ -26,10 +25,8 @@ from assets_app.services.scheduling.time_schedules import (
     dags_time_scheduled_runs_create,
 )
 from assets_app.services.scheduling.upkeep import UpkeepResult, upkeep_pass
-from runtime.daemon import connection_close, connection_refresh, stop_signals, wait_for_work
+from runtime.daemon import Daemon
 
-#: How often (seconds) a waiting scheduler checks whether it was asked to stop.
-STOP_CHECK = 0.25
 #: How far back a pass between the full ones looks for changed task instances: more than a
 #: pass and a commit's delay take.
 FLOW_LOOKBACK = timedelta(seconds=10)
@@ -76,63 +73,58 @@ class Command(BaseCommand):
         if options["max_dags"] is not None and options["max_dags"] < 1:
             raise CommandError("--max-dags must be >= 1")
 
-        stop = threading.Event()
-        passes = created = 0
-        watch = QueueWatch()  # passes after the first look at new queue rows only
-        upkeep_due = 0.0
-        listener = Listener(QUEUE_CHANNEL)  # only sleeps on SQLite
-        if max_passes != 1:
-            listener.listen()  # before the first pass: no commit after it goes unnoticed
-        self.stdout.write(f"scheduler started (interval {interval}s)")
-        self.stdout.flush()
-        # SIGTERM stops after the pass; Ctrl-C (SIGINT) is a KeyboardInterrupt, at once
-        with stop_signals(stop.set, signals=(signal.SIGTERM,)):
-            try:
-                while not stop.is_set():
-                    upkeep = time.monotonic() >= upkeep_due  # not on every wake-up
-                    created += self._pass(max_dags=options["max_dags"], watch=watch, upkeep=upkeep)
-                    if upkeep:
-                        upkeep_due = time.monotonic() + interval
-                    passes += 1
-                    if max_passes is not None and passes >= max_passes:
-                        break
-                    wait_for_work(
-                        interval, interrupted=stop.is_set, listener=listener, check_every=STOP_CHECK
-                    )
-            except KeyboardInterrupt:
-                pass
-            finally:
-                listener.close()
-                connection_close()
+        self._created = 0
+        self._watch = QueueWatch()  # passes after the first look at new queue rows only
+        self._upkeep_due = 0.0
+        daemon = Daemon(
+            name="scheduler",
+            run_pass=lambda: self._pass(max_dags=options["max_dags"], interval=interval),
+            interval=interval,
+            max_passes=max_passes,
+            channel=QUEUE_CHANNEL,  # only sleeps on SQLite
+            # SIGTERM stops after the pass; Ctrl-C (SIGINT) is a KeyboardInterrupt, at once
+            stop_signals=(signal.SIGTERM,),
+            recoverable=(DatabaseError,),  # say, the database restarted
+            report_error=self.stderr.write,
+            started=lambda: self._say(f"scheduler started (interval {interval}s)"),
+        )
+        passes = daemon.run()
         self.stdout.write(
-            self.style.SUCCESS(f"scheduler stopped after {passes} pass(es), {created} run(s)")
+            self.style.SUCCESS(f"scheduler stopped after {passes} pass(es), {self._created} run(s)")
         )
 
-    def _pass(self, *, max_dags: int | None, watch: QueueWatch, upkeep: bool) -> int:
-        """One pass (with the upkeep first, when due); the number of runs it created. A
-        database error (say, the database restarted) is reported and the connection dropped:
-        the next pass tries again."""
-        connection_refresh()
+    def _pass(self, *, max_dags: int | None, interval: float) -> bool:
+        """One pass, with the upkeep first when due (not on every wake-up: at most once per
+        interval)."""
+        upkeep = time.monotonic() >= self._upkeep_due
         try:
+            self._created += self._steps(max_dags=max_dags, upkeep=upkeep)
+        finally:
             if upkeep:
-                self._report_upkeep(upkeep_pass())
-            result = scheduler_pass(max_dags=max_dags, watch=watch)
-            timed = dags_time_scheduled_runs_create()
-            admitted = dag_runs_admit()
-            # every run with waiting task instances once per interval (with the upkeep), else
-            # only those where something changed lately: the hand-over did the rest
-            advanced = task_instances_advance(
-                changed_since=None if upkeep else timezone.now() - FLOW_LOOKBACK
-            )
-        except DatabaseError as exc:
-            self.stderr.write(f"scheduler pass failed: {exc}")
-            connection_close()
-            return 0
+                self._upkeep_due = time.monotonic() + interval
+        return True
+
+    def _steps(self, *, max_dags: int | None, upkeep: bool) -> int:
+        """The pass's steps and their report; the number of runs it created."""
+        if upkeep:
+            self._report_upkeep(upkeep_pass())
+        result = scheduler_pass(max_dags=max_dags, watch=self._watch)
+        timed = dags_time_scheduled_runs_create()
+        admitted = dag_runs_admit()
+        # every run with waiting task instances once per interval (with the upkeep), else
+        # only those where something changed lately: the hand-over did the rest
+        advanced = task_instances_advance(
+            changed_since=None if upkeep else timezone.now() - FLOW_LOOKBACK
+        )
         self._report(result)
         self._report_time(timed)
         self._report_flow(admitted, advanced)
         self.stdout.flush()
         return len(result.created) + len(timed.created)
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
 
     def _report(self, result: SchedulerPassResult) -> None:
         self._write(

@@ -1,5 +1,6 @@
 """``manage.py worker``: run runnable task instances, like Airflow's LocalExecutor
-(``runtime.worker``)."""
+(``runtime.worker``; the loop is :class:`runtime.daemon.Daemon`'s, which handles SIGTERM and
+SIGINT)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runtime.daemon import stop_signals
 from runtime.worker import Worker
 
 
@@ -85,13 +85,12 @@ class Command(BaseCommand):
             poll_interval=options["poll_interval"],
             grace_period=options["grace_period"],
             report=self._report,
-        )
-        with stop_signals(worker.request_stop):
-            self._report(
+            started=lambda: self._report(
                 f"worker started (concurrency {options['concurrency']}, server {server}, "
                 f"logs in {log_dir})"
-            )
-            summary = worker.run()
+            ),
+        )
+        summary = worker.run()
         self.stdout.write(
             self.style.SUCCESS(
                 f"worker stopped: {len(summary.outcomes)} task instance(s) run, "

@@ -1,6 +1,13 @@
 """``manage.py declare_dags FILE``: load a DAG manifest (``assets_app.services.dags.manifest``);
-``manage.py declare_dags --dags-folder DIR``: load real Airflow DAG files
-(``assets_app.services.dags.dag_files``)."""
+``manage.py declare_dags --dags-folder DIR``: load real Airflow DAG files, once.
+
+The command lives in ``runtime`` (not beside the domain's other commands in ``assets_app``)
+because ``--dags-folder`` starts processes: it runs the DAG processor's loader,
+:func:`runtime.dag_processing.dag_folder_load` — the one ``manage.py dag_processor`` runs
+pass after pass — and the domain never imports ``runtime``. The manifest path is a plain call
+of a domain service, which a runtime command may make (layers point down); keeping both forms
+in one command keeps the documented name and arguments.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors, progress_bar
-from assets_app.services.dags.dag_files import FileOutcome, FileResult, dag_folder_load
+from assets_app.services.dags.dag_files import FileOutcome, FileResult
 from assets_app.services.dags.declare import DECLARE_STEPS, dags_declare_from_file
+from runtime.dag_processing import dag_folder_load
 
 
 class Command(BaseCommand):
