@@ -127,7 +127,9 @@ class ErrorHandler(ABC):
         if isinstance(exc, AssetsError):
             status_code = domain_error_status(exc)
             if status_code >= status.HTTP_500_INTERNAL_SERVER_ERROR:
-                logger.warning("%s answered %s: %s", self.api_name, status_code, exc.code)
+                logger.warning(
+                    "%s answered %s (%s)", self.api_name, status_code, exc.code, exc_info=exc
+                )
             data = self.domain_error_body(exc)
         elif isinstance(exc, drf.APIException):
             status_code, data = self.api_error(exc)
