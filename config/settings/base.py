@@ -205,6 +205,31 @@ DAGS_ARE_PAUSED_AT_CREATION = env.bool("DAGS_ARE_PAUSED_AT_CREATION", default=Tr
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 
+# Task logs (docs/worker.md, "Reading a task's log"): the worker ships each try's log to the
+# server while it runs, every TASK_LOG_SHIP_INTERVAL seconds (0: not at all), in chunks of at
+# most TASK_LOG_CHUNK_MAX_BYTES (the server refuses bigger ones); at the end of a try, or when
+# the worker stops, it waits up to TASK_LOG_FLUSH_TIMEOUT seconds for the rest to be sent. The
+# server keeps at most TASK_LOG_MAX_BYTES per try, then a line saying the log was truncated.
+TASK_LOG_MAX_BYTES = env.int("TASK_LOG_MAX_BYTES", default=5 * 1024 * 1024)
+TASK_LOG_CHUNK_MAX_BYTES = env.int("TASK_LOG_CHUNK_MAX_BYTES", default=256 * 1024)
+TASK_LOG_SHIP_INTERVAL = env.float("TASK_LOG_SHIP_INTERVAL", default=1.0)
+TASK_LOG_FLUSH_TIMEOUT = env.float("TASK_LOG_FLUSH_TIMEOUT", default=30.0)
+if TASK_LOG_MAX_BYTES < 1024:
+    raise ImproperlyConfigured(
+        f"TASK_LOG_MAX_BYTES must be at least 1024, got {TASK_LOG_MAX_BYTES}"
+    )
+# a chunk's JSON body (each character escaped at worst as \uXXXX) fits the largest body
+if not 1024 <= TASK_LOG_CHUNK_MAX_BYTES <= (DATA_UPLOAD_MAX_MEMORY_SIZE - 1024) // 6:
+    raise ImproperlyConfigured(
+        "TASK_LOG_CHUNK_MAX_BYTES must be at least 1024 and at most a sixth of "
+        f"EXECUTION_API_MAX_BODY_BYTES less 1 KiB, got {TASK_LOG_CHUNK_MAX_BYTES}"
+    )
+if not TASK_LOG_SHIP_INTERVAL >= 0 or not TASK_LOG_FLUSH_TIMEOUT >= 0:  # NaN refused too
+    raise ImproperlyConfigured(
+        "TASK_LOG_SHIP_INTERVAL and TASK_LOG_FLUSH_TIMEOUT must be 0 or more seconds, got "
+        f"{TASK_LOG_SHIP_INTERVAL} and {TASK_LOG_FLUSH_TIMEOUT}"
+    )
+
 # Encryption at rest of variable values and connection passwords and extras (assets_app.crypto):
 # FERNET_KEY is one Fernet key or a comma-separated list, the first encrypting, all decrypting
 # (rotate with `manage.py rotate_fernet_key`). With none set, production refuses to store a
