@@ -16,6 +16,9 @@ to the execution API over HTTP:
   DAG file's folder as the ``dags-folder`` bundle. That one stays a new process: Airflow's
   modules and settings are not the worker's to import, and its supervisor forks in turn.
 
+Each try's output goes to its log file, which :mod:`runtime.log_shipping` (a process the worker
+starts) sends to the server while the try runs, so that the admin and ``/api/v2`` show it.
+
 The child reports the outcome (``/run``, heartbeats, ``/state``); the worker reaps it, reads
 the task instance's state and reports one line per task instance. A task whose code cannot be
 found is failed with that message: the worker reports it through the API itself when nothing
@@ -61,6 +64,7 @@ from assets_app.services.runs.task_instances import (
 from assets_app.tokens import token_issue
 from runtime.daemon import WAIT_SLICE, connection_close, connection_refresh, wait_for_work
 from runtime.launch import TaskCodeError, TaskLaunch, task_launch
+from runtime.log_shipping import LogShipping, log_size
 from task_sdk.client import Client, ServerResponseError
 from task_sdk.forking import preload, start_cli
 from task_sdk.timestamps import now
@@ -169,6 +173,7 @@ class Worker:
     # wall clock, for the timing lines: the last wake-up and the last claim
     _woken_at: float = field(default=0.0, init=False)
     _claimed_at: float = field(default=0.0, init=False)
+    _log_shipping: LogShipping = field(default_factory=LogShipping.disabled, init=False)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -206,6 +211,7 @@ class Worker:
     def run(self) -> WorkerSummary:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         preload()  # once here, not in every forked supervisor
+        self._log_shipping = LogShipping.from_settings(server=self.server, report=self.report)
         listener = Listener(RUNS_CHANNEL)  # wakes on the schedulers' commits (PostgreSQL)
         if not self.once:
             listener.listen()  # before the first claim: no run created after it goes unnoticed
@@ -230,6 +236,7 @@ class Worker:
         finally:
             listener.close()
             self._end_children()
+            self._log_shipping.close()  # the ends of the logs sent, up to the flush timeout
             connection_close()
         return self.summary
 
@@ -296,12 +303,16 @@ class Worker:
             self._fail_without_code(ti, label, token, str(exc))
             return
         log_path = self._log_path(ti)
+        log_start = log_size(log_path)  # an earlier attempt of this try may have written to it
         try:
             process = self._spawn(launch, log_path)
         except OSError:
             if launch.scratch is not None:
                 launch.scratch.unlink(missing_ok=True)
             raise
+        self._log_shipping.follow(
+            task_instance_id=ti.pk, path=log_path, start=log_start, token=token
+        )
         logger.debug(
             "timing %s woken=%.6f claimed=%.6f forked=%.6f",
             ti.pk,
@@ -381,6 +392,7 @@ class Worker:
     def _finish(self, child: _Child) -> None:
         if child.scratch is not None:
             child.scratch.unlink(missing_ok=True)
+        self._log_shipping.finish(task_instance_id=child.ti.pk)
         seconds = time.monotonic() - child.started
         code = child.process.returncode
         try:

@@ -46,7 +46,12 @@ def test_chunks_are_appended_in_order_and_the_position_says_where_the_next_start
 
     # then each answer says where the next chunk starts (UTF-8 bytes received)
     assert before.status_code == 200, before.content
-    assert before.json() == {"next_offset": 0, "stored_bytes": 0, "truncated": False, "closed": False}
+    assert before.json() == {
+        "next_offset": 0,
+        "stored_bytes": 0,
+        "truncated": False,
+        "closed": False,
+    }
     assert first.status_code == 200, first.content
     assert first.json()["next_offset"] == 6
     assert second.json() == {
@@ -224,7 +229,9 @@ def test_an_earlier_try_takes_the_end_of_its_log(make_ti):
         state="failed",
     )
 
-    response = append(client_for(str(earlier.task_instance_id)), earlier.task_instance_id, 0, "end\n")
+    response = append(
+        client_for(str(earlier.task_instance_id)), earlier.task_instance_id, 0, "end\n"
+    )
 
     assert response.status_code == 200, response.content
     log = TaskLog.objects.get(task_instance_id=earlier.task_instance_id)
@@ -246,8 +253,12 @@ def test_the_log_goes_with_its_run(make_ti):
     [
         pytest.param({"content": "x"}, ["body", "offset"], "missing", id="no-offset"),
         pytest.param({"offset": 0}, ["body", "content"], "missing", id="no-content"),
-        pytest.param({"offset": -1, "content": "x"}, ["body", "offset"], "min_value", id="negative"),
-        pytest.param({"offset": "0", "content": "x"}, ["body", "offset"], "int_type", id="text-offset"),
+        pytest.param(
+            {"offset": -1, "content": "x"}, ["body", "offset"], "min_value", id="negative"
+        ),
+        pytest.param(
+            {"offset": "0", "content": "x"}, ["body", "offset"], "int_type", id="text-offset"
+        ),
         pytest.param({"offset": 0, "content": 5}, ["body", "content"], "string_type", id="number"),
         pytest.param({"offset": 0, "content": None}, ["body", "content"], "string_type", id="null"),
         pytest.param(
@@ -257,7 +268,10 @@ def test_the_log_goes_with_its_run(make_ti):
             id="nul",
         ),
         pytest.param(
-            {"offset": 0, "content": "x", "lines": 1}, ["body", "lines"], "extra_forbidden", id="extra"
+            {"offset": 0, "content": "x", "lines": 1},
+            ["body", "lines"],
+            "extra_forbidden",
+            id="extra",
         ),
         pytest.param(
             {"offset": 2**63, "content": "x"}, ["body", "offset"], "max_value", id="beyond-bigint"

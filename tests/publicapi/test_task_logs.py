@@ -43,9 +43,8 @@ def ti():
 
 def url(ti, try_number=1, **params) -> str:
     query = "&".join(f"{k}={v}" for k, v in params.items())
-    return (
-        f"dags/{ti.dag_id}/dagRuns/{ti.run_id}/taskInstances/{ti.task_id}/logs/{try_number}"
-        + (f"?{query}" if query else "")
+    return f"dags/{ti.dag_id}/dagRuns/{ti.run_id}/taskInstances/{ti.task_id}/logs/{try_number}" + (
+        f"?{query}" if query else ""
     )
 
 
@@ -212,8 +211,7 @@ def test_lines_that_are_not_airflows_json_are_events_as_they_are(admin_api, ti):
                 {
                     "type": "int_parsing",
                     "loc": ["path", "try_number"],
-                    "msg": "Input should be a valid integer, unable to parse string as an "
-                    "integer",
+                    "msg": "Input should be a valid integer, unable to parse string as an integer",
                     "input": "x",
                 }
             ],
@@ -240,8 +238,7 @@ def test_lines_that_are_not_airflows_json_are_events_as_they_are(admin_api, ti):
                 {
                     "type": "int_parsing",
                     "loc": ["query", "map_index"],
-                    "msg": "Input should be a valid integer, unable to parse string as an "
-                    "integer",
+                    "msg": "Input should be a valid integer, unable to parse string as an integer",
                     "input": "one",
                 }
             ],

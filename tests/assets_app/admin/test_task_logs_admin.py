@@ -162,9 +162,7 @@ def test_the_download_is_the_whole_log_as_a_file(admin_client, ti):
 
     assert response.status_code == 200
     assert response["Content-Type"] == "text/plain; charset=utf-8"
-    assert response["Content-Disposition"] == (
-        'attachment; filename="etl.load.manual__1.try2.log"'
-    )
+    assert response["Content-Disposition"] == ('attachment; filename="etl.load.manual__1.try2.log"')
     assert b"".join(response.streaming_content) == b"one\ntwo\n"
 
 
