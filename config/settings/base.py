@@ -210,24 +210,33 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20
 # most TASK_LOG_CHUNK_MAX_BYTES (the server refuses bigger ones); at the end of a try, or when
 # the worker stops, it waits up to TASK_LOG_FLUSH_TIMEOUT seconds for the rest to be sent. The
 # server keeps at most TASK_LOG_MAX_BYTES per try, then a line saying the log was truncated.
-TASK_LOG_MAX_BYTES = env.int("TASK_LOG_MAX_BYTES", default=5 * 1024 * 1024)
-TASK_LOG_CHUNK_MAX_BYTES = env.int("TASK_LOG_CHUNK_MAX_BYTES", default=256 * 1024)
-TASK_LOG_SHIP_INTERVAL = env.float("TASK_LOG_SHIP_INTERVAL", default=1.0)
-TASK_LOG_FLUSH_TIMEOUT = env.float("TASK_LOG_FLUSH_TIMEOUT", default=30.0)
-if TASK_LOG_MAX_BYTES < 1024:
-    raise ImproperlyConfigured(
-        f"TASK_LOG_MAX_BYTES must be at least 1024, got {TASK_LOG_MAX_BYTES}"
-    )
+
+
+def _task_log_setting(name: str, default: float, *, least: float, whole: bool = False) -> float:
+    """The variable ``name`` as a finite number (``whole``: a whole number) of at least
+    ``least``; else ``ImproperlyConfigured`` naming it."""
+    raw = env.str(name, default=str(default)).strip()
+    try:
+        value = float(int(raw)) if whole else float(raw)
+    except ValueError:
+        value = float("nan")
+    if not least <= value < float("inf"):  # NaN fails too
+        what = "a whole number" if whole else "a number"
+        raise ImproperlyConfigured(f"{name} must be {what} of at least {least:g}, got {raw!r}")
+    return value
+
+
+TASK_LOG_MAX_BYTES = int(_task_log_setting("TASK_LOG_MAX_BYTES", 5242880, least=1024, whole=True))
+TASK_LOG_CHUNK_MAX_BYTES = int(
+    _task_log_setting("TASK_LOG_CHUNK_MAX_BYTES", 262144, least=1024, whole=True)
+)
+TASK_LOG_SHIP_INTERVAL = _task_log_setting("TASK_LOG_SHIP_INTERVAL", 1.0, least=0)
+TASK_LOG_FLUSH_TIMEOUT = _task_log_setting("TASK_LOG_FLUSH_TIMEOUT", 30.0, least=0)
 # a chunk's JSON body (each character escaped at worst as \uXXXX) fits the largest body
-if not 1024 <= TASK_LOG_CHUNK_MAX_BYTES <= (DATA_UPLOAD_MAX_MEMORY_SIZE - 1024) // 6:
+if TASK_LOG_CHUNK_MAX_BYTES > (DATA_UPLOAD_MAX_MEMORY_SIZE - 1024) // 6:
     raise ImproperlyConfigured(
-        "TASK_LOG_CHUNK_MAX_BYTES must be at least 1024 and at most a sixth of "
-        f"EXECUTION_API_MAX_BODY_BYTES less 1 KiB, got {TASK_LOG_CHUNK_MAX_BYTES}"
-    )
-if not TASK_LOG_SHIP_INTERVAL >= 0 or not TASK_LOG_FLUSH_TIMEOUT >= 0:  # NaN refused too
-    raise ImproperlyConfigured(
-        "TASK_LOG_SHIP_INTERVAL and TASK_LOG_FLUSH_TIMEOUT must be 0 or more seconds, got "
-        f"{TASK_LOG_SHIP_INTERVAL} and {TASK_LOG_FLUSH_TIMEOUT}"
+        "TASK_LOG_CHUNK_MAX_BYTES must be at most a sixth of EXECUTION_API_MAX_BODY_BYTES less "
+        f"1 KiB ({(DATA_UPLOAD_MAX_MEMORY_SIZE - 1024) // 6}), got {TASK_LOG_CHUNK_MAX_BYTES}"
     )
 
 # Encryption at rest of variable values and connection passwords and extras (assets_app.crypto):
