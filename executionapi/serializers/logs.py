@@ -64,6 +64,17 @@ class LogContentField(serializers.Field):  # type: ignore[type-arg]
         return value
 
 
+class JSONBooleanField(serializers.BooleanField):
+    """A boolean of a JSON body: ``true`` or ``false``, not ``0`` or ``"yes"``."""
+
+    default_error_messages = {"bool_type": "Input should be a valid boolean"}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("bool_type")
+        return data
+
+
 class TaskLogAppendSerializer(StrictSerializer):
     """``POST /task-instances/{id}/logs``."""
 
@@ -73,7 +84,7 @@ class TaskLogAppendSerializer(StrictSerializer):
         help_text="Where the chunk starts among the bytes (UTF-8) of the try's log sent so far",
     )
     content = LogContentField()
-    final = serializers.BooleanField(
+    final = JSONBooleanField(
         required=False,
         default=False,
         help_text="The try's process has ended and this is the end of its log",

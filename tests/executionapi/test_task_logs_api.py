@@ -276,6 +276,9 @@ def test_the_log_goes_with_its_run(make_ti):
         pytest.param(
             {"offset": 2**63, "content": "x"}, ["body", "offset"], "max_value", id="beyond-bigint"
         ),
+        pytest.param(
+            {"offset": 0, "content": "", "final": 0}, ["body", "final"], "bool_type", id="final-0"
+        ),
     ],
 )
 def test_bad_input_is_422_naming_the_field(make_ti, body, loc, kind):
