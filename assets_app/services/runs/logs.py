@@ -147,8 +147,11 @@ def _store(log: TaskLog, text: str, masker: TextMasker) -> None:
             kept = "\n"
         masked = kept + TRUNCATION_MARKER.format(limit=limit)
         log.truncated = True
-        logger.info(
-            "the log of %s try %s is truncated at %s bytes", log.task_label, log.try_number, limit
+        label, try_number = log.task_label, log.try_number
+        transaction.on_commit(
+            lambda: logger.info(
+                "the log of %s try %s is truncated at %s bytes", label, try_number, limit
+            )
         )
     log.chunk_count += 1
     TaskLogChunk.objects.create(log=log, seq=log.chunk_count, content=masked)
