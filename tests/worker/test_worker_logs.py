@@ -9,8 +9,10 @@ stay within a few megabytes of their peak memory before.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from airflow_client.client.api.task_instance_api import TaskInstanceApi
 from django.contrib.auth.models import User
@@ -19,6 +21,9 @@ from django.urls import reverse
 
 from assets_app.models import TaskInstance, TaskLog
 from assets_app.services.secrets.connections import ConnectionFields, connection_create
+from assets_app.services.secrets.variables import variable_set
+from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
+from tests.executionapi.test_real_worker import DAGS_DIR
 from tests.live_server import serve
 from tests.publicapi.test_airflow_client import api_client, login
 from tests.worker.conftest import declare, scheduled_task_instances, wait_until
@@ -103,6 +108,67 @@ def test_a_running_tasks_log_is_read_through_the_admin_and_airflows_client(
     assert PASSWORD not in stored
     assert PASSWORD not in lines
     assert PASSWORD not in worker.output()
+
+
+def test_an_airflow_dag_file_tasks_log_is_airflows_structured_messages_masked(
+    airflow_sdk,  # noqa: F811
+    start_worker,
+    server,
+    tmp_path,
+):
+    # given what the DAG file's task reads, and a runnable instance of it
+    variable_set(key="greeting", value="hello")
+    variable_set(key="config", value='{"rows": 3}')
+    connection_create(
+        conn_id="warehouse",
+        values=ConnectionFields(conn_type="postgres", host="db.internal", password=PASSWORD),
+    )
+    declare(
+        [
+            {
+                "dag_id": "registry_secrets",
+                "airflow_dag_file": "registry_secrets_dag.py",
+                "tasks": [{"task_id": "use_secrets"}],
+            }
+        ],
+        base_dir=DAGS_DIR,
+    )
+    (ti,) = scheduled_task_instances("registry_secrets", "use_secrets", 1)
+    User.objects.create_superuser("ops", "ops@example.com", "s3cret")
+
+    # when a worker runs it under Airflow's own worker
+    worker = start_worker(
+        "--once",
+        env={
+            "AIRFLOW_HOME": str(tmp_path / "airflow_home"),
+            "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+        },
+    )
+    assert worker.wait(timeout=240) == 0, worker.output()
+
+    # then Airflow's client reads Airflow's JSON lines as its structured messages, the
+    # password masked (by Airflow's SDK, and by the server on the way in)
+    ti.refresh_from_db()
+    assert ti.state == "success", worker.output()
+    logs = TaskInstanceApi(api_client(server.url, login(server.url, "ops", "s3cret")))
+    response = logs.get_log("registry_secrets", ti.run_id, "use_secrets", 1)
+    messages = [m.to_dict() for m in response.content.actual_instance]
+    said = [m for m in messages if m["event"] == "the connection's password is ***"]
+    assert len(said) == 1, messages
+    assert isinstance(said[0]["timestamp"], datetime)  # parsed as Airflow's message
+    raw = httpx.get(
+        f"{server.url}/api/v2/dags/registry_secrets/dagRuns/{ti.run_id}/taskInstances/"
+        "use_secrets/logs/1",
+        headers={"Authorization": f"Bearer {login(server.url, 'ops', 's3cret')}"},
+    ).json()
+    [line] = [m for m in raw["content"] if m["event"] == "the connection's password is ***"]
+    assert line["level"] == "info"  # the JSON line as Airflow's SDK wrote it
+    assert line["logger"].endswith("registry_secrets_dag")
+    assert response.continuation_token is None
+    stored = "".join(
+        TaskLog.objects.get(task_instance_id=ti.pk).chunks.values_list("content", flat=True)
+    )
+    assert PASSWORD not in stored
 
 
 def _worker_pids(master: int) -> list[int]:
