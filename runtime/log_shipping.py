@@ -436,10 +436,12 @@ class LogShipping:
     def from_settings(cls, *, server: str, report: Callable[[str], None]) -> LogShipping:
         from django.conf import settings
 
+        # a chunk's JSON (a character escaped at worst as \uXXXX, six bytes) fits a body
+        body_room = (settings.DATA_UPLOAD_MAX_MEMORY_SIZE - 1024) // 6
         return cls(
             server=server,
             interval=settings.TASK_LOG_SHIP_INTERVAL,
-            chunk_bytes=settings.TASK_LOG_CHUNK_MAX_BYTES,
+            chunk_bytes=max(min(settings.TASK_LOG_CHUNK_MAX_BYTES, body_room), 64),
             flush_timeout=settings.TASK_LOG_FLUSH_TIMEOUT,
             report=report,
         )

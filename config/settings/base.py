@@ -207,7 +207,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20
 
 # Task logs (docs/worker.md, "Reading a task's log"): the worker ships each try's log to the
 # server while it runs, every TASK_LOG_SHIP_INTERVAL seconds (0: not at all), in chunks of at
-# most TASK_LOG_CHUNK_MAX_BYTES (the server refuses bigger ones); at the end of a try, or when
+# most TASK_LOG_CHUNK_MAX_BYTES (the server refuses bigger ones; the worker sends smaller ones
+# when a chunk's JSON would not fit EXECUTION_API_MAX_BODY_BYTES); at the end of a try, or when
 # the worker stops, it waits up to TASK_LOG_FLUSH_TIMEOUT seconds for the rest to be sent. The
 # server keeps at most TASK_LOG_MAX_BYTES per try, then a line saying the log was truncated.
 
@@ -232,12 +233,6 @@ TASK_LOG_CHUNK_MAX_BYTES = int(
 )
 TASK_LOG_SHIP_INTERVAL = _task_log_setting("TASK_LOG_SHIP_INTERVAL", 1.0, least=0)
 TASK_LOG_FLUSH_TIMEOUT = _task_log_setting("TASK_LOG_FLUSH_TIMEOUT", 30.0, least=0)
-# a chunk's JSON body (each character escaped at worst as \uXXXX) fits the largest body
-if TASK_LOG_CHUNK_MAX_BYTES > (DATA_UPLOAD_MAX_MEMORY_SIZE - 1024) // 6:
-    raise ImproperlyConfigured(
-        "TASK_LOG_CHUNK_MAX_BYTES must be at most a sixth of EXECUTION_API_MAX_BODY_BYTES less "
-        f"1 KiB ({(DATA_UPLOAD_MAX_MEMORY_SIZE - 1024) // 6}), got {TASK_LOG_CHUNK_MAX_BYTES}"
-    )
 
 # Encryption at rest of variable values and connection passwords and extras (assets_app.crypto):
 # FERNET_KEY is one Fernet key or a comma-separated list, the first encrypting, all decrypting

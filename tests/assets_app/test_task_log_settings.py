@@ -31,12 +31,6 @@ from tests.test_settings import _clean_env, load
             id="chunk-too-small",
         ),
         pytest.param(
-            {"TASK_LOG_CHUNK_MAX_BYTES": "1000000", "EXECUTION_API_MAX_BODY_BYTES": "2000000"},
-            "TASK_LOG_CHUNK_MAX_BYTES must be at most a sixth of EXECUTION_API_MAX_BODY_BYTES "
-            "less 1 KiB (333162), got 1000000",
-            id="chunk-beyond-the-body",
-        ),
-        pytest.param(
             {"TASK_LOG_SHIP_INTERVAL": "-1"},
             "TASK_LOG_SHIP_INTERVAL must be a number of at least 0, got '-1'",
             id="interval-negative",

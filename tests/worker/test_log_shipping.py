@@ -1,6 +1,7 @@
 """The log shipper (``runtime.log_shipping``) against a fake execution API: what it sends of a
 try's log file and when, how it resumes after a failing server, a gap, the cap and a stale
-token, and the command pipe it is driven through. No Django: the shipper imports none."""
+token, and the command pipe it is driven through (the shipper imports no Django); and the
+chunk size the worker's handle takes from the settings."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from runtime.log_shipping import REFRESHED_TOKEN_HEADER, Shipper, serve
+from runtime.log_shipping import REFRESHED_TOKEN_HEADER, LogShipping, Shipper, serve
 
 TI = "0195e0b8-0000-7000-8000-0000000000aa"
 CHUNK = 1024
@@ -297,3 +298,17 @@ def test_serve_follows_the_commands_and_sends_everything_when_its_input_ends(fak
     # then it sent the whole file, the last chunk final, and returned
     assert bytes(fake.received) == b"hello\nworld"
     assert fake.closed is True
+
+
+def test_the_worker_sends_chunks_whose_json_fits_the_largest_body(settings):
+    settings.TASK_LOG_CHUNK_MAX_BYTES = 262144
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+    roomy = LogShipping.from_settings(server="http://server", report=print)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 601024
+    tight = LogShipping.from_settings(server="http://server", report=print)
+    settings.TASK_LOG_SHIP_INTERVAL = 0
+    off = LogShipping.from_settings(server="http://server", report=print)
+
+    assert roomy.chunk_bytes == 262144
+    assert tight.chunk_bytes == 100000  # six bytes a character at worst, and 1 KiB of JSON
+    assert (roomy.enabled, off.enabled) == (True, False)
