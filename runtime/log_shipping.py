@@ -214,7 +214,8 @@ class Shipper:
                 logger.warning("log shipping: the log of %s is not taken: %s", tail.label, exc)
                 self._drop(tail)
                 continue
-            except (httpx.HTTPError, OSError) as exc:
+            except (httpx.HTTPError, OSError, ValueError, KeyError, TypeError) as exc:
+                # unreachable, 5xx, or an answer that is not the route's: try again later
                 tail.failures += 1
                 wait = min(2.0 ** (tail.failures - 1), MAX_BACKOFF)
                 tail.retry_at = now + wait

@@ -193,6 +193,28 @@ def test_a_failing_server_is_tried_again_later_and_nothing_is_lost(shipper, fake
     assert len(fake.posts) == 2
 
 
+def test_an_answer_that_is_not_the_routes_is_tried_again_later(shipper, fake, clock, tmp_path):
+    log = tmp_path / "attempt=1.log"
+    log.write_bytes(b"one\n")
+    follow(shipper, log)
+    shipper.pump()
+    with log.open("ab") as file:
+        file.write(b"two\n")
+    handle = fake.handle
+    fake.handle = lambda request: httpx.Response(200, text="<html>a proxy's page</html>")
+    shipper.client = httpx.Client(
+        transport=httpx.MockTransport(lambda request: fake.handle(request)),
+        base_url="http://server/execution/",
+    )
+
+    shipper.pump()  # not JSON: no crash, wait 1 s
+    fake.handle = handle
+    clock.now += 1.5
+    shipper.pump()
+
+    assert bytes(fake.received) == b"one\ntwo\n"
+
+
 def test_a_gap_is_resent_from_where_the_server_is(shipper, fake, tmp_path):
     log = tmp_path / "attempt=1.log"
     log.write_bytes(b"one\n")
