@@ -148,6 +148,13 @@ class TaskInstanceClearRefusedError(ConflictError):
     code = "clear_refused"
 
 
+class TaskLogOffsetError(ConflictError):
+    """A log chunk starts after the end of what was received for the try: a chunk before it
+    is missing. ``expected_offset`` (where the next chunk must start) goes into the body."""
+
+    code = "log_offset_gap"
+
+
 # --- authentication -------------------------------------------------------------------------------
 
 

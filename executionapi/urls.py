@@ -14,6 +14,7 @@ from rest_framework.routers import SimpleRouter
 from executionapi import (
     views,
     views_dag_runs,
+    views_logs,
     views_routes,
     views_secrets,
     views_state_stores,
@@ -51,6 +52,11 @@ urlpatterns = [
         "task-instances/<uuid:task_instance_id>/previous-successful-dagrun",
         views_routes.PreviousSuccessfulDagRunView.as_view(),
         name="ti-previous-successful-dagrun",
+    ),
+    path(
+        "task-instances/<uuid:task_instance_id>/logs",
+        views_logs.TaskLogView.as_view(),
+        name="ti-logs",
     ),
     path(
         "task-reschedules/<uuid:task_instance_id>/start_date",

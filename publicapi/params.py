@@ -134,6 +134,14 @@ def query_parse(model: type[ModelT], params: QueryDict, *, lists: Iterable[str] 
         raise Unprocessable(_errors(exc, "query")) from exc
 
 
+def path_parse(model: type[ModelT], values: dict[str, str]) -> ModelT:
+    """Path parameters as ``model`` (FastAPI's 422 at ``["path", name]`` for a bad one)."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise Unprocessable(_errors(exc, "path")) from exc
+
+
 def body_parse(model: type[ModelT], request: HttpRequest, *, optional: bool = False) -> ModelT:
     """The JSON body of ``request`` as ``model`` (FastAPI's 422 ``json_invalid`` for broken
     JSON); with ``optional``, no body (or ``null``) is the model's defaults, as FastAPI's

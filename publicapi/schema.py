@@ -25,6 +25,8 @@ _DATES = [
 ]
 _PAGE = ["limit", "offset"]
 
+LOG_ROUTE = "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/logs/{try_number}"
+
 #: path → method → the query parameters served (path parameters are always kept)
 SERVED: dict[str, dict[str, list[str]]] = {
     "/api/v2/version": {"get": []},
@@ -113,6 +115,7 @@ SERVED: dict[str, dict[str, list[str]]] = {
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries/{xcom_key}": {
         "get": ["map_index", "deserialize", "stringify"]
     },
+    LOG_ROUTE: {"get": ["full_content", "map_index", "token", "accept"]},
     "/api/v2/variables": {
         "get": [*_PAGE, "order_by", "variable_key_pattern", "variable_key_prefix_pattern"],
         "post": [],
@@ -157,6 +160,9 @@ EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     ("/api/v2/variables", "post"): {"400": "Bad Request"},
     ("/api/v2/connections", "post"): {"400": "Bad Request"},
     ("/api/v2/importErrors", "get"): {"400": "Bad Request"},
+    # a continuation token the server did not sign (Airflow's, undeclared); an Accept header
+    # that is none of the log's media types (Airflow's 406, undeclared)
+    (LOG_ROUTE, "get"): {"400": "Bad Request", "406": "Not Acceptable"},
 }
 
 #: The asset-event body by name and/or uri (apache/airflow#53615), besides Airflow's by id.

@@ -6,7 +6,7 @@ Anything else under ``/api/v2/`` is FastAPI's JSON 404.
 
 from django.urls import path, re_path
 
-from publicapi import schema, secrets, views
+from publicapi import logs, schema, secrets, views
 from publicapi.exceptions import not_found
 
 app_name = "publicapi"
@@ -42,6 +42,10 @@ urlpatterns = [
     re_path(
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries/(?P<xcom_key>{KEY})$",
         views.XComDetailView.as_view(),
+    ),
+    re_path(
+        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/logs/(?P<try_number>{KEY})$",
+        logs.TaskInstanceLogView.as_view(),
     ),
     path("variables", secrets.VariableListView.as_view(), name="variables"),
     re_path(r"^variables/(?P<variable_key>.+)$", secrets.VariableDetailView.as_view()),

@@ -16,6 +16,9 @@ to the execution API over HTTP:
   DAG file's folder as the ``dags-folder`` bundle. That one stays a new process: Airflow's
   modules and settings are not the worker's to import, and its supervisor forks in turn.
 
+Each try's output goes to its log file, which :mod:`runtime.log_shipping` (a process the worker
+starts) sends to the server while the try runs, so that the admin and ``/api/v2`` show it.
+
 The child reports the outcome (``/run``, heartbeats, ``/state``); the worker reaps it, reads
 the task instance's state and reports one line per task instance. A task whose code cannot be
 found is failed with that message: the worker reports it through the API itself when nothing
@@ -60,6 +63,7 @@ from assets_app.services.runs.state import task_instance_failure_reason_record
 from assets_app.tokens import token_issue
 from runtime.daemon import STOP_SIGNALS, WAIT_SLICE, Daemon, connection_close
 from runtime.launch import TaskCodeError, TaskLaunch, task_launch
+from runtime.log_shipping import LogShipping, log_size
 from task_sdk.client import Client, ServerResponseError
 from task_sdk.forking import preload, start_cli
 from task_sdk.timestamps import now
@@ -172,6 +176,7 @@ class Worker:
     # wall clock, for the timing lines: the last wake-up and the last claim
     _woken_at: float = field(default=0.0, init=False)
     _claimed_at: float = field(default=0.0, init=False)
+    _log_shipping: LogShipping = field(default_factory=LogShipping.disabled, init=False)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -189,7 +194,7 @@ class Worker:
             started=self._start_up,
             woken=self._any_exited,
             finish=self._drain,
-            close=self._end_children,
+            close=self._close,
         )
 
     # -- control ---------------------------------------------------------------------------
@@ -234,6 +239,15 @@ class Worker:
     def _start_up(self) -> None:
         self.started()
         preload()  # once here, not in every forked supervisor
+        self._log_shipping = LogShipping.from_settings(server=self.server, report=self.report)
+
+    def _close(self) -> None:
+        """On the way out, error or not: the children ended, then the ends of their logs sent
+        (up to the flush timeout)."""
+        try:
+            self._end_children()
+        finally:
+            self._log_shipping.close()
 
     def _pass(self) -> bool:
         """One round: reap the exited children, claim up to the free slots, start what was
@@ -308,12 +322,16 @@ class Worker:
             self._fail_without_code(ti, label, token, str(exc))
             return
         log_path = self._log_path(ti)
+        log_start = log_size(log_path)  # an earlier attempt of this try may have written to it
         try:
             process = self._spawn(launch, log_path)
         except OSError:
             if launch.scratch is not None:
                 launch.scratch.unlink(missing_ok=True)
             raise
+        self._log_shipping.follow(
+            task_instance_id=ti.pk, path=log_path, start=log_start, token=token
+        )
         logger.debug(
             "timing %s woken=%.6f claimed=%.6f forked=%.6f",
             ti.pk,
@@ -393,6 +411,7 @@ class Worker:
     def _finish(self, child: _Child) -> None:
         if child.scratch is not None:
             child.scratch.unlink(missing_ok=True)
+        self._log_shipping.finish(task_instance_id=child.ti.pk)
         seconds = time.monotonic() - child.started
         code = child.process.returncode
         try:

@@ -1,5 +1,6 @@
 """DAG runs and task instances (read-only, big tables), with the clear actions
-(``assets_app.services.runs.clearing``) and each task instance's earlier tries."""
+(``assets_app.services.runs.clearing``), each task instance's earlier tries and its log
+(``assets_app.admin.logs``)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from assets_app.admin.common import (
     when,
 )
 from assets_app.admin.filters import DagIdFilter, TaskInstanceDagFilter
+from assets_app.admin.logs import TaskLogAdminMixin
 from assets_app.admin.panels import run_panel
 from assets_app.exceptions import AssetsError
 from assets_app.models import (
@@ -372,6 +374,7 @@ class DagRunAdmin(
 
 @admin.register(TaskInstance)
 class TaskInstanceAdmin(
+    TaskLogAdminMixin,
     _TryColumnsMixin,
     _ClearPermissionMixin,
     _DagColumnMixin,
@@ -438,7 +441,7 @@ class TaskInstanceAdmin(
         return new_tries[0] if new_tries else None
 
     def panel_context(self, request: HttpRequest, obj: TaskInstance) -> dict[str, Any]:
-        return {}
+        return {"log_panel": self.log_panel(request, obj)}  # the log of a try, live
 
     @admin.display(description="earlier tries")
     def earlier_tries(self, obj: TaskInstance) -> SafeString | str:

@@ -6,6 +6,7 @@ one module per subdomain, side by side with ``services/<subdomain>/`` and ``sele
   waiting on changed assets, import errors;
 - ``runs``: DAG runs, task instances, their tries, history, reschedules and notes;
 - ``state``: XComs and the task and asset state stores;
+- ``logs``: what each try of a task printed, as its worker shipped it;
 - ``secrets``: variables and connections;
 - ``common``: the id lengths and the composite-key constraint they share.
 
@@ -46,6 +47,7 @@ from .dags import (
     TaskLeafReference,
     TaskOutletAssetReference,
 )
+from .logs import TaskLog, TaskLogChunk
 from .runs import (
     DAG_RUN_SUMMARY_FIELDS,
     FAILED_TI_STATES,
@@ -121,6 +123,8 @@ __all__ = [
     "TaskInstanceState",
     "TaskKey",
     "TaskLeafReference",
+    "TaskLog",
+    "TaskLogChunk",
     "TaskOutletAssetReference",
     "TaskReschedule",
     "TaskStateStore",

@@ -2,7 +2,8 @@
 
 A decrypted value leaves this module only for a caller that must hand it on unmasked: the
 execution API (a task's ``Variable.get`` / ``get_connection``), ``manage.py variables_get``,
-and the services that merge an edit into a stored value. Everything shown to operators
+the services that merge an edit into a stored value, and :func:`secrets_masker`, whose masker
+hides them in task logs. Everything shown to operators
 (admin, operator API, listings) reads only the non-secret columns or masks
 (``assets_app.masking``).
 """
@@ -10,14 +11,16 @@ and the services that merge an edit into a stored value. Everything shown to ope
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
 
 from assets_app import crypto
-from assets_app.exceptions import ConnectionNotFoundError, VariableNotFoundError
-from assets_app.masking import REPLACEMENT, is_sensitive, redact
+from assets_app.exceptions import ConnectionNotFoundError, SecretsError, VariableNotFoundError
+from assets_app.masking import REPLACEMENT, TextMasker, is_sensitive, redact, secret_values
 from assets_app.models import Connection, Variable
 
 
@@ -143,3 +146,87 @@ def connection_masked_extra(connection: Connection) -> str | None:
     if not isinstance(loaded, dict):
         return REPLACEMENT
     return json.dumps(redact(loaded))
+
+
+# --- every secret, to mask in task logs ----------------------------------------------------------
+
+#: Plain text by stored form (``None``: it cannot be decrypted). A Fernet token is new each
+#: time a value is written or re-encrypted, so a stored form never changes meaning: each is
+#: decrypted once per process, not on every log append.
+_plain_by_stored: dict[tuple[str, bool], str | None] = {}
+_masker_lock = threading.Lock()
+_masker: tuple[frozenset[str], TextMasker] = (frozenset(), TextMasker(()))
+
+
+def _plain(
+    stored: str | None, *, is_encrypted: bool, what: str, seen: set[tuple[str, bool]]
+) -> str | None:
+    if stored is None:
+        return None
+    key = (stored, is_encrypted)
+    seen.add(key)
+    if key not in _plain_by_stored:
+        try:
+            _plain_by_stored[key] = crypto.secret_decrypt(
+                stored, is_encrypted=is_encrypted, what=what
+            )
+        except SecretsError:  # logged by crypto; no task can read it either
+            _plain_by_stored[key] = None
+    return _plain_by_stored[key]
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _stored_secret_values(seen: set[tuple[str, bool]]) -> Iterator[str]:
+    """What Airflow's task SDK masks in a task's log once the task has read it, for every
+    secret kept here: a connection's password and its extra (the text whole, and each value
+    under a sensitive key); a variable's value under a sensitive key, and the values under
+    sensitive keys inside a JSON variable. Adds each stored form read to ``seen``."""
+    for (
+        conn_id,
+        password,
+        password_encrypted,
+        extra,
+        extra_encrypted,
+    ) in Connection.objects.values_list(
+        "conn_id", "encrypted_password", "is_encrypted", "encrypted_extra", "is_extra_encrypted"
+    ):
+        what = f"connection '{conn_id}'"
+        plain = _plain(
+            password, is_encrypted=password_encrypted, what=f"password of {what}", seen=seen
+        )
+        if plain is not None:
+            yield from secret_values(plain)
+        plain = _plain(extra, is_encrypted=extra_encrypted, what=f"extra of {what}", seen=seen)
+        if plain is not None:
+            yield from secret_values(plain)
+            yield from secret_values(_json_or_none(plain))
+    for key, value, encrypted in Variable.objects.values_list(
+        "key", "encrypted_val", "is_encrypted"
+    ):
+        plain = _plain(value, is_encrypted=encrypted, what=f"value of variable '{key}'", seen=seen)
+        if plain is None:
+            continue
+        yield from secret_values(plain, key)
+        loaded = _json_or_none(plain)
+        if isinstance(loaded, dict | list):
+            yield from secret_values(loaded, key)
+
+
+def secrets_masker() -> TextMasker:
+    """A masker of every secret stored now (:func:`_stored_secret_values`): one query per
+    table; decrypting and compiling only what changed since the last call in this process."""
+    global _masker
+    seen: set[tuple[str, bool]] = set()
+    values = frozenset(_stored_secret_values(seen))
+    for gone in set(_plain_by_stored) - seen:  # forget the forms no longer stored
+        _plain_by_stored.pop(gone, None)
+    with _masker_lock:
+        if values != _masker[0]:
+            _masker = (values, TextMasker(values))
+        return _masker[1]

@@ -205,6 +205,35 @@ DAGS_ARE_PAUSED_AT_CREATION = env.bool("DAGS_ARE_PAUSED_AT_CREATION", default=Tr
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 
+# Task logs (docs/worker.md, "Reading a task's log"): the worker ships each try's log to the
+# server while it runs, every TASK_LOG_SHIP_INTERVAL seconds (0: not at all), in chunks of at
+# most TASK_LOG_CHUNK_MAX_BYTES (the server refuses bigger ones; the worker sends smaller ones
+# when a chunk's JSON would not fit EXECUTION_API_MAX_BODY_BYTES); at the end of a try, or when
+# the worker stops, it waits up to TASK_LOG_FLUSH_TIMEOUT seconds for the rest to be sent. The
+# server keeps at most TASK_LOG_MAX_BYTES per try, then a line saying the log was truncated.
+
+
+def _task_log_setting(name: str, default: float, *, least: float, whole: bool = False) -> float:
+    """The variable ``name`` as a finite number (``whole``: a whole number) of at least
+    ``least``; else ``ImproperlyConfigured`` naming it."""
+    raw = env.str(name, default=str(default)).strip()
+    try:
+        value = float(int(raw)) if whole else float(raw)
+    except ValueError:
+        value = float("nan")
+    if not least <= value < float("inf"):  # NaN fails too
+        what = "a whole number" if whole else "a number"
+        raise ImproperlyConfigured(f"{name} must be {what} of at least {least:g}, got {raw!r}")
+    return value
+
+
+TASK_LOG_MAX_BYTES = int(_task_log_setting("TASK_LOG_MAX_BYTES", 5242880, least=1024, whole=True))
+TASK_LOG_CHUNK_MAX_BYTES = int(
+    _task_log_setting("TASK_LOG_CHUNK_MAX_BYTES", 262144, least=1024, whole=True)
+)
+TASK_LOG_SHIP_INTERVAL = _task_log_setting("TASK_LOG_SHIP_INTERVAL", 1.0, least=0)
+TASK_LOG_FLUSH_TIMEOUT = _task_log_setting("TASK_LOG_FLUSH_TIMEOUT", 30.0, least=0)
+
 # Encryption at rest of variable values and connection passwords and extras (assets_app.crypto):
 # FERNET_KEY is one Fernet key or a comma-separated list, the first encrypting, all decrypting
 # (rotate with `manage.py rotate_fernet_key`). With none set, production refuses to store a
