@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.live_server import REPO
+
 GOOD_SECRET = "s" * 64
 
 PRINT_SETTINGS = """

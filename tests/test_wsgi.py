@@ -8,9 +8,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.live_server import REPO
 
 PROBE = """
 import gc, json, sys

@@ -37,10 +37,11 @@ from tests.factories import (
     DagRunFactory,
     TaskInstanceFactory,
 )
+from tests.live_server import REPO
 
 pytestmark = pytest.mark.django_db
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dags.yaml"
+EXAMPLE = REPO / "examples" / "dags.yaml"
 COMMANDS = [
     "declare_dags",
     "create_task_instance",

@@ -27,10 +27,11 @@ from assets_app.models import (
 )
 from assets_app.services.dags.declare import DeclareResult, dags_declare_from_file, dags_set_paused
 from tests.assets_app.test_manifest import NESTED_EXPRESSIONS, NESTED_MANIFEST
+from tests.live_server import REPO
 
 pytestmark = pytest.mark.django_db
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dags.yaml"
+EXAMPLE = REPO / "examples" / "dags.yaml"
 TABLES = (
     Dag,
     Asset,

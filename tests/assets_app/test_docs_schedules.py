@@ -9,16 +9,14 @@ import shlex
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from assets_app.models import DagRun, DagRunType, TaskInstance
-from tests.live_server import server_env
+from tests.live_server import REPO, server_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-REPO = Path(__file__).resolve().parents[2]
 PAGE = (REPO / "docs" / "schedules.md").read_text()
 
 

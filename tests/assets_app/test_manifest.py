@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -22,8 +21,9 @@ from assets_app.services.dags.manifest import (
     manifest_parse,
 )
 from task_sdk.definitions import AssetAliasUniqueKey, AssetNameRef, AssetUniqueKey, AssetUriRef
+from tests.live_server import REPO
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dags.yaml"
+EXAMPLE = REPO / "examples" / "dags.yaml"
 MY_TASK = AssetUniqueKey(name="s3://bucket/my-task", uri="s3://bucket/my-task")
 
 

@@ -34,10 +34,11 @@ from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
+from tests.live_server import REPO
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = json.loads((HERE / "airflow_reference" / "states.json").read_text())
-DOCS = HERE.parents[1] / "docs" / "dag-files.md"
+DOCS = REPO / "docs" / "dag-files.md"
 FINISHED = ("success", "failed")
 # seconds for a group's runs to finish: each task is a fresh Python process importing Airflow's
 # SDK (~3-5 s of CPU on this 2-core machine), and a group runs up to ~90 task instances

@@ -9,7 +9,6 @@ import json
 import re
 import shlex
 from io import StringIO
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,11 +18,11 @@ from rest_framework.authtoken.models import Token
 
 from assets_app.models import DagRun, TaskInstance
 from assets_app.services.runs.task_flow import dag_runs_admit
+from tests.live_server import REPO
 from tests.worker.conftest import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-REPO = Path(__file__).resolve().parents[2]
 PAGE = (REPO / "docs" / "pipelines.md").read_text()
 ORDER = ["extract", "transform", "load", "notify"]
 
