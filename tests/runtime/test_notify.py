@@ -24,7 +24,7 @@ from assets_app.services.scheduling.scheduler import scheduler_pass
 from devtools.processes import process_stop
 from runtime.daemon import wait_for_work
 from tests.live_server import REPO, server_env
-from tests.test_scheduler_concurrency import MANIFEST, producer_task_instances, succeed
+from tests.runtime.test_scheduler_concurrency import MANIFEST, producer_task_instances, succeed
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -27,7 +27,11 @@ from assets_app.services.dags.declare import dags_declare, dags_set_paused
 from assets_app.services.dags.manifest import manifest_parse
 from assets_app.services.scheduling.time_schedules import scheduled_run_id
 from tests.live_server import REPO, server_env
-from tests.test_scheduler_concurrency import start_schedulers, stop_schedulers, wait_until_started
+from tests.runtime.test_scheduler_concurrency import (
+    start_schedulers,
+    stop_schedulers,
+    wait_until_started,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

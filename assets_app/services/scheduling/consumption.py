@@ -5,7 +5,7 @@ assets: :func:`condition_of`, :func:`condition_resolve` and
 (:func:`unconsumed_event_ids`, the set-based SQL form that creates runs, and
 :func:`next_run_events`, the same rule as an ORM filter, which finds the events still waiting
 for a consumer: :func:`events_awaiting_consumers`). The two forms of the consumption rule are
-held to the same cases by ``tests/assets_app/test_consumption.py``.
+held to the same cases by ``tests/assets_app/scheduling/test_consumption.py``.
 
 :mod:`assets_app.services.scheduling.scheduler` applies these rules under locks; registration
 and the manual event queue consumers through :func:`consumers_queue`.
@@ -363,7 +363,7 @@ def unconsumed_event_ids(
     (:func:`latest_asset_triggered_runs`; the scheduler reads it with the DAG's lock), absent or
     ``None`` if it has none.
 
-    The set-based SQL form of :func:`next_run_events` (``tests/assets_app/test_consumption.py``
+    The set-based SQL form of :func:`next_run_events` (``tests/assets_app/scheduling/test_consumption.py``
     holds the two to the same cases): events on the assets the condition names directly or by
     ref, and events emitted through one of its aliases; not partitioned; not consumed by an
     earlier run of the DAG; stamped later than ``EVENT_LOOKBACK`` before its

@@ -26,7 +26,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.services.dags.declare import DeclareResult, dags_declare_from_file, dags_set_paused
-from tests.assets_app.test_manifest import NESTED_EXPRESSIONS, NESTED_MANIFEST
+from tests.assets_app.dags.test_manifest import NESTED_EXPRESSIONS, NESTED_MANIFEST
 from tests.live_server import REPO
 
 pytestmark = pytest.mark.django_db

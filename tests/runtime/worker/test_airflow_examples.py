@@ -125,7 +125,7 @@ def _run_everything(expected_dags: set[str], worker: Any) -> None:
 # On PostgreSQL only: the comparison is of task semantics (trigger rules, branching, run
 # states), written once above the database, and it takes ~10 minutes of real task processes;
 # the same worker and scheduler paths run on SQLite in test_example_asset_alias.py and the
-# other tests/worker tests.
+# other tests/runtime/worker tests.
 @pytest.mark.postgres
 @pytest.mark.timeout(WAIT + 300)
 @pytest.mark.parametrize("group", list(GROUPS))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker.airflow_reference.record import EXAMPLES, STATES
+from tests.runtime.worker.airflow_reference.record import EXAMPLES, STATES
 
 pytestmark = pytest.mark.slow
 

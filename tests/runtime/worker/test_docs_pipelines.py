@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 from assets_app.models import DagRun, TaskInstance
 from assets_app.services.runs.task_flow import dag_runs_admit
 from tests.live_server import REPO
-from tests.worker.conftest import wait_until
+from tests.runtime.worker.conftest import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -20,7 +20,7 @@ from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
-from tests.worker.conftest import dags_folder_load, wait_until
+from tests.runtime.worker.conftest import dags_folder_load, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from assets_app.models import TaskInstance, TaskInstanceHistory
 from assets_app.services.runs.task_instances import task_instances_claim
 from runtime.worker import Worker
 from tests.live_server import REPO, server_env
-from tests.worker.conftest import (
+from tests.runtime.worker.conftest import (
     HERE,
     TASKS,
     declare,

@@ -11,7 +11,7 @@ import pytest
 from assets_app.models import AssetEvent, TaskInstance
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.executionapi.test_real_worker import DAG_FILE, DAG_ID, DAGS_DIR, PRODUCED
-from tests.worker.conftest import declare, scheduled_task_instances
+from tests.runtime.worker.conftest import declare, scheduled_task_instances
 
 pytestmark = pytest.mark.slow
 

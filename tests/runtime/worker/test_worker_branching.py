@@ -12,7 +12,7 @@ from assets_app.models import DagRun, TaskInstance, XCom
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.executionapi.test_real_worker import DAGS_DIR
-from tests.worker.conftest import declare, wait_until
+from tests.runtime.worker.conftest import declare, wait_until
 
 pytestmark = pytest.mark.slow
 

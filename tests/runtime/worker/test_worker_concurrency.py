@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from tests.worker.conftest import (
+from tests.runtime.worker.conftest import (
     TASKS,
     declare,
     run_states,

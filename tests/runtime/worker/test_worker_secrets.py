@@ -12,7 +12,7 @@ from assets_app.services.secrets.connections import ConnectionFields, connection
 from assets_app.services.secrets.variables import variable_set
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.executionapi.test_real_worker import DAGS_DIR
-from tests.worker.conftest import declare, scheduled_task_instances
+from tests.runtime.worker.conftest import declare, scheduled_task_instances
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """Record what Airflow itself gives for its own example DAG files: each DAG's final task states.
 
-Run ``python tests/worker/airflow_reference/record.py [FILE.py ...]`` with the ``airflow``
+Run ``python tests/runtime/worker/airflow_reference/record.py [FILE.py ...]`` with the ``airflow``
 extra installed (``apache-airflow-core``). For each example file (default: ``EXAMPLES``), in a
 scratch ``AIRFLOW_HOME`` with a scratch SQLite metadata database and a DAGs folder holding only
 that file, it:
