@@ -166,7 +166,9 @@ def assert_shows(example: str, output: str) -> None:
 #: must be a named example (``test_every_shell_block_is_run_or_says_why``).
 NOT_RUN_AS_WRITTEN = {
     "make run     # venv + install + migrate + load examples/dags.yaml + admin login, serves "
-    "127.0.0.1:8000": "the set-up itself: CI runs `make test`; tests/config/test_makefile.py the targets",
+    "127.0.0.1:8000": (
+        "the set-up itself: CI runs `make test`; tests/config/test_makefile.py the targets"
+    ),
     "make test                                    # the whole suite on SQLite": "what CI runs",
     "createdb -h 127.0.0.1 -U postgres asset_registry": "what CI runs (.ci/run)",
     "python3 -m venv .venv-sdk && .venv-sdk/bin/pip install ./task_sdk pytest": (

@@ -363,11 +363,11 @@ def unconsumed_event_ids(
     (:func:`latest_asset_triggered_runs`; the scheduler reads it with the DAG's lock), absent or
     ``None`` if it has none.
 
-    The set-based SQL form of :func:`next_run_events` (``tests/assets_app/scheduling/test_consumption.py``
-    holds the two to the same cases): events on the assets the condition names directly or by
-    ref, and events emitted through one of its aliases; not partitioned; not consumed by an
-    earlier run of the DAG; stamped later than ``EVENT_LOOKBACK`` before its
-    latest asset-triggered run was created, if it has one.
+    The set-based SQL form of :func:`next_run_events`
+    (``tests/assets_app/scheduling/test_consumption.py`` holds the two to the same cases):
+    events on the assets the condition names directly or by ref, and events emitted through one
+    of its aliases; not partitioned; not consumed by an earlier run of the DAG; stamped later
+    than ``EVENT_LOOKBACK`` before its latest asset-triggered run was created, if it has one.
     """
     if not conditions:
         return {}
