@@ -1,4 +1,6 @@
-"""Shared fixtures. Tests marked ``postgres`` are skipped unless DATABASE_URL is PostgreSQL."""
+"""Shared fixtures. Tests marked ``postgres`` are skipped unless DATABASE_URL is PostgreSQL;
+tests that start real processes are marked ``slow``, and the others may not start any
+(tests/lanes.py: ``make test-fast`` is every test not marked ``slow``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,12 @@ from collections.abc import Callable
 
 import pytest
 from django.db import connection
+
+from tests.lanes import Lanes
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(Lanes(), "lanes")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -15,6 +15,9 @@ import pytest
 
 from tests.live_server import REPO
 
+# every case starts a fresh interpreter
+pytestmark = pytest.mark.slow
+
 GOOD_SECRET = "s" * 64
 
 PRINT_SETTINGS = """

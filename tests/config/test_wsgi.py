@@ -9,7 +9,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.live_server import REPO
+
+pytestmark = pytest.mark.slow  # a fresh interpreter
 
 PROBE = """
 import gc, json, sys
