@@ -34,6 +34,22 @@ def server(transactional_db, tmp_path):
     yield from serve(tmp_path)
 
 
+@pytest.fixture(scope="module")
+def module_server(django_db_setup, tmp_path_factory):
+    from tests.live_server import serve
+
+    yield from serve(tmp_path_factory.mktemp("server"))
+
+
+@pytest.fixture
+def shared_server(module_server, transactional_db):
+    """``server``, but one process for all the tests of a module that use it: for tests that
+    ask nothing of the server but to serve the committed rows (no environment of their own,
+    nothing it would keep from one test to the next). Each test's rows are still committed,
+    and emptied after it (``transactional_db``)."""
+    return module_server
+
+
 @pytest.fixture
 def await_lock_wait() -> Callable[..., int]:
     """PostgreSQL: wait until a connection to the test database is blocked on a lock.

@@ -24,11 +24,15 @@ from typing import Any
 
 import pytest
 
-#: Fixtures that start a real process: a gunicorn server (``server``, ``one_worker_server``),
-#: ``manage.py worker`` processes (``start_worker``), headless Chromium (``browser``), a Python
-#: importing Airflow's task SDK (``airflow_sdk``) or its router (``airflow_routes``).
+#: Fixtures that start a real process: a gunicorn server (``server``, ``shared_server``,
+#: ``one_worker_server``), ``manage.py worker`` processes (``start_worker``), headless Chromium
+#: (``browser``), a Python importing Airflow's task SDK (``airflow_sdk``) or router
+#: (``airflow_routes``).
 PROCESS_FIXTURES = frozenset(
-    {"server", "one_worker_server", "start_worker", "browser", "airflow_sdk", "airflow_routes"}
+    {
+        *("server", "shared_server", "module_server", "one_worker_server", "start_worker"),
+        *("browser", "airflow_sdk", "airflow_routes"),
+    }
 )
 #: Tests that start real processes themselves, by where they are: a node id starting with one of
 #: these (a directory, a module, or a module's test). tests/browser drives Chromium; task_sdk/tests
