@@ -49,13 +49,19 @@ screenshots: install-test
 docs: install-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# One test process per core (pytest-xdist; TEST_WORKERS=0: all in one process), each with its
+# own test database; tests spread by work stealing (their times differ a hundredfold). The 25
+# slowest are listed at the end.
+TEST_WORKERS ?= auto
+PYTEST_RUN = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=25
+
 test: install-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(PYTEST_RUN) $(PYTEST_ARGS)
 
 # every test not marked slow: no server, scheduler, worker, task or parser process, no browser
 # (tests/lanes.py marks them; a test that starts one unmarked fails, in either lane)
 test-fast: install-test
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST_RUN) -m "not slow" $(PYTEST_ARGS)
 
 lint: install-test
 	$(BIN)/ruff check .
