@@ -1,4 +1,5 @@
-# Two set-up commands: `make run` (serve the app) and `make test` (run the whole suite).
+# Two set-up commands: `make run` (serve the app) and `make test` (run the whole suite);
+# `make test-fast` runs the suite less the tests that start real processes or a browser.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -6,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MANIFEST ?= examples/dags.yaml
 
-.PHONY: run test install install-test demo lint clean screenshots docs
+.PHONY: run test test-fast install install-test demo lint clean screenshots docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,8 +49,19 @@ screenshots: install-test
 docs: install-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# One test process per core (pytest-xdist; TEST_WORKERS=0: all in one process), each with its
+# own test database; tests spread by work stealing (their times differ a hundredfold). The 25
+# slowest are listed at the end.
+TEST_WORKERS ?= auto
+PYTEST_RUN = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=25
+
 test: install-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(PYTEST_RUN) $(PYTEST_ARGS)
+
+# every test not marked slow: no server, scheduler, worker, task or parser process, no browser
+# (tests/lanes.py marks them; a test that starts one unmarked fails, in either lane)
+test-fast: install-test
+	$(PYTEST_RUN) -m "not slow" $(PYTEST_ARGS)
 
 lint: install-test
 	$(BIN)/ruff check .

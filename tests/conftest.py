@@ -1,4 +1,6 @@
-"""Shared fixtures. Tests marked ``postgres`` are skipped unless DATABASE_URL is PostgreSQL."""
+"""Shared fixtures. Tests marked ``postgres`` are skipped unless DATABASE_URL is PostgreSQL;
+tests that start real processes are marked ``slow``, and the others may not start any
+(tests/lanes.py: ``make test-fast`` is every test not marked ``slow``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,12 @@ from collections.abc import Callable
 
 import pytest
 from django.db import connection
+
+from tests.lanes import Lanes
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(Lanes(), "lanes")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -24,6 +32,22 @@ def server(transactional_db, tmp_path):
     from tests.live_server import serve
 
     yield from serve(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_server(django_db_setup, tmp_path_factory):
+    from tests.live_server import serve
+
+    yield from serve(tmp_path_factory.mktemp("server"))
+
+
+@pytest.fixture
+def shared_server(module_server, transactional_db):
+    """``server``, but one process for all the tests of a module that use it: for tests that
+    ask nothing of the server but to serve the committed rows (no environment of their own,
+    nothing it would keep from one test to the next). Each test's rows are still committed,
+    and emptied after it (``transactional_db``)."""
+    return module_server
 
 
 @pytest.fixture

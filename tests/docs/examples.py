@@ -166,7 +166,9 @@ def assert_shows(example: str, output: str) -> None:
 #: must be a named example (``test_every_shell_block_is_run_or_says_why``).
 NOT_RUN_AS_WRITTEN = {
     "make run     # venv + install + migrate + load examples/dags.yaml + admin login, serves "
-    "127.0.0.1:8000": "the set-up itself: CI runs `make test`; tests/test_makefile.py the targets",
+    "127.0.0.1:8000": (
+        "the set-up itself: CI runs `make test`; tests/config/test_makefile.py the targets"
+    ),
     "make test                                    # the whole suite on SQLite": "what CI runs",
     "createdb -h 127.0.0.1 -U postgres asset_registry": "what CI runs (.ci/run)",
     "python3 -m venv .venv-sdk && .venv-sdk/bin/pip install ./task_sdk pytest": (
@@ -182,17 +184,17 @@ NOT_RUN_AS_WRITTEN = {
         "tests/browser/test_screenshots.py runs `manage.py screenshots`"
     ),
     "$ .venv/bin/python manage.py clear_task_instances --dag-id orders --run-id manual__1 "
-    "--dry-run": "tests/assets_app/test_clearing.py runs it and compares its output",
+    "--dry-run": "tests/assets_app/runs/test_clearing.py runs it and compares its output",
     "# on the server": "tests/docs/test_task_sdk_examples.py runs these steps with its own ids",
     "# on the worker": "tests/docs/test_task_sdk_examples.py runs these steps with its own ids",
     ".venv/bin/python manage.py scheduler --once": (
         "tests/docs/test_task_sdk_examples.py runs these steps with its own ids"
     ),
     ".venv/bin/python manage.py scheduler              # runs until SIGTERM / Ctrl-C": (
-        "runs until stopped; tests/assets_app/test_scheduler.py runs passes, --once"
+        "runs until stopped; tests/assets_app/scheduling/test_scheduler.py runs passes, --once"
     ),
     ".venv/bin/python manage.py worker                   # until SIGTERM / Ctrl-C, 4 tasks at a "
-    "time": "runs until stopped; tests/worker/ runs worker processes",
+    "time": "runs until stopped; tests/runtime/worker/ runs worker processes",
     'M=".venv/bin/python manage.py"\n'
     "DAG=registry_worker_producer TASK=produce RUN=manual__$(date +%s)": (
         "needs a registry host; tests/executionapi/test_real_worker.py runs the same workload"
@@ -208,10 +210,10 @@ NOT_RUN_AS_WRITTEN = {
 
 #: Pages whose every block one test module of their own runs (it reads the page itself).
 PAGES_RUN_BY = {
-    "dag-files.md": "tests/assets_app/test_dag_files.py",
-    "pipelines.md": "tests/worker/test_docs_pipelines.py",
+    "dag-files.md": "tests/runtime/test_dag_files.py",
+    "pipelines.md": "tests/runtime/worker/test_docs_pipelines.py",
     "public-api.md": "tests/publicapi/test_docs_examples.py",
-    "schedules.md": "tests/assets_app/test_docs_schedules.py",
+    "schedules.md": "tests/assets_app/scheduling/test_docs_schedules.py",
     "execution-api.md": "tests/executionapi/test_execution_api_docs.py",
     "operator-pages.md": "tests/assets_app/admin/test_graph.py",
 }

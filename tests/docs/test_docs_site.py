@@ -36,6 +36,7 @@ def _require_mkdocs() -> None:
         pytest.skip(message)
 
 
+@pytest.mark.slow  # mkdocs in its own interpreter
 def test_the_site_builds_strict_offline(tmp_path):
     _require_mkdocs()
 

@@ -83,6 +83,7 @@ def test_a_chunked_body_is_read(one_worker_server):
     assert ti.state == "failed"
 
 
+@pytest.mark.slow  # its own server, with a lower limit
 @pytest.mark.django_db(transaction=True)
 def test_a_chunked_body_over_the_limit_is_413(transactional_db, tmp_path):
     ti = TaskInstanceFactory(state="running")

@@ -105,6 +105,12 @@ schema = schemathesis.openapi.from_dict(
 
 
 @pytest.fixture
+def server(shared_server):
+    """One server process for all the operations (the rows are made again for each)."""
+    return shared_server
+
+
+@pytest.fixture
 def running_ti(server) -> None:
     TaskInstanceFactory(
         id=TI_ID,

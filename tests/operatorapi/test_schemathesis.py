@@ -89,6 +89,12 @@ schema = schemathesis.openapi.from_dict(
 
 
 @pytest.fixture
+def server(shared_server):
+    """One server process for all the operations (the rows are made again for each)."""
+    return shared_server
+
+
+@pytest.fixture
 def rows(server) -> None:
     user = User.objects.create_superuser("fuzzer", password="pw")
     Token.objects.create(user=user, key=TOKEN_KEY)

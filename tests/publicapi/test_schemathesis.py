@@ -97,6 +97,12 @@ schema = schemathesis.openapi.from_dict(
 
 
 @pytest.fixture
+def server(shared_server):
+    """One server process for all the operations (the rows are made again for each)."""
+    return shared_server
+
+
+@pytest.fixture
 def fuzzed_rows(server) -> None:
     User.objects.create_superuser("fuzzer", "f@example.com", "pw", pk=USER_ID)
     dag = DagFactory(dag_id="fuzzed")

@@ -6,7 +6,7 @@ assets: :func:`condition_of`, :func:`condition_resolve` and
 :func:`next_run_events`, the same rule as an ORM filter, which finds the events still waiting
 for a consumer: :func:`events_awaiting_consumers` for the prune, :func:`consumers_awaiting`
 per event for the admin). The two forms of the consumption rule, and the admin's and the
-prune's answers, are held to the same cases by ``tests/assets_app/test_consumption.py``.
+prune's answers, are held to the same cases by ``tests/assets_app/assets/test_consumption.py``.
 
 :mod:`assets_app.services.scheduling.scheduler` applies these rules under locks; registration
 and the manual event queue consumers through :func:`consumers_queue`.
@@ -389,11 +389,11 @@ def unconsumed_event_ids(
     (:func:`latest_asset_triggered_runs`; the scheduler reads it with the DAG's lock), absent or
     ``None`` if it has none.
 
-    The set-based SQL form of :func:`next_run_events` (``tests/assets_app/test_consumption.py``
-    holds the two to the same cases): events on the assets the condition names directly or by
-    ref, and events emitted through one of its aliases; not partitioned; not consumed by an
-    earlier run of the DAG; stamped later than ``EVENT_LOOKBACK`` before its
-    latest asset-triggered run was created, if it has one.
+    The set-based SQL form of :func:`next_run_events`
+    (``tests/assets_app/assets/test_consumption.py`` holds the two to the same cases):
+    events on the assets the condition names directly or by ref, and events emitted through one
+    of its aliases; not partitioned; not consumed by an earlier run of the DAG; stamped later
+    than ``EVENT_LOOKBACK`` before its latest asset-triggered run was created, if it has one.
     """
     if not conditions:
         return {}

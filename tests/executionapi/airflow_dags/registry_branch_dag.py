@@ -1,6 +1,6 @@
 """A DAG that branches and short-circuits, for the registry's tests (run by ``manage.py
 worker`` through Airflow's own worker entry point). The registry's manifest for it:
-tests/worker/test_worker_branching.py."""
+tests/runtime/worker/test_worker_branching.py."""
 
 from __future__ import annotations
 

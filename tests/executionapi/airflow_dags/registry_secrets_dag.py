@@ -1,6 +1,6 @@
 """A real Airflow 3 DAG file whose task reads and writes variables and reads a connection
 through the SDK (``Variable.get``/``set``, ``BaseHook.get_connection``, ``Connection.get``),
-run by ``manage.py worker`` in ``tests/worker/test_worker_secrets.py``."""
+run by ``manage.py worker`` in ``tests/runtime/worker/test_worker_secrets.py``."""
 
 from __future__ import annotations
 
