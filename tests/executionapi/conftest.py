@@ -69,9 +69,10 @@ def airflow_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def airflow_sdk(tmp_path_factory) -> None:
-    """The real ``apache-airflow-task-sdk``, importable in a worker's environment.
+    """The real ``apache-airflow-task-sdk``, importable in a worker's environment (probed once
+    per test process, not per module: a Python importing it costs seconds of CPU).
 
     Skips only when the package is not installed; installed but not importable (as in CI,
     which installs the ``airflow`` extra) is a failure, not a silent skip.
