@@ -48,6 +48,12 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")
 
 
+#: How long a test waits for its server to answer: the suite runs a process per core, each
+#: starting servers, workers and Airflow processes, so a start can take several times its
+#: usual ~5 s on a loaded machine; a server that never answers still fails the test.
+SERVER_START_TIMEOUT = 90.0
+
+
 def start_server(
     tmp_path: Path, *, workers: int = 2, threads: int = 8, env: dict[str, str] | None = None
 ) -> ServerProcess:
@@ -55,7 +61,11 @@ def start_server(
     with log_path.open("wb") as log_file:
         try:
             process, url = server_start(
-                env=server_env(**(env or {})), stdout=log_file, workers=workers, threads=threads
+                env=server_env(**(env or {})),
+                stdout=log_file,
+                workers=workers,
+                threads=threads,
+                timeout=SERVER_START_TIMEOUT,
             )
         except ServerStartError as exc:
             raise RuntimeError(f"{exc}:\n{log_path.read_text(errors='replace')}") from exc

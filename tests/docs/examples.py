@@ -169,7 +169,8 @@ NOT_RUN_AS_WRITTEN = {
     "127.0.0.1:8000": (
         "the set-up itself: CI runs `make test`; tests/config/test_makefile.py the targets"
     ),
-    "make test                                    # the whole suite on SQLite": "what CI runs",
+    "make test-fast                               # every test that starts no process or "
+    "browser": "what CI runs (make test, of which this is a lane; tests/config/test_lanes.py)",
     "createdb -h 127.0.0.1 -U postgres asset_registry": "what CI runs (.ci/run)",
     "python3 -m venv .venv-sdk && .venv-sdk/bin/pip install ./task_sdk pytest": (
         "what CI runs (.ci/run, task_sdk without Django)"

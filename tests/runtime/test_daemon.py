@@ -18,6 +18,12 @@ from django.db import DatabaseError
 from runtime import daemon as daemon_module
 from runtime.daemon import Daemon
 
+# The loop refreshes the database connection before each pass and drops it on the way out, as
+# a daemon must; inside the test's transaction both leave the connection alone. Without a
+# database, a connection an earlier test in the same process left marked broken would be
+# checked with a query, which pytest-django refuses.
+pytestmark = pytest.mark.django_db
+
 
 class Recorder:
     """A pass that records when it ran, and runs ``then`` (given the pass's number)."""

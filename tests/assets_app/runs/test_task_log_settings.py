@@ -9,7 +9,10 @@ import sys
 
 import pytest
 
-from tests.test_settings import _clean_env, load
+from tests.config.test_settings import _clean_env, load
+
+# each case starts a Python that reads the settings: a real process
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
