@@ -146,6 +146,8 @@ ERRORS: dict[int | tuple[int, str], OpenApiResponse] = {
     401: OpenApiResponse(common.ErrorResponseSerializer, description="No bearer token"),
     403: OpenApiResponse(common.ErrorResponseSerializer, description="Invalid token or wrong sub"),
     422: OpenApiResponse(common.ValidationErrorResponseSerializer, description="Validation error"),
+    # a path parameter the router does not take (say, a newline) matches no route
+    404: OpenApiResponse(common.ErrorResponseSerializer, description="Not found, or no route"),
 }
 #: What a route taking a JSON body may answer besides: too large, or not JSON.
 BODY_ERRORS = {
