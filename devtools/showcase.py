@@ -95,6 +95,7 @@ def _run(dag_id: str, task_id: str, at: datetime, *, state: str, run_type: DagRu
         run_type=run_type,
         state=state,
         run_after=at,
+        created_at=at,  # when the scheduler made it (asset-triggered runs' consumption window)
         start_date=at,
         end_date=None if state == DagRunState.RUNNING else at + timedelta(seconds=40 + at.minute),
     )
@@ -239,6 +240,7 @@ def _graph_runs(now: datetime) -> DagRun:
             run_type=DagRunType.SCHEDULED,
             state=run_state,
             run_after=start,
+            created_at=start,
             start_date=start,
         )
         ends: dict[str, datetime] = {}
