@@ -32,6 +32,7 @@ from rest_framework.viewsets import ViewSetMixin
 from assets_app.edge.parsers import JSONBodyParser
 from assets_app.models import AssetEvent
 from assets_app.selectors.assets import asset_events_query
+from assets_app.selectors.runs import task_instance_token_renewable
 from assets_app.services.runs import claims as claim_services
 from assets_app.services.runs import state as state_services
 from assets_app.services.state import xcoms as xcom_services
@@ -193,6 +194,7 @@ class ExecutionAPIView(APIView):
             isinstance(claims, TokenClaims)
             and response.status_code < 400
             and claims.needs_refresh()
+            and task_instance_token_renewable(claims.subject)
         ):
             response[REFRESHED_TOKEN_HEADER] = token_issue(task_instance_id=claims.subject)
         return response

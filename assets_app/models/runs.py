@@ -219,6 +219,11 @@ class TaskInstanceState(models.TextChoices):
     DEFERRED = "deferred"
 
 
+#: The states in which a task instance's runner may still call the execution API for it (it
+#: was handed to a runner and has not ended): only there is its token refreshed. A finished or
+#: superseded try's token dies at its own expiry (docs/secrets.md, "Token lifetimes").
+TOKEN_REFRESH_TI_STATES = frozenset({TaskInstanceState.QUEUED, TaskInstanceState.RUNNING})
+
 #: Airflow's ``State.finished`` for task instances: nothing more will happen to them.
 FINISHED_TI_STATES = frozenset(
     {

@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 
 from assets_app.exceptions import DagRunNotFoundError
 from assets_app.models import (
+    TOKEN_REFRESH_TI_STATES,
     DagRun,
     TaskInstance,
 )
@@ -28,3 +29,12 @@ def dag_run_get(*, dag_id: str, run_id: str) -> DagRun:
 
 def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
     return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)
+
+
+def task_instance_token_renewable(task_instance_id: str) -> bool:
+    """Whether the token of ``task_instance_id`` may be refreshed: the task instance is still
+    this try (a retry moves on under a new id) and its runner may still call the API for it
+    (``TOKEN_REFRESH_TI_STATES``). 1 query."""
+    return TaskInstance.objects.filter(
+        pk=task_instance_id, state__in=TOKEN_REFRESH_TI_STATES
+    ).exists()
