@@ -17,6 +17,7 @@ from typing import Any
 import jwt
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -68,7 +69,12 @@ def user_token_decode(token: str) -> AbstractBaseUser:
     except jwt.PyJWTError as exc:
         logger.info("rejected public API token: %s", exc)
         raise exceptions.AuthenticationFailed("Invalid JWT token") from exc
-    user = get_user_model().objects.filter(pk=claims["sub"], is_active=True).first()
+    model = get_user_model()
+    try:  # a token signed with the right secret but naming no possible user id
+        user_id = model._meta.pk.to_python(claims["sub"])
+    except (ValidationError, TypeError) as exc:
+        raise exceptions.AuthenticationFailed("Invalid JWT token") from exc
+    user = model.objects.filter(pk=user_id, is_active=True).first()
     if user is None:
         raise exceptions.AuthenticationFailed("Invalid JWT token")
     return user

@@ -76,6 +76,25 @@ def test_a_task_token_is_not_a_user_token(db, client):
     assert response.json() == {"detail": "Invalid JWT token"}
 
 
+@pytest.mark.parametrize("sub", ["not-a-number", "", "1.5", "9" * 40, None, ["1"]])
+def test_a_well_signed_token_naming_no_possible_user_is_401(db, client, sub):
+    """Signed with the real secret, right audience and issuer, but its ``sub`` cannot be a
+    user id: 401, as an unknown user, never a 500."""
+    import jwt
+
+    from assets_app.tokens import ALGORITHM, signing_secret
+    from publicapi.auth import AUDIENCE, ISSUER
+
+    now = int(datetime.now(tz=UTC).timestamp())
+    claims = {"sub": sub, "aud": AUDIENCE, "iss": ISSUER, "iat": now, "nbf": now, "exp": now + 60}
+    token = jwt.encode(claims, signing_secret(), algorithm=ALGORITHM)
+
+    response = client.get("/api/v2/dags", HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Invalid JWT token"}
+
+
 def test_a_user_token_is_not_a_task_token(db, client, admin_api):
     ti = TaskInstanceFactory(state="running")
     response = client.put(
