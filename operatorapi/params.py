@@ -8,7 +8,8 @@
 - **Datetimes** (``after``, ``before``, a cursor's timestamp): ISO 8601, read by
   :func:`parse_datetime_parameter`; one without an offset is in ``TIME_ZONE``; one whose UTC
   time falls outside years 1 to 9999 (``9999-12-31T23:59:59-05:00``) is refused, as no
-  database stores it.
+  database stores it; any offset Python reads (up to ±23:59) is accepted and the time used in
+  UTC.
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ def parse_datetime_parameter(raw: str, *, require_offset: bool = False) -> datet
             if require_offset:
                 raise DatetimeParameterError(NAIVE_DATETIME)
             parsed = timezone.make_aware(parsed)
-        # every database adapter converts to UTC: a time beyond year 9999 there overflows
-        parsed.astimezone(UTC)
+        # in UTC, as every database keeps it: a time beyond year 9999 there overflows, and
+        # PostgreSQL refuses offsets beyond ±15:59 that Python reads (``+20:00``)
+        return parsed.astimezone(UTC)
     except OverflowError:
         raise DatetimeParameterError(DATETIME_OUT_OF_RANGE.format(value=raw)) from None
-    return parsed

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from base64 import urlsafe_b64encode
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -84,6 +84,23 @@ def test_the_ends_of_the_range_are_valid_bounds(api, parameter, value, matches):
 
     assert response.status_code == 200, response.content
     assert [row["id"] for row in response.json()["results"]] == ([event.pk] if matches else [])
+
+
+@pytest.mark.parametrize("parameter", ["after", "before"])
+@pytest.mark.parametrize("offset", ["+20:00", "-23:59"])
+def test_an_offset_beyond_what_postgresql_stores_is_the_same_time_in_utc(api, parameter, offset):
+    """Python reads offsets up to ±23:59; PostgreSQL refuses those beyond ±15:59: the bound
+    is used in UTC, never a 500."""
+    event = AssetEventFactory(timestamp=datetime(2026, 1, 1, tzinfo=UTC))
+    bound = datetime(2026, 1, 1, tzinfo=UTC) + (
+        timedelta(minutes=-1) if parameter == "after" else timedelta(minutes=1)
+    )
+    value = bound.astimezone(datetime.fromisoformat(f"2026-01-01T00:00:00{offset}").tzinfo)
+
+    response = api.get(f"{API}/asset-events", {parameter: value.isoformat()})
+
+    assert response.status_code == 200, response.content
+    assert [row["id"] for row in response.json()["results"]] == [event.pk]
 
 
 @pytest.mark.parametrize("parameter", ["after", "before"])

@@ -47,3 +47,23 @@ def test_the_operator_api_triggers_with_permission(seed, client_for):
     assert "runid" in unknown_field.json()
     assert trigger.post("/api/v1/dags/nope/runs", {}, format="json").status_code == 404
     assert list(DagRun.objects.values_list("run_id", flat=True)) == ["r1"]
+
+
+@pytest.mark.parametrize("offset", ["+20:00", "-23:59", "+15:59"])
+def test_a_logical_date_with_any_offset_python_reads_is_the_same_time_in_utc(
+    seed, client_for, offset
+):
+    """Python reads offsets up to ±23:59, PostgreSQL stores up to ±15:59: the time is taken in
+    UTC, so a far offset is a run at that instant, not a 500."""
+    from datetime import UTC, datetime
+
+    trigger = client_for("trigger", *VIEW_PERMISSIONS, "add_dagrun")
+    when = f"2026-03-01T10:00:00{offset}"
+
+    created = trigger.post(
+        f"/api/v1/dags/{PRODUCER}/runs", {"run_id": "far", "logical_date": when}, format="json"
+    )
+
+    assert created.status_code == 201, created.content
+    stored = DagRun.objects.get(run_id="far").logical_date
+    assert stored == datetime.fromisoformat(when).astimezone(UTC)
