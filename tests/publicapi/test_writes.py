@@ -141,6 +141,23 @@ def test_materialize_refusals_are_airflows(admin_api):
     assert not DagRun.objects.exists()
 
 
+@pytest.mark.parametrize("conf", [{"note": "a\u0000b"}, {"a\u0000": 1}, {"x": [{"y": "\u0000"}]}])
+def test_a_conf_no_database_stores_is_400_on_trigger_and_materialize(admin_api, conf):
+    """U+0000 anywhere in ``conf`` (PostgreSQL's jsonb refuses it): 400 naming ``conf``, no
+    run, on both ways to make a run, never a 500."""
+    asset = AssetFactory()
+    producer = DagFactory(dag_id="producer", task_ids=["make"])
+    TaskOutletAssetReference.objects.create(asset=asset, dag=producer, task_id="make")
+
+    triggered = admin_api.post("dags/producer/dagRuns", {"logical_date": None, "conf": conf})
+    materialized = admin_api.post(f"assets/{asset.pk}/materialize", {"conf": conf})
+
+    for response in (triggered, materialized):
+        assert response.status_code == 400, response.json()
+        assert "conf" in str(response.json()["detail"])
+    assert not DagRun.objects.exists()
+
+
 # --- variables --------------------------------------------------------------------------------
 
 

@@ -39,7 +39,7 @@ from assets_app.models import (
 from assets_app.services.runs.admit import RunSpec, dag_runs_insert
 from assets_app.services.runs.settle import dag_run_start
 from assets_app.tokens import token_issue, ttl_problem
-from assets_app.validators import validate_id
+from assets_app.validators import json_value_problem, validate_id
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +200,8 @@ def dag_run_trigger(
         raise TaskInstanceInputError("data interval and run after must have a timezone")
     if conf is not None and not isinstance(conf, Mapping):
         raise TaskInstanceInputError(f"conf must be a JSON object, got {type(conf).__name__}")
+    if conf is not None and (problem := json_value_problem(conf)) is not None:
+        raise TaskInstanceInputError(f"cannot be stored: {problem.describe('conf')}")
     if run_id is None:
         run_id = DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=logical_date)
     _check_id("run id", run_id, pattern=False)
