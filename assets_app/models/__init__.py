@@ -15,6 +15,7 @@ composite key, because Django 5.2's admin cannot show composite-primary-key mode
 the models through this module, which imports them all.
 """
 
+from .accounts import LoginFailures
 from .assets import (
     Asset,
     AssetActive,
@@ -118,6 +119,7 @@ __all__ = [
     "DagScheduleAssetUriReference",
     "DagScheduleReference",
     "DagTask",
+    "LoginFailures",
     "TaskAssetReference",
     "TaskInletAssetReference",
     "TaskInstance",

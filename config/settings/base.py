@@ -51,6 +51,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.login_throttle.LoginThrottleMiddleware",  # 429 for a throttled login
 ]
 
 # The execution API must never redirect (the Airflow client treats 3xx as an error).
@@ -162,6 +163,24 @@ OPERATOR_API = {
     "MAX_EXTRA_BYTES": env.int("OPERATOR_API_MAX_EXTRA_BYTES", default=64 * 1024),
 }
 
+
+# Slowing down password guessing on every face that takes a password (/auth/token,
+# /auth/token/cli, the admin's login): after USER_FAILURES
+# failed logins of one user from one client address (or ADDRESS_FAILURES from one address for
+# any users), each further try waits BASE_SECONDS, doubled per failure up to MAX_SECONDS, and
+# is answered 429 with Retry-After without checking the password. A success resets the user's
+# count; counts lapse after MAX_SECONDS without failures (docs/deployment.md, "Logins").
+LOGIN_THROTTLE = {
+    "USER_FAILURES": env.int("LOGIN_THROTTLE_USER_FAILURES", default=5),
+    "ADDRESS_FAILURES": env.int("LOGIN_THROTTLE_ADDRESS_FAILURES", default=50),
+    "BASE_SECONDS": env.float("LOGIN_THROTTLE_BASE_SECONDS", default=1.0),
+    "MAX_SECONDS": env.float("LOGIN_THROTTLE_MAX_SECONDS", default=900.0),
+    # password hashes a server process computes at once; a login waiting longer is a 429
+    "CONCURRENT_CHECKS": env.int("LOGIN_THROTTLE_CONCURRENT_CHECKS", default=2),
+    "CHECK_WAIT_SECONDS": env.float("LOGIN_THROTTLE_CHECK_WAIT_SECONDS", default=10.0),
+}
+
+AUTHENTICATION_BACKENDS = ["config.login_throttle.ThrottledModelBackend"]
 
 EXECUTION_API = {
     # The signing secret of task tokens. Empty: one is generated when a token is first signed
