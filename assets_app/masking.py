@@ -69,11 +69,14 @@ def redact(value: Any, name: str | None = None) -> Any:
 
 def redacted_merge(new: Any, old: Any, name: str | None = None) -> Any:
     """``new`` with each ``***`` left at a sensitive place replaced by ``old``'s value there
-    (Airflow's ``merge``): a client that edits a masked extra keeps the hidden values."""
+    (Airflow's ``merge``, and item by item in lists of the same length, as :func:`redact`
+    walks them): a client that edits a masked extra or variable keeps the hidden values."""
     if name is not None and is_sensitive(name) and new == REPLACEMENT:
         return old
     if isinstance(new, dict) and isinstance(old, dict):
         return {key: redacted_merge(item, old.get(key), key) for key, item in new.items()}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [redacted_merge(item, was) for item, was in zip(new, old, strict=True)]
     return new
 
 

@@ -280,7 +280,12 @@ class VariableViewSet(SecretViewSet):
         if "value" in data:
             description = data.get("description", KEEP)
             variable = _field_errors(
-                lambda: variable_set(key=variable.key, value=data["value"], description=description)
+                lambda: variable_set(
+                    key=variable.key,
+                    value=data["value"],
+                    description=description,
+                    keep_masked=True,
+                )
             )
         elif "description" in data:
             variable = _field_errors(

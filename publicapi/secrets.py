@@ -161,7 +161,10 @@ class VariableDetailView(PublicView):
         if "value" in given:
             description = body.description if "description" in given else KEEP
             variable = variable_set(
-                key=variable.key, value=body.value_text(), description=description
+                key=variable.key,
+                value=body.value_text(),
+                description=description,
+                keep_masked=True,
             )
         elif "description" in given:
             variable = variable_update_description(key=variable.key, description=body.description)

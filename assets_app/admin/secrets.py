@@ -3,8 +3,10 @@
 Secrets never reach a page: lists show no value of a connection's password or extra (only
 whether one is stored), forms render the password and extra fields empty (left blank, the
 stored value is kept; a box clears it), and the encrypted columns are no form field. A
-variable's value is shown in its form unless its key is sensitive (Airflow's masking), then
-it behaves as the password does. History pages name the changed fields, never values.
+variable's value is shown in its form masked as both APIs show it (Airflow's masking): under a
+sensitive key it behaves as the password does; in a JSON value each sensitive key's value is
+``***``, and a ``***`` left in place keeps the stored secret. History pages name the changed
+fields, never values.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from django.http import HttpRequest
 from assets_app.exceptions import AssetsError, InvalidInputError
 from assets_app.masking import is_sensitive
 from assets_app.models import Connection, Variable
-from assets_app.selectors.secrets import variable_value
+from assets_app.selectors.secrets import variable_masked_value, variable_value
 from assets_app.services.inputs import Keep
 from assets_app.services.secrets.connections import (
     ConnectionFields,
@@ -52,8 +54,8 @@ class VariableForm(forms.ModelForm[Variable]):
         self.value_hidden = instance.pk is not None and is_sensitive(instance.key)
         if self.value_hidden:
             self.fields["value"].help_text = KEEP_HELP.format(what="value (its key is sensitive)")
-        elif instance.pk is not None:
-            self.initial["value"] = variable_value(instance) or ""
+        elif instance.pk is not None:  # a JSON value's sensitive keys show ``***``
+            self.initial["value"] = variable_masked_value(instance) or ""
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -82,7 +84,7 @@ class VariableAdmin(admin.ModelAdmin[Variable]):
         if form.value_hidden and not value:
             saved = Variable.objects.get(pk=obj.pk)
             value = variable_value(saved)
-        saved = variable_set(key=obj.key, value=value, description=description)
+        saved = variable_set(key=obj.key, value=value, description=description, keep_masked=True)
         obj.pk = saved.pk
         obj.is_encrypted = saved.is_encrypted
 

@@ -6,13 +6,16 @@ name the key, never the value.
 
 from __future__ import annotations
 
+import json
 import logging
 
 from django.db import IntegrityError, transaction
 
 from assets_app import crypto
 from assets_app.exceptions import VariableExistsError, VariableNotFoundError
+from assets_app.masking import REPLACEMENT, is_sensitive, redacted_merge
 from assets_app.models import SECRET_ID_LENGTH, Variable
+from assets_app.selectors.secrets import variable_value
 from assets_app.services.inputs import KEEP, Keep, checked_text
 
 logger = logging.getLogger(__name__)
@@ -23,20 +26,35 @@ def variable_key_check(key: str) -> str:
     return checked_text(key, field="key", max_length=SECRET_ID_LENGTH, required=True) or ""
 
 
-def variable_set(*, key: str, value: str | None, description: str | Keep | None = KEEP) -> Variable:
+def variable_set(
+    *,
+    key: str,
+    value: str | None,
+    description: str | Keep | None = KEEP,
+    keep_masked: bool = False,
+) -> Variable:
     """Store ``value`` under ``key``, creating or replacing it (a race-safe upsert).
 
     ``description`` is replaced when given (Airflow's ``Variable.set`` replaces it, with
     ``None`` by default: the execution API passes it), kept as stored when ``KEEP``.
+    ``keep_masked`` (the operator faces, which show values masked): a ``***`` left where the
+    masked value had one keeps the stored secret (:func:`masked_value_merge`), so a value read
+    and written back loses nothing.
     """
     variable_key_check(key)
     checked_text(value, field="value")
     if not isinstance(description, Keep):
         checked_text(description, field="description")
-    encrypted = (
-        None if value is None else crypto.secret_encrypt(value, what=f"value of variable '{key}'")
-    )
     with transaction.atomic():
+        if keep_masked and value is not None:
+            stored = Variable.objects.select_for_update().filter(key=key).first()
+            if stored is not None:
+                value = masked_value_merge(key=key, value=value, stored=variable_value(stored))
+        encrypted = (
+            None
+            if value is None
+            else crypto.secret_encrypt(value, what=f"value of variable '{key}'")
+        )
         row = Variable(
             key=key,
             encrypted_val=encrypted,
@@ -101,3 +119,22 @@ def variable_delete(*, key: str) -> int:
         if deleted:
             transaction.on_commit(lambda: logger.info("variable %s deleted", key))
     return deleted
+
+
+def masked_value_merge(*, key: str, value: str, stored: str | None) -> str:
+    """``value`` as written back from a masked copy (``variable_masked_value``), with the
+    stored secrets where it still holds ``***``: the whole value under a sensitive key; in a
+    JSON object or list, each sensitive key's value (``redacted_merge``). Anything else is
+    ``value`` as written."""
+    if stored is None or REPLACEMENT not in value:
+        return value
+    if is_sensitive(key):
+        return stored if value == REPLACEMENT else value
+    try:
+        new, old = json.loads(value), json.loads(stored)
+    except ValueError:
+        return value
+    if not isinstance(new, dict | list):
+        return value
+    merged = redacted_merge(new, old)
+    return value if merged == new else json.dumps(merged)
