@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypedDict, TypeVar, cast
 
+from django.db import DatabaseError
 from django.db.models import QuerySet
 from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -29,6 +30,7 @@ from rest_framework.serializers import BaseSerializer, ListField, Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
+from assets_app.edge.outage import OutageRetryMixin
 from assets_app.edge.parsers import JSONBodyParser
 from assets_app.models import AssetEvent
 from assets_app.selectors.assets import asset_events_query
@@ -161,9 +163,9 @@ NOT_FOUND = {404: OpenApiResponse(common.ErrorResponseSerializer, description="N
 CONFLICT = {409: OpenApiResponse(common.ErrorResponseSerializer, description="Conflicting state")}
 
 
-class ExecutionAPIView(APIView):
+class ExecutionAPIView(OutageRetryMixin, APIView):
     """Base: bearer-JWT auth, JSON only, Airflow's error shapes, token refresh, the version
-    header."""
+    header; a request is run again while the database is unavailable (``OutageRetryMixin``)."""
 
     authentication_classes = [TaskRunnerTokenAuthentication]
     permission_classes = [TokenMatchesTaskInstance]
@@ -194,10 +196,19 @@ class ExecutionAPIView(APIView):
             isinstance(claims, TokenClaims)
             and response.status_code < 400
             and claims.needs_refresh()
-            and task_instance_token_renewable(claims.subject)
+            and _renewable(claims.subject)
         ):
             response[REFRESHED_TOKEN_HEADER] = token_issue(task_instance_id=claims.subject)
         return response
+
+
+def _renewable(task_instance_id: str) -> bool:
+    """``task_instance_token_renewable``; ``False`` while the database is unavailable (the
+    answer goes out without a new token; the next one near expiry brings it)."""
+    try:
+        return task_instance_token_renewable(task_instance_id)
+    except DatabaseError:
+        return False
 
 
 class ExecutionAPIViewSet(ViewSetMixin, ExecutionAPIView):

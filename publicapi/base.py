@@ -10,6 +10,7 @@ from django.http import Http404
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
+from assets_app.edge.outage import OutageRetryMixin
 from publicapi.auth import BearerAuthentication
 from publicapi.exceptions import exception_handler
 from publicapi.params import Page
@@ -19,7 +20,7 @@ V = "assets_app.view_"
 ModelT = TypeVar("ModelT", bound=Model)
 
 
-class PublicView(APIView):
+class PublicView(OutageRetryMixin, APIView):
     authentication_classes = [BearerAuthentication]
     permission_classes = [RoutePermissions]
     renderer_classes = [JSONRenderer]

@@ -108,6 +108,30 @@ def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, ServerResponseError) and exc.status_code >= 500
 
 
+#: The longest ``Retry-After`` honoured, in seconds (a larger one waits this long).
+MAX_RETRY_AFTER = 60.0
+
+
+class _RetryAfterOr:
+    """Tenacity's wait: the server's ``Retry-After`` (seconds) when its 5xx answer names one
+    (a 503 while its database is unavailable), if longer than ``backoff``'s wait."""
+
+    def __init__(self, backoff: Callable[[tenacity.RetryCallState], float]) -> None:
+        self.backoff = backoff
+
+    def __call__(self, state: tenacity.RetryCallState) -> float:
+        wait = self.backoff(state)
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ServerResponseError):
+            try:
+                asked = float(exc.response.headers.get("Retry-After", ""))
+            except ValueError:
+                return wait
+            if asked >= 0:
+                return max(wait, min(asked, MAX_RETRY_AFTER))
+        return wait
+
+
 def execution_api_url(server: str) -> str:
     """``http://host:8000`` or ``http://host:8000/execution`` → the execution API base URL."""
     base = server.rstrip("/")
@@ -182,8 +206,10 @@ class Client:
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(_is_retryable),
             stop=tenacity.stop_after_attempt(max(1, self.retries)),
-            wait=tenacity.wait_exponential(
-                multiplier=self.backoff_initial, min=0, max=self.backoff_max
+            wait=_RetryAfterOr(
+                tenacity.wait_exponential(
+                    multiplier=self.backoff_initial, min=0, max=self.backoff_max
+                )
             ),
             before_sleep=lambda state: logger.warning(
                 "retrying %s %s after attempt %s: %s",

@@ -3,6 +3,7 @@ face's own.
 
 - :data:`DOMAIN_ERROR_STATUS` gives each family of domain errors (:mod:`assets_app.exceptions`)
   its HTTP status; an error takes its nearest family's. The exception classes carry no HTTP.
+- A database outage (:mod:`assets_app.edge.outage`) is a 503 with ``Retry-After``, not a 500.
 - :func:`error_headers`: ``Retry-After`` on a :class:`~assets_app.exceptions.RetryableError`
   (503: the same request may succeed) and on DRF's throttling, ``WWW-Authenticate`` on a
   missing login.
@@ -34,6 +35,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.views import set_rollback
 
+from assets_app.edge.outage import DatabaseUnavailableError, OutageRetryMixin, is_outage
 from assets_app.exceptions import (
     AssetsError,
     ConflictError,
@@ -123,6 +125,17 @@ class ErrorHandler(ABC):
 
     def __call__(self, exc: Exception, context: Mapping[str, Any]) -> Response:
         set_rollback()
+        if is_outage(exc):  # 503; an OutageRetryMixin view runs the request again
+            view = context.get("view")
+            if isinstance(view, OutageRetryMixin):
+                view.database_outage = exc
+            logger.info("database unavailable in %s: %s", self.api_name, exc)
+            unavailable = DatabaseUnavailableError()
+            return Response(
+                self.domain_error_body(unavailable),
+                status=domain_error_status(unavailable),
+                headers=error_headers(unavailable),
+            )
         exc = self.translate(exc)
         if isinstance(exc, AssetsError):
             status_code = domain_error_status(exc)

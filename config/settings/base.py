@@ -182,6 +182,11 @@ LOGIN_THROTTLE = {
 
 AUTHENTICATION_BACKENDS = ["config.login_throttle.ThrottledModelBackend"]
 
+# How long a request of the execution API or /api/v2/ is run again while the database is
+# unavailable (a restart, a failover) before it is answered 503 with Retry-After
+# (assets_app.edge.outage)
+DATABASE_OUTAGE_RETRY_SECONDS = env.float("DATABASE_OUTAGE_RETRY_SECONDS", default=30.0)
+
 EXECUTION_API = {
     # The signing secret of task tokens. Empty: one is generated when a token is first signed
     # or checked, and kept in DATA_DIR/jwt_secret (assets_app.tokens.signing_secret).

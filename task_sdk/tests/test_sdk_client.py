@@ -65,6 +65,35 @@ def test_backoff_grows_exponentially():
     assert waits == [0.5, 1.0, 2.0, 3.0]
 
 
+@pytest.mark.parametrize(
+    ("retry_after", "waits"),
+    [("7", [7.0, 7.0]), ("0.1", [0.5, 1.0]), ("600", [60.0, 60.0]), ("soon", [0.5, 1.0])],
+)
+def test_a_503_with_retry_after_waits_that_long_when_longer_than_the_backoff(retry_after, waits):
+    """The server answers 503 with Retry-After while its database is unavailable: the client
+    waits as asked (at most a minute), else its own backoff."""
+    answers = iter([503, 503, 204])
+    slept: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        status = next(answers)
+        if status == 503:
+            body = {"detail": {"reason": "database_unavailable", "message": "retry"}}
+            return httpx.Response(503, json=body, headers={"Retry-After": retry_after})
+        return httpx.Response(status)
+
+    with Client(
+        "http://registry.test",
+        "token",
+        transport=httpx.MockTransport(handler),
+        sleep=slept.append,
+        backoff_initial=0.5,
+    ) as client:
+        client.heartbeat(TI_ID, host="worker-1", pid=1)
+
+    assert slept == waits
+
+
 def test_connection_errors_are_retried():
     calls = []
 
