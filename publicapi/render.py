@@ -157,7 +157,9 @@ def dag(row: Dag) -> dict[str, Any]:
         "timetable_description": _timetable_description(row),
         "timetable_partitioned": False,
         "timetable_periodic": bool(timetable) and not timetable.get("once"),
-        "tags": [{"name": tag, "dag_id": row.dag_id} for tag in row.tags],
+        "tags": [
+            {"name": tag, "dag_id": row.dag_id, "dag_display_name": row.dag_id} for tag in row.tags
+        ],
         "max_active_tasks": row.max_active_tasks,
         "max_active_runs": row.max_active_runs,
         "max_consecutive_failed_dag_runs": 0,

@@ -44,7 +44,7 @@ def api_client(url: str, token: str | None) -> ApiClient:
 def test_airflows_client_drives_the_registry(server):
     User.objects.create_superuser("ops", "ops@example.com", "s3cret")
     asset = AssetFactory(name="landed", uri="s3://bucket/landed")
-    DagFactory(dag_id="consumer")
+    DagFactory(dag_id="consumer", tags=["finance", "nightly"])
     run = DagRunFactory(dag=DagFactory(dag_id="producer"), run_id="manual__1", state="success")
     AssetDagRunQueue.objects.create(asset=asset, target_dag=Dag.objects.get(dag_id="consumer"))
     client = api_client(server.url, login(server.url, "ops", "s3cret"))
@@ -59,8 +59,14 @@ def test_airflows_client_drives_the_registry(server):
     assert [e.id for e in listed.asset_events] == [created.id]
     assert AssetEvent.objects.get().extra == {"rows": 42}
 
+    # a tagged DAG parses in the client's models (tags carry dag_display_name)
+    tagged = dags.get_dag("consumer")
+    assert sorted(tag.name for tag in tagged.tags) == ["finance", "nightly"]
+    assert {tag.dag_display_name for tag in tagged.tags} == {"consumer"}
+    assert {d.dag_id for d in dags.get_dags().dags} == {"consumer", "producer"}
     paused = dags.patch_dag("consumer", DAGPatchBody(is_paused=True))
     assert paused.is_paused is True
+    assert [tag.name for tag in paused.tags] == ["finance", "nightly"]
     assert Dag.objects.get(dag_id="consumer").is_paused is True
 
     every = runs.get_dag_runs("~")
