@@ -21,19 +21,26 @@ logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
-def admin_user_ensure(*, username: str) -> str:
-    """Create the superuser ``username`` if missing, give it a fresh random password and
-    return that password (the account is also made active, staff and superuser)."""
+def admin_user_ensure(*, username: str, reset_password: bool = False) -> str | None:
+    """Make sure the superuser ``username`` exists, active, staff and superuser. A new user
+    (or ``reset_password``) gets a fresh random password, which is returned; an existing
+    user keeps the one it has (a changed password survives ``make run``): ``None``."""
     if not username or len(username) > 150:
         raise ValueError("username must be 1-150 characters")
     user_model = get_user_model()
     lookup: dict[str, Any] = {user_model.USERNAME_FIELD: username}
     user, created = user_model.objects.get_or_create(**lookup)
-    password = secrets.token_urlsafe(12)
-    user.set_password(password)
+    password = None
+    if created or reset_password or not user.has_usable_password():
+        password = secrets.token_urlsafe(12)
+        user.set_password(password)
     user.is_active = user.is_staff = user.is_superuser = True
     user.save()
-    logger.info("admin user %s %s", username, "created" if created else "password reset")
+    logger.info(
+        "admin user %s %s",
+        username,
+        "created" if created else "password reset" if password else "kept",
+    )
     return password
 
 

@@ -370,7 +370,7 @@ def _printed_password(out: str) -> str:
     return out.split("password=")[1].split()[0]
 
 
-def test_ensure_admin_creates_a_superuser_and_resets_its_password():
+def test_ensure_admin_creates_a_superuser_and_keeps_a_changed_password():
     # when
     out, _ = run("ensure_admin")
 
@@ -383,14 +383,23 @@ def test_ensure_admin_creates_a_superuser_and_resets_its_password():
     assert user.check_password(first)
     assert "username=admin" in out
 
-    # when run again
-    second = _printed_password(run("ensure_admin")[0])
+    # when the user changes the password and make run runs again
+    user.set_password("my-own-long-password")
+    user.save()
+    again, _ = run("ensure_admin")
 
-    # then
+    # then it is kept and not printed
     user.refresh_from_db()
-    assert second != first
-    assert user.check_password(second)
+    assert user.check_password("my-own-long-password")
+    assert "password unchanged" in again
+    assert "password=" not in again
     assert get_user_model().objects.count() == 1
+
+    # when asked for a new one
+    reset = _printed_password(run("ensure_admin", "--reset-password")[0])
+    user.refresh_from_db()
+    assert reset != first
+    assert user.check_password(reset)
 
 
 def test_ensure_admin_with_another_username():
