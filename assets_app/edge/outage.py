@@ -78,7 +78,7 @@ class OutageRetryMixin:
             outage = self.database_outage
             if outage is None:
                 if attempt > 1:
-                    logger.info(
+                    logger.warning(
                         "%s %s went through on attempt %d after %.1f s of database outage",
                         request.method,
                         request.path,
