@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from assets_app.conditions import Leaf, condition_expression, condition_references
 from assets_app.exceptions import AssetConflictError, ManifestError
+from assets_app.params import params_dump
 from assets_app.models import (
     Asset,
     AssetActive,
@@ -316,6 +317,7 @@ def _dag_row(decl: DagDecl, *, is_paused: bool, fileloc: str, now: datetime) -> 
         max_active_tasks=decl.max_active_tasks,
         one_run_per_event=decl.one_run_per_event,
         tags=list(decl.tags),
+        params=params_dump(decl.params),
         task_ids=decl.task_ids,
         fileloc=fileloc,
         last_parsed_time=now,
@@ -333,6 +335,7 @@ DECLARED_SCHEDULE_FIELDS = (
     "max_active_tasks",
     "one_run_per_event",
     "tags",
+    "params",
 )
 
 

@@ -31,6 +31,10 @@ when the file name ends in ``.json``)::
         start_date: 2026-01-01T00:00:00Z     # optional; end_date too
         catchup: false                       # optional; default false, as in Airflow 3
         tags: [reports]                      # optional
+        params:                              # optional: Airflow's Params, a run's conf
+          day: "2026-01-01"                  # is checked against (assets_app.params)
+          limit: {default: 10, description: "rows", schema: {type: integer, minimum: 1}}
+          region: {schema: {type: string}}   # no default: a trigger's conf must give it
 
 A time schedule is a cron string, one of the presets (``@once``, ``@hourly``, ``@daily``,
 ``@weekly``, ``@monthly``, ``@quarterly``, ``@yearly``), ``{timedelta: SECONDS}`` (or
@@ -87,6 +91,7 @@ from assets_app.conditions import (
 )
 from assets_app.exceptions import InvalidAssetExpression, ManifestError
 from assets_app.models import DEFAULT_MAX_ACTIVE_RUNS, DEFAULT_MAX_ACTIVE_TASKS
+from assets_app.params import ParamSpec, params_check_defaults, params_parse
 from assets_app.timetables import Timetable, timetable_parse
 from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE, TRIGGER_RULE_VALUES
 from assets_app.validators import validate_id, validate_keys
@@ -153,6 +158,7 @@ class DagDecl:
     max_active_tasks: int = DEFAULT_MAX_ACTIVE_TASKS
     one_run_per_event: bool = False
     tags: tuple[str, ...] = ()
+    params: tuple[ParamSpec, ...] = ()
 
     @property
     def task_ids(self) -> list[str]:
@@ -327,6 +333,7 @@ _DAG_KEYS = {
     "max_active_tasks",
     "one_run_per_event",
     "tags",
+    "params",
 }
 
 
@@ -518,7 +525,20 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
             spec.get("one_run_per_event", False), f"{where}.one_run_per_event"
         ),
         tags=tuple(dict.fromkeys(tags)),
+        params=_parse_params(spec.get("params"), f"{where}.params", scheduled=bool(summary)),
     )
+
+
+def _parse_params(value: Any, where: str, *, scheduled: bool) -> tuple[ParamSpec, ...]:
+    """``params`` (``assets_app.params``); a time-scheduled DAG's must resolve from their
+    defaults, as Airflow requires (its scheduled runs have no conf)."""
+    try:
+        params = params_parse(value, where)
+        if scheduled:
+            params_check_defaults(params, where)
+    except ValueError as exc:
+        raise ManifestError(str(exc)) from None
+    return params
 
 
 def _parse_bool(value: Any, where: str) -> bool:
