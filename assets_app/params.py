@@ -67,18 +67,18 @@ def _resolve(spec: ParamSpec, value: Any) -> None:
 
 
 def params_parse(value: Any, where: str) -> tuple[ParamSpec, ...]:
-    """The manifest's ``params`` (see the module docstring); ``ValueError`` names the place
-    (``where``, then the param) and what is wrong: a default that is not JSON, a schema that
-    is not a valid JSON schema."""
+    """The manifest's ``params`` of the DAG at ``where`` (see the module docstring);
+    ``ValueError`` names the place (``where``, then the param) and what is wrong: a default
+    that is not JSON, a schema that is not a valid JSON schema."""
     if value is None:
         return ()
     if not isinstance(value, Mapping):
-        raise ValueError(f"{where}: expected a mapping of param names to values or specs")
+        raise ValueError(f"{where}.params: expected a mapping of param names to values or specs")
     specs = []
     for name, raw in value.items():
         place = f"{where}, param {name!r}"
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{where}: param names must be non-empty strings, got {name!r}")
+            raise ValueError(f"{where}.params: names must be non-empty strings, got {name!r}")
         if isinstance(raw, Mapping):
             unknown = sorted(set(raw) - _SPEC_KEYS)
             if unknown:

@@ -163,7 +163,7 @@ def test_the_execution_apis_trigger_route_answers_airflows_400():
         pytest.param(
             {"region": {"schema": {"type": "string"}}},
             "@daily",
-            "dags[0].params, param 'region': a scheduled DAG's params need valid defaults",
+            "manifest: DAG 'd', param 'region': a scheduled DAG's params need valid defaults",
             id="scheduled-required",
         ),
         pytest.param(
@@ -185,7 +185,9 @@ def test_the_execution_apis_trigger_route_answers_airflows_400():
             "param 'limit': unknown key(s) type",
             id="unknown-key",
         ),
-        pytest.param(["limit"], None, "params: expected a mapping", id="not-a-mapping"),
+        pytest.param(
+            ["limit"], None, "manifest: DAG 'd', params: expected a mapping", id="not-a-mapping"
+        ),
     ],
 )
 def test_the_manifest_refuses_params_airflow_refuses(params, schedule, message):
