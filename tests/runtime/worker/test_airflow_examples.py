@@ -72,6 +72,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "example_setup_teardown_taskflow.py",
         "example_failed_dag.py",
     ),
+    # reads dag_run.conf (empty here: each DAG is triggered without one; with a conf, and by
+    # its controller's TriggerDagRunOperator, in test_worker_conf_params.py)
+    "trigger": ("example_trigger_target_dag.py",),
 }
 
 #: (file, dag_id, task_id) -> (the registry's final state, why it differs from Airflow's).
