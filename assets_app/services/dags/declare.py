@@ -28,7 +28,6 @@ from django.utils import timezone
 
 from assets_app.conditions import Leaf, condition_expression, condition_references
 from assets_app.exceptions import AssetConflictError, ManifestError
-from assets_app.params import params_dump
 from assets_app.models import (
     Asset,
     AssetActive,
@@ -43,6 +42,7 @@ from assets_app.models import (
     TaskLeafReference,
     TaskOutletAssetReference,
 )
+from assets_app.params import params_dump
 from assets_app.services.dags.manifest import (
     AliasDecl,
     AssetDecl,

@@ -60,7 +60,9 @@ def test_the_manifest_params_are_stored_in_airflows_serialized_order():
         pytest.param({"limit": 3}, "region", "No value passed", id="required-missing"),
         pytest.param({"region": "mars"}, "region", "'mars' is not one of", id="enum"),
         pytest.param({"region": "eu", "limit": 0}, "limit", "less than the minimum", id="min"),
-        pytest.param({"region": "eu", "limit": "5"}, "limit", "is not of type 'integer'", id="type"),
+        pytest.param(
+            {"region": "eu", "limit": "5"}, "limit", "is not of type 'integer'", id="type"
+        ),
     ],
 )
 def test_a_conf_the_params_refuse_is_refused_naming_the_param(conf, param, text):
@@ -97,7 +99,7 @@ def test_a_dag_without_params_takes_any_conf():
 def test_trigger_dag_command_refuses_naming_the_param():
     declare()
 
-    with pytest.raises(CommandError, match="Invalid input for param limit: .*minimum"):
+    with pytest.raises(CommandError, match=r"Invalid input for param limit: .*minimum"):
         call_command(
             "trigger_dag", "report", "--conf", '{"region": "eu", "limit": -1}', stdout=StringIO()
         )

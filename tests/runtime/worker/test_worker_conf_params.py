@@ -31,8 +31,7 @@ import airflow.providers.standard.example_dags  # noqa: E402
 
 TARGET = Path(airflow.example_dags.__path__[0]) / "example_trigger_target_dag.py"
 CONTROLLER = (
-    Path(airflow.providers.standard.example_dags.__path__[0])
-    / "example_trigger_controller_dag.py"
+    Path(airflow.providers.standard.example_dags.__path__[0]) / "example_trigger_controller_dag.py"
 )
 
 CONF_DAGS = """
@@ -60,7 +59,9 @@ with DAG(
     seen()
     BashOperator(
         task_id="templated",
-        bash_command='echo "{{ dag_run.conf[\\'region\\'] }}/{{ params.region }}/{{ params.limit }}"',
+        bash_command=(
+            'echo "{{ dag_run.conf[\\'region\\'] }}/{{ params.region }}/{{ params.limit }}"'
+        ),
     )
 
 with DAG(dag_id="conf_controller", schedule=None, start_date=datetime(2026, 1, 1)):
@@ -80,10 +81,10 @@ def _xcom(dag_id: str, run_id: str, task_id: str) -> object:
 
 
 def _finished(run_ids: list[tuple[str, str]]) -> bool:
-    states = dict(
-        ((r.dag_id, r.run_id), r.state)
+    states = {
+        (r.dag_id, r.run_id): r.state
         for r in DagRun.objects.filter(dag_id__in={d for d, _ in run_ids})
-    )
+    }
     return all(states.get(key) in ("success", "failed") for key in run_ids)
 
 
@@ -154,9 +155,7 @@ def test_conf_params_and_jinja_reach_airflow_tasks_and_trigger_dag_run_hands_con
 
     # then every task succeeded but one, as under Airflow: without a conf,
     # {{ dag_run.conf['region'] }} is undefined, which Airflow's StrictUndefined refuses
-    states = {
-        (ti.dag_id, ti.run_id, ti.task_id): ti.state for ti in TaskInstance.objects.all()
-    }
+    states = {(ti.dag_id, ti.run_id, ti.task_id): ti.state for ti in TaskInstance.objects.all()}
     failed = {key for key, state in states.items() if state != "success"}
     assert failed == {("conf_target", "without_conf", "templated")}, (
         states,
@@ -198,8 +197,7 @@ def test_conf_params_and_jinja_reach_airflow_tasks_and_trigger_dag_run_hands_con
     # controller (conf={"message": "Hello World"})
     logs = tmp_path / "task_logs" / "example_trigger_target_dag"
     texts = {
-        path.parent.parent.name: path.read_text()
-        for path in logs.glob("*/run_this/attempt=1.log")
+        path.parent.parent.name: path.read_text() for path in logs.glob("*/run_this/attempt=1.log")
     }
     assert len(texts) == 2, list(logs.rglob("*"))
     joined = "\n".join(texts.values())
