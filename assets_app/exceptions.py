@@ -65,6 +65,13 @@ class TaskInstanceInputError(InvalidInputError):
     code = "invalid_task_instance"
 
 
+class DagRunConfError(InvalidInputError):
+    """A run's ``conf`` does not satisfy its DAG's params (their JSON schemas, or a required
+    param it does not give); ``param`` names the first that fails (``assets_app.params``)."""
+
+    code = "invalid_params"
+
+
 class AssetAmbiguousError(InvalidInputError):
     """A name or a uri alone matches several inactive assets and no active one."""
 

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 
 from assets_app.exceptions import (
     DagNotFoundError,
+    DagRunConfError,
     DagRunExistsError,
     DagStaleError,
     TaskInstanceClearRefusedError,
@@ -158,7 +159,7 @@ class DagRunView(ExecutionAPIView):
                     "message": f"A run already exists for Dag '{dag_id}' with run_id '{run_id}'",
                 }
             ) from exc
-        except TaskInstanceInputError as exc:
+        except (TaskInstanceInputError, DagRunConfError) as exc:
             raise BadRequest({"reason": "value_error", "message": exc.message}) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
 

@@ -162,6 +162,28 @@ def _task(dag: Any, task: Any) -> dict[str, Any]:
     }
 
 
+def _params(dag: Any) -> dict[str, Any]:
+    """The DAG's params as the manifest's ``params``: ``{name: {default, description,
+    schema}}`` in the DAG's order, as Airflow's serializer writes each ``Param`` (``default``
+    left out when it has none); a run's conf is checked against them when it is triggered."""
+    from airflow.sdk.definitions._internal.types import is_arg_set
+
+    params: dict[str, Any] = {}
+    for name in dag.params:
+        param = dag.params.get_param(name)
+        spec: dict[str, Any] = {"description": param.description, "schema": param.schema}
+        if is_arg_set(param.value):
+            spec["default"] = param.value
+        try:
+            json.dumps(spec)
+        except (TypeError, ValueError) as exc:
+            raise RefusedError(
+                f"DAG {dag.dag_id!r}, param {name!r}: its default or schema is not JSON: {exc}"
+            ) from None
+        params[name] = spec
+    return params
+
+
 def dag_entry(dag: Any, *, path: str) -> dict[str, Any]:
     """One DAG as a manifest entry; raises ``RefusedError`` for what the registry cannot run."""
     schedule, timezone = _schedule(dag)
@@ -177,6 +199,7 @@ def dag_entry(dag: Any, *, path: str) -> dict[str, Any]:
         "max_active_runs": dag.max_active_runs,
         "max_active_tasks": dag.max_active_tasks,
         "tags": sorted(dag.tags),
+        "params": _params(dag),
     }
     if dag.is_paused_upon_creation is not None:
         entry["is_paused_upon_creation"] = bool(dag.is_paused_upon_creation)

@@ -41,6 +41,9 @@ class Dag(models.Model):
     #: one asset-triggered run per event instead of one run for all the events queued
     one_run_per_event = models.BooleanField(default=False)
     tags = models.JSONField(default=list, blank=True)
+    #: the DAG's params (Airflow's ``Param``s) as ``[[name, {default, description, schema}]]``,
+    #: which a run's conf is checked against when it is triggered (``assets_app.params``)
+    params = models.JSONField(default=list, blank=True)
     #: the next time-scheduled run (Airflow's ``next_dagrun`` / ``next_dagrun_create_after``):
     #: its logical date, and when it is due; ``None`` when there is none to create
     next_dagrun = models.DateTimeField(null=True, blank=True)

@@ -54,10 +54,10 @@ class TriggerDAGRunPayloadSerializer(StrictSerializer):
 
 
 class DagRunDetailSerializer(DagRunContextSerializer):
-    """``DagRun``: the run context's ``dag_run`` and its ``conf``; what the registry does not
-    keep (clears, the triggering user, notes, teams, partition dates) as Airflow's defaults."""
+    """``DagRun``: the run context's ``dag_run`` (with its ``conf``); what the registry does
+    not keep (clears, the triggering user, notes, teams, partition dates) as Airflow's
+    defaults."""
 
-    conf = serializers.JSONField(allow_null=True)
     clear_number = serializers.SerializerMethodField()
     triggering_user_name = serializers.SerializerMethodField()
     partition_date = serializers.SerializerMethodField()

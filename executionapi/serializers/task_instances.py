@@ -395,7 +395,9 @@ class ConsumedAssetEventSerializer(serializers.Serializer[AssetEvent]):
 
 
 class DagRunContextSerializer(serializers.Serializer[DagRun]):
-    """The twelve ``dag_run`` keys of the run context; nulls explicit, datetimes with tz.
+    """The ``dag_run`` of the run context: the twelve keys Airflow's client requires and the
+    run's ``conf`` (the task's ``dag_run.conf``, which overrides its ``params`` in Airflow's
+    runner); nulls explicit, datetimes with tz.
 
     ``consumed_asset_events`` reads the run's prefetched ``consumed_events``
     (``executionapi.selectors.dag_run_consumed_events_prefetch``).
@@ -411,6 +413,7 @@ class DagRunContextSerializer(serializers.Serializer[DagRun]):
     end_date = serializers.DateTimeField(allow_null=True)
     run_type = serializers.CharField()
     state = serializers.CharField()
+    conf = serializers.JSONField(allow_null=True)
     consumed_asset_events = ConsumedAssetEventSerializer(many=True, source="consumed_events")
     partition_key = serializers.CharField(allow_null=True)
 

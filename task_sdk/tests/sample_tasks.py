@@ -230,3 +230,7 @@ def grandchild_then_returns():
 def prints_where_it_runs():
     print(f"SDK_TEST_CASE={os.environ.get('SDK_TEST_CASE')} ", end="")
     print(f"PARENT_ONLY={os.environ.get('PARENT_ONLY')} cwd={os.getcwd()}")
+
+
+def returns_conf(dag_run):
+    return dag_run["conf"]

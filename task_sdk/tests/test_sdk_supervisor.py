@@ -192,6 +192,18 @@ def test_context_entries_are_passed_by_name():
     } <= set(names)
 
 
+def test_the_runs_conf_is_the_dag_runs_conf():
+    client = FakeClient()
+    client.context["dag_run"]["conf"] = {"region": "eu", "limit": 3}
+
+    result, client = supervise("returns_conf", client)
+
+    assert result.succeeded
+    assert ("xcom_set", "d", "r", "returns_conf", "return_value", {"region": "eu", "limit": 3}) in (
+        client.calls
+    )
+
+
 def test_return_value_is_pushed_as_xcom():
     result, client = supervise("returns_value")
     assert result.succeeded

@@ -54,6 +54,7 @@ VALUES = {
     "tokens",
     "formats",
     "paginators",
+    "params",
 }
 SERVICES = ["sql", "inputs", "accounts", "state", "secrets", "assets", "runs", "scheduling", "dags"]
 ROOMS_BELOW: dict[str, set[str]] = {

@@ -12,7 +12,8 @@ from tests.factories import AssetAliasFactory, AssetEventFactory, AssetFactory, 
 pytestmark = pytest.mark.django_db
 
 RUN_BODY = wire_sample("run_start")
-DAG_RUN_KEYS = set(wire_sample("run_response_minimal")["dag_run"])
+#: the twelve keys Airflow's client requires, and the run's conf (``dag_run.conf``)
+DAG_RUN_KEYS = {*wire_sample("run_response_minimal")["dag_run"], "conf"}
 
 
 def _run(ti, body=RUN_BODY):
@@ -27,7 +28,8 @@ def test_run_from_queued_or_restarting_returns_the_run_context(make_ti, state):
 
     assert response.status_code == 200, response.content
     body = response.json()
-    assert set(body["dag_run"]) == DAG_RUN_KEYS  # all twelve keys, nulls explicit
+    assert set(body["dag_run"]) == DAG_RUN_KEYS  # all thirteen keys, nulls explicit
+    assert body["dag_run"]["conf"] == ti.dag_run.conf
     assert body["dag_run"]["logical_date"] is None
     assert body["dag_run"]["run_after"].endswith("Z")
     assert body["dag_run"]["consumed_asset_events"] == []
@@ -325,3 +327,19 @@ def test_validate_inlets_and_outlets_unknown_ti_is_404(runner):
 
     assert response.status_code == 404
     assert response.json()["detail"]["reason"] == "not_found"
+
+
+def test_run_context_carries_the_runs_conf_as_airflows_client_reads_it(make_ti):
+    # given: a run triggered with a conf
+    from airflow.sdk.api.datamodels._generated import TIRunContext
+
+    ti = make_ti(state="queued")
+    DagRun.objects.filter(pk=ti.dag_run_id).update(conf={"x": 5, "nested": {"a": [1, 2]}})
+
+    # when
+    response = _run(ti)
+
+    # then: the task's dag_run.conf is the run's, as Airflow's task runner parses the answer
+    assert response.status_code == 200, response.content
+    context = TIRunContext.model_validate(response.json())
+    assert context.dag_run.conf == {"x": 5, "nested": {"a": [1, 2]}}

@@ -499,3 +499,26 @@ def test_declare_dags_takes_a_manifest_or_a_folder(args):
 def test_a_missing_folder_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="not a folder"):
         call_command("declare_dags", "--dags-folder", str(tmp_path / "nope"), stdout=StringIO())
+
+
+def test_declare_dags_loads_the_good_files_and_exits_1_naming_each_failed_one(tmp_path):
+    # given a good file and two that fail to import
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    write(folder / "good.py", GOOD.format(tag="v1", retries=0))
+    write(folder / "broken.py", "from airflow.sdk import DAG\ndef broken(:\n")
+    write(folder / "raises.py", "from airflow.sdk import DAG\nraise RuntimeError('no db')\n")
+
+    for _ in range(2):  # the second time, the same (unchanged) errors: still each printed
+        # when the folder is loaded
+        out, err = StringIO(), StringIO()
+        with pytest.raises(CommandError) as raised:
+            call_command("declare_dags", "--dags-folder", str(folder), stdout=out, stderr=err)
+
+        # then the command fails naming both files, prints each error, loads the good file
+        assert "2 DAG file(s) failed to import" in str(raised.value)
+        assert str(folder / "broken.py") in str(raised.value)
+        assert str(folder / "raises.py") in str(raised.value)
+        assert "SyntaxError" in err.getvalue()
+        assert "RuntimeError: no db" in err.getvalue()
+        assert Dag.objects.filter(dag_id="loader_good").exists()

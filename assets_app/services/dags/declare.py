@@ -42,6 +42,7 @@ from assets_app.models import (
     TaskLeafReference,
     TaskOutletAssetReference,
 )
+from assets_app.params import params_dump
 from assets_app.services.dags.manifest import (
     AliasDecl,
     AssetDecl,
@@ -316,6 +317,7 @@ def _dag_row(decl: DagDecl, *, is_paused: bool, fileloc: str, now: datetime) -> 
         max_active_tasks=decl.max_active_tasks,
         one_run_per_event=decl.one_run_per_event,
         tags=list(decl.tags),
+        params=params_dump(decl.params),
         task_ids=decl.task_ids,
         fileloc=fileloc,
         last_parsed_time=now,
@@ -333,6 +335,7 @@ DECLARED_SCHEDULE_FIELDS = (
     "max_active_tasks",
     "one_run_per_event",
     "tags",
+    "params",
 )
 
 

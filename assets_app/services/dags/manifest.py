@@ -31,6 +31,10 @@ when the file name ends in ``.json``)::
         start_date: 2026-01-01T00:00:00Z     # optional; end_date too
         catchup: false                       # optional; default false, as in Airflow 3
         tags: [reports]                      # optional
+        params:                              # optional: Airflow's Params, a run's conf
+          day: "2026-01-01"                  # is checked against (assets_app.params)
+          limit: {default: 10, description: "rows", schema: {type: integer, minimum: 1}}
+          region: {schema: {type: string}}   # no default: a trigger's conf must give it
 
 A time schedule is a cron string, one of the presets (``@once``, ``@hourly``, ``@daily``,
 ``@weekly``, ``@monthly``, ``@quarterly``, ``@yearly``), ``{timedelta: SECONDS}`` (or
@@ -60,13 +64,15 @@ references; ``conditions.condition_expression`` is its stored form. The assets a
 manifest declares (with the group/extra the upserts need) are merged across the whole file: an
 asset declared twice with two different groups or extras is an error.
 
-Every error is a ``ManifestError`` whose message starts with the offending place
-(``dags.yaml.dags[1].tasks[0].outlets[2]: …``).
+Every error is a ``ManifestError`` whose message starts with the offending place: the file,
+the DAG, the task and the field (``dags.yaml: DAG 'nightly', task 'load', outlets[2]: …``), or
+the entry's position while it has no id (``dags.yaml.dags[1].dag_id: …``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -87,6 +93,7 @@ from assets_app.conditions import (
 )
 from assets_app.exceptions import InvalidAssetExpression, ManifestError
 from assets_app.models import DEFAULT_MAX_ACTIVE_RUNS, DEFAULT_MAX_ACTIVE_TASKS
+from assets_app.params import ParamSpec, params_check_defaults, params_parse
 from assets_app.timetables import Timetable, timetable_parse
 from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE, TRIGGER_RULE_VALUES
 from assets_app.validators import validate_id, validate_keys
@@ -153,6 +160,7 @@ class DagDecl:
     max_active_tasks: int = DEFAULT_MAX_ACTIVE_TASKS
     one_run_per_event: bool = False
     tags: tuple[str, ...] = ()
+    params: tuple[ParamSpec, ...] = ()
 
     @property
     def task_ids(self) -> list[str]:
@@ -223,10 +231,49 @@ def manifest_parse(
     declared: list[Declaration] = []
     base = (base_dir or Path.cwd()).resolve()
     dags = tuple(
-        _parse_dag(dag, f"{source}.dags[{i}]", declared, base) for i, dag in enumerate(spec["dags"])
+        _parse_named_dag(dag, source, f"{source}.dags[{i}]", declared, base)
+        for i, dag in enumerate(spec["dags"])
     )
     _check_unique([dag.dag_id for dag in dags], f"{source}: duplicate dag_id(s)")
     return Manifest(dags=dags, assets=_merge_assets(declared), aliases=_merge_aliases(declared))
+
+
+# --- places: errors name the DAG and the task --------------------------------------------------
+
+#: A place under a DAG's entry: its task (``.tasks[2]``), then the rest (``.outlets[0]``).
+_PLACE = re.compile(r"(?:\.tasks\[(?P<task>\d+)\])?(?P<rest>[^:]*):")
+
+
+def _named_place(message: str, source: str, where: str, value: Any) -> str:
+    """``message`` with its place under the DAG ``where`` (``dags.yaml.dags[1].tasks[0].upstream:
+    …``) named by the DAG's and the task's ids (``dags.yaml: DAG 'nightly', task 'load',
+    upstream: …``) when the entry gives them; otherwise as it is."""
+    dag_id = value.get("dag_id") if isinstance(value, dict) else None
+    match = _PLACE.match(message, len(where)) if message.startswith(where) else None
+    if not isinstance(dag_id, str) or match is None:
+        return message
+    named = f"{source}: DAG {dag_id!r}"
+    if match["task"] is not None:
+        tasks = value.get("tasks")
+        task = tasks[int(match["task"])] if isinstance(tasks, list) else None
+        task_id = task.get("task_id") if isinstance(task, dict) else None
+        if not isinstance(task_id, str):
+            return message
+        named += f", task {task_id!r}"
+    rest = match["rest"]
+    if rest.startswith("."):
+        rest = f", {rest[1:]}"
+    return f"{named}{rest}{message[match.end('rest') :]}"
+
+
+def _parse_named_dag(
+    value: Any, source: str, where: str, declared: list[Declaration], base: Path
+) -> DagDecl:
+    """:func:`_parse_dag`, its errors naming the DAG and the task (:func:`_named_place`)."""
+    try:
+        return _parse_dag(value, where, declared, base)
+    except ManifestError as exc:
+        raise type(exc)(_named_place(exc.message, source, where, value), **exc.context) from exc
 
 
 # --- checks ----------------------------------------------------------------------------------
@@ -327,6 +374,7 @@ _DAG_KEYS = {
     "max_active_tasks",
     "one_run_per_event",
     "tags",
+    "params",
 }
 
 
@@ -518,7 +566,20 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
             spec.get("one_run_per_event", False), f"{where}.one_run_per_event"
         ),
         tags=tuple(dict.fromkeys(tags)),
+        params=_parse_params(spec.get("params"), where, scheduled=bool(summary)),
     )
+
+
+def _parse_params(value: Any, where: str, *, scheduled: bool) -> tuple[ParamSpec, ...]:
+    """``params`` (``assets_app.params``); a time-scheduled DAG's must resolve from their
+    defaults, as Airflow requires (its scheduled runs have no conf)."""
+    try:
+        params = params_parse(value, where)
+        if scheduled:
+            params_check_defaults(params, where)
+    except ValueError as exc:
+        raise ManifestError(str(exc)) from None
+    return params
 
 
 def _parse_bool(value: Any, where: str) -> bool:

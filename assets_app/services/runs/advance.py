@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from assets_app.models import (
@@ -51,6 +51,11 @@ from assets_app.trigger_rules import Decision, UpstreamCounts, trigger_rule_eval
 
 #: The most running runs one scheduler pass advances (the rest wait for the next pass).
 ADVANCE_LIMIT = 1000
+
+#: A state-less task instance's ``try_number`` is the try it will run as (1 when created, one
+#: more after a clear); Airflow counts tries when a task instance is scheduled, so one that is
+#: skipped or upstream-failed before it ever was keeps the tries it had (0 for a new one).
+NEVER_TRIED = F("try_number") - 1
 
 _DECIDED_STATES = {
     Decision.READY: TaskInstanceState.SCHEDULED,
@@ -150,12 +155,15 @@ def _decisions(
 
 def _decisions_write(decided: Mapping[str, list[uuid.UUID]], *, now: datetime) -> AdvanceResult:
     """One ``UPDATE`` per new state, each only where the task instance is still state-less
-    (another process that decided it first wins; nothing is counted twice)."""
+    (another process that decided it first wins; nothing is counted twice). One skipped or
+    upstream-failed this way was never tried: its ``try_number`` drops to the tries it had
+    (:data:`NEVER_TRIED`)."""
     result = AdvanceResult()
     for state, pks in decided.items():
         changes: dict[str, Any] = {"state": state, "updated_at": now}
         if state != TaskInstanceState.SCHEDULED:
             changes |= {"start_date": now, "end_date": now, "duration": 0.0}
+            changes["try_number"] = NEVER_TRIED
         count = TaskInstance.objects.filter(pk__in=pks, state__isnull=True).update(**changes)
         if state == TaskInstanceState.SCHEDULED:
             result.scheduled += count

@@ -36,6 +36,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
+from assets_app.params import params_resolve
 from assets_app.services.runs.admit import RunSpec, dag_runs_insert
 from assets_app.services.runs.settle import dag_run_start
 from assets_app.tokens import token_issue, ttl_problem
@@ -188,8 +189,10 @@ def dag_run_trigger(
     the DAG is unpaused.
 
     Raises ``DagNotFoundError`` (no such DAG), ``DagStaleError`` (gone from its file),
-    ``DagRunExistsError`` (the run id is taken) and ``TaskInstanceInputError`` (a bad run id,
-    a naive logical date, a conf that is not an object).
+    ``DagRunExistsError`` (the run id is taken), ``TaskInstanceInputError`` (a bad run id,
+    a naive logical date, a conf that is not an object) and ``DagRunConfError`` (the conf does
+    not satisfy the DAG's params: a value its schema refuses, a required param missing;
+    ``assets_app.params``).
     """
     now = timezone.now()
     if logical_date is None:
@@ -214,6 +217,7 @@ def dag_run_trigger(
             "declare it again to trigger it",
             dag_id=dag_id,
         )
+    params_resolve(dag.params, conf)  # as Airflow does before it creates the run
     if DagRun.objects.filter(dag=dag, run_id=run_id).exists():
         raise DagRunExistsError(
             f"DAG {dag_id!r} has a run {run_id!r} already", dag_id=dag_id, run_id=run_id

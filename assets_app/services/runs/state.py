@@ -26,14 +26,14 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInvalidStateError
 from assets_app.models import TaskInstance, TaskInstanceState
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 from assets_app.services.assets.registration import asset_changes_register
-from assets_app.services.runs.advance import dag_run_progress
+from assets_app.services.runs.advance import NEVER_TRIED, dag_run_progress
 from assets_app.services.runs.settle import dag_run_ended, dag_run_settle_step
 from assets_app.services.runs.tries import (
     task_instance_lock,
@@ -393,6 +393,8 @@ def task_instances_skip(
         .filter(Q(state__isnull=True) | ~Q(state__in=UNSKIPPABLE_STATES))
         .update(
             state=TaskInstanceState.SKIPPED,
+            # one not scheduled yet was never tried (advance.NEVER_TRIED)
+            try_number=Case(When(state__isnull=True, then=NEVER_TRIED), default=F("try_number")),
             start_date=now,
             end_date=now,
             duration=0.0,

@@ -31,7 +31,8 @@ class Command(BaseCommand):
         "warnings and log lines on stderr. With --dags-folder DIR instead: parse every Airflow "
         "DAG file of DIR with Airflow's own parser (in a subprocess) and declare what they hold; "
         "a file that fails to import is recorded as an import error and its DAGs keep their "
-        "last good version."
+        "last good version: the good files are loaded, each error is printed, and the command "
+        "exits with status 1."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -81,10 +82,10 @@ class Command(BaseCommand):
 
             def on_file(result: FileResult) -> None:
                 if bar is None:
-                    report_file(self, result)
+                    report_file(self, result, unchanged_errors=True)
                     return
                 with bar.external_write_mode():  # the line above the bar, never into it
-                    report_file(self, result)
+                    report_file(self, result, unchanged_errors=True)
                 bar.update(1)
 
             result = dag_folder_load(folder=folder, on_file=on_file)
@@ -100,15 +101,29 @@ class Command(BaseCommand):
                 f"{result.count(FileOutcome.STALE)} gone (DAGs marked stale)"
             )
         )
+        failed = [
+            r.path
+            for r in result.files
+            if r.outcome in (FileOutcome.IMPORT_ERROR, FileOutcome.IMPORT_ERROR_UNCHANGED)
+        ]
+        if failed:  # after the good files are stored: a script or CI sees the failure
+            raise CommandError(
+                f"{len(failed)} DAG file(s) failed to import (errors above): {', '.join(failed)}"
+            )
 
 
-def report_file(command: BaseCommand, result: FileResult) -> None:
+def report_file(
+    command: BaseCommand, result: FileResult, *, unchanged_errors: bool = False
+) -> None:
     """One line per DAG file on stdout; an import error's text and warnings on stderr (shared
-    with ``manage.py dag_processor``)."""
+    with ``manage.py dag_processor``, which prints an error once, not again while it stays the
+    same; ``unchanged_errors`` prints that one too)."""
     dags = f": {', '.join(result.dag_ids)}" if result.dag_ids else ""
     stale = f"; marked stale: {', '.join(result.stale_dag_ids)}" if result.stale_dag_ids else ""
     command.stdout.write(f"{result.outcome.value} {result.path}{dags}{stale}")
-    if result.outcome == FileOutcome.IMPORT_ERROR:
+    if result.outcome == FileOutcome.IMPORT_ERROR or (
+        unchanged_errors and result.outcome == FileOutcome.IMPORT_ERROR_UNCHANGED
+    ):
         command.stderr.write(command.style.ERROR(f"import error in {result.path}:\n{result.error}"))
     for warning in result.warnings:
         command.stderr.write(command.style.WARNING(warning))

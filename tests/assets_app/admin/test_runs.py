@@ -66,3 +66,17 @@ def test_dag_run_changelist_query_count_does_not_grow_with_rows(admin_client):
     assert_query_count_does_not_grow(
         admin_client, "dagrun", lambda n: DagRunFactory.create_batch(n)
     )
+
+
+def test_dag_run_page_shows_the_runs_conf(admin_client):
+    # given a run triggered with a conf
+    run = DagRunFactory(conf={"region": "eu-west", "limit": 42})
+
+    # when its page is shown
+    content = admin_client.get(change("dagrun", run.pk)).content.decode()
+
+    # then the conf's keys and values are on it
+    assert "conf" in content
+    assert "region" in content
+    assert "eu-west" in content
+    assert "42" in content

@@ -246,12 +246,12 @@ def test_json_manifest_is_read_as_json(tmp_path):
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, is_paused_upon_creation: 1}",
-            "dags[0].is_paused_upon_creation: expected true or false",
+            "dags.yaml: DAG 'd', is_paused_upon_creation: expected true or false",
             id="paused-upon-creation",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: {asset: {}}}",
-            "dags[0].schedule.asset: an asset needs a name or a uri",
+            "dags.yaml: DAG 'd', schedule.asset: an asset needs a name or a uri",
             id="empty-asset",
         ),
         pytest.param(
@@ -261,47 +261,48 @@ def test_json_manifest_is_read_as_json(tmp_path):
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: [1]}",
-            "dags[0].schedule[0]: expected an asset condition",
+            "dags.yaml: DAG 'd', schedule[0]: expected an asset condition",
             id="schedule-of-a-number",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: {cron: '@daily'}}",
-            "dags[0].schedule: expected an asset condition ({asset: ...}",
+            "dags.yaml: DAG 'd', schedule: expected an asset condition ({asset: ...}",
             id="neither-condition-nor-time",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: '61 * * * *'}",
-            "dags[0].schedule: '61 * * * *' is not a valid cron expression",
+            "dags.yaml: DAG 'd', schedule: '61 * * * *' is not a valid cron expression",
             id="bad-cron",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: '@fortnightly'}",
-            "dags[0].schedule: unknown preset '@fortnightly'",
+            "dags.yaml: DAG 'd', schedule: unknown preset '@fortnightly'",
             id="unknown-preset",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: {timedelta: -5}}",
-            "dags[0].schedule: -5: a schedule's timedelta must be positive",
+            "dags.yaml: DAG 'd', schedule: -5: a schedule's timedelta must be positive",
             id="negative-timedelta",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: '@daily', timezone: Mars/Olympus}",
-            "dags[0].schedule: unknown timezone 'Mars/Olympus'",
+            "dags.yaml: DAG 'd', schedule: unknown timezone 'Mars/Olympus'",
             id="unknown-timezone",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, schedule: {asset_or_time: {assets: {asset: {name: a}}}}}",
-            "dags[0].schedule.asset_or_time: missing required key(s) time",
+            "dags.yaml: DAG 'd', schedule.asset_or_time: missing required key(s) time",
             id="asset-or-time-without-time",
         ),
         pytest.param(
             "dags:\n  - dag_id: d\n    tasks: [{task_id: a, upstream: [b]}]",
-            "dags[0].tasks[0].upstream: task 'a' depends on 'b', which the DAG does not declare",
+            "dags.yaml: DAG 'd', task 'a', upstream: task 'a' depends on 'b', which the DAG "
+            "does not declare",
             id="unknown-upstream",
         ),
         pytest.param(
             "dags:\n  - dag_id: d\n    tasks: [{task_id: a, upstream: [a]}]",
-            "dags[0].tasks[0].upstream: task 'a' depends on itself",
+            "dags.yaml: DAG 'd', task 'a', upstream: task 'a' depends on itself",
             id="self-upstream",
         ),
         pytest.param(
@@ -314,22 +315,23 @@ def test_json_manifest_is_read_as_json(tmp_path):
         ),
         pytest.param(
             "dags:\n  - dag_id: d\n    tasks: [{task_id: a, trigger_rule: sometimes}]",
-            "dags[0].tasks[0].trigger_rule: unknown trigger rule 'sometimes'; one of all_success",
+            "dags.yaml: DAG 'd', task 'a', trigger_rule: unknown trigger rule 'sometimes'; one "
+            "of all_success",
             id="unknown-trigger-rule",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, max_active_runs: 0}",
-            "dags[0].max_active_runs: expected a whole number from 1 to 100000",
+            "dags.yaml: DAG 'd', max_active_runs: expected a whole number from 1 to 100000",
             id="max-active-runs-zero",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, start_date: yesterday}",
-            "dags[0].start_date: 'yesterday' is not an ISO 8601 date-time",
+            "dags.yaml: DAG 'd', start_date: 'yesterday' is not an ISO 8601 date-time",
             id="bad-start-date",
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, start_date: 2026-02-01, end_date: 2026-01-01}",
-            "dags[0].end_date: 2026-01-01 00:00:00+00:00 is before start_date",
+            "dags.yaml: DAG 'd', end_date: 2026-01-01 00:00:00+00:00 is before start_date",
             id="end-before-start",
         ),
         pytest.param(
@@ -344,7 +346,7 @@ def test_json_manifest_is_read_as_json(tmp_path):
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{dataset: x}]}]}",
-            "dags[0].tasks[0].outlets[0]: expected one of",
+            "dags.yaml: DAG 'd', task 't', outlets[0]: expected one of",
             id="unknown-outlet",
         ),
         pytest.param(
@@ -354,7 +356,7 @@ def test_json_manifest_is_read_as_json(tmp_path):
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, tasks: [{task_id: t, retries: -1}]}",
-            "dags[0].tasks[0].retries: expected a whole number",
+            "dags.yaml: DAG 'd', task 't', retries: expected a whole number",
             id="retries-negative",
         ),
         pytest.param(
@@ -389,7 +391,7 @@ def test_json_manifest_is_read_as_json(tmp_path):
         ),
         pytest.param(
             "dags:\n  - {dag_id: d, airflow_dags_folder: dags}",
-            "dags[0].airflow_dags_folder: needs an airflow_dag_file",
+            "dags.yaml: DAG 'd', airflow_dags_folder: needs an airflow_dag_file",
             id="dags-folder-without-file",
         ),
         pytest.param(
@@ -472,7 +474,7 @@ def test_a_dag_files_dags_folder_parses_relative_to_the_manifest(tmp_path):
 def test_error_places_start_with_the_file_name(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("dags:\n  - {dag_id: d, tasks: [{task_id: t, outlets: [{dataset: x}]}]}")
-    with pytest.raises(ManifestError, match=r"^mine\.yaml\.dags\[0\]\.tasks\[0\]\.outlets\[0\]: "):
+    with pytest.raises(ManifestError, match=r"^mine\.yaml: DAG 'd', task 't', outlets\[0\]: "):
         manifest_load(path)
 
 
@@ -529,3 +531,31 @@ dags:
     assert either.timetable.delta == timedelta(hours=1)
     assert either.timetable_summary == "1:00:00"
     assert either.one_run_per_event is True
+
+
+def test_a_refusal_names_the_file_the_dag_the_task_and_the_field():
+    # given a manifest whose second DAG has a cycle, and one whose DAG has no id yet
+    cycle = {
+        "dags": [
+            {"dag_id": "ok"},
+            {
+                "dag_id": "nightly",
+                "tasks": [
+                    {"task_id": "extract", "upstream": ["load"]},
+                    {"task_id": "load", "upstream": ["extract"]},
+                ],
+            },
+        ]
+    }
+    nameless = {"dags": [{"tasks": []}]}
+
+    # when, then: the DAG and the task by their ids; a DAG without one by its position
+    with pytest.raises(ManifestError) as error:
+        manifest_parse(cycle, source="dags.json")
+    assert error.value.message == (
+        "dags.json: DAG 'nightly', task 'extract', upstream: task 'extract' is in a cycle: "
+        "extract -> load -> extract"
+    )
+    with pytest.raises(ManifestError) as error:
+        manifest_parse(nameless, source="dags.json")
+    assert error.value.message.startswith("dags.json.dags[0]: missing required key(s) dag_id")

@@ -38,6 +38,10 @@ def states(run: DagRun) -> dict[str, str | None]:
     return dict(TaskInstance.objects.filter(dag_run=run).values_list("task_id", "state"))
 
 
+def tries(run: DagRun) -> dict[str, int]:
+    return dict(TaskInstance.objects.filter(dag_run=run).values_list("task_id", "try_number"))
+
+
 def run_state(run: DagRun) -> str:
     run.refresh_from_db()
     return run.state
@@ -129,6 +133,8 @@ def test_a_failed_leaf_fails_the_run():
     assert states(run) == {"extract": "failed", "transform": "upstream_failed",
                            "load": "upstream_failed"}  # fmt: skip
     assert run_state(run) == "failed"
+    # never scheduled, never tried: try 0, as Airflow counts tries when it schedules one
+    assert tries(run) == {"extract": 1, "transform": 0, "load": 0}
 
 
 def test_fan_out_fan_in_with_one_success_and_skips():
@@ -191,6 +197,8 @@ dags:
     finish(run, "left", "success")
     finish(run, "join", "success")
     assert run_state(run) == "success"
+    # skipped by the branch (right) or by its trigger rule (right_after): never tried, try 0
+    assert tries(run) == {"choose": 1, "left": 1, "right": 0, "right_after": 0, "join": 1}
 
 
 @pytest.mark.parametrize(
@@ -323,6 +331,8 @@ def test_a_queued_task_instance_no_runner_starts_fails_after_the_queued_timeout(
     assert states(run) == {"extract": "failed", "transform": "upstream_failed",
                            "load": "upstream_failed"}  # fmt: skip
     assert run_state(run) == "failed"
+    # never scheduled, never tried: try 0, as Airflow counts tries when it schedules one
+    assert tries(run) == {"extract": 1, "transform": 0, "load": 0}
 
 
 def test_a_pass_decides_waiting_task_instances_in_a_fixed_number_of_statements():

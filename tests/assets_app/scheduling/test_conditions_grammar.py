@@ -3,7 +3,7 @@
 ``Dag.asset_expression`` (``condition_parse``, what the scheduler, the admin and the APIs
 read). Every edge case goes through both, at the top of the schedule and nested in an ``any``;
 they must accept the same condition, or refuse it with the same message naming the same
-place: ``dags.yaml.dags[0].schedule…`` for the manifest (as its other errors name a DAG and a
+place: ``dags.yaml: DAG 'd', schedule…`` for the manifest (as its other errors name a DAG and a
 field), ``asset_expression…`` for the stored form. What they accept is stored in a form that
 reads back as the same condition.
 
@@ -35,7 +35,7 @@ KEY_X = AssetAliasUniqueKey(name="x")
 
 SOURCE = "dags.yaml"
 #: Where each entry point's messages start: the manifest names the DAG and the field.
-MANIFEST_PLACE = f"{SOURCE}.dags[0].schedule"
+MANIFEST_PLACE = f"{SOURCE}: DAG 'd', schedule"
 STORED_PLACE = "asset_expression"
 
 

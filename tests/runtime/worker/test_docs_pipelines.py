@@ -13,7 +13,7 @@ from io import StringIO
 import httpx
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from rest_framework.authtoken.models import Token
 
 from assets_app.models import DagRun, TaskInstance
@@ -32,14 +32,33 @@ def blocks(language: str) -> list[str]:
 
 
 def test_the_pages_manifest_is_the_example_file():
-    assert blocks("yaml") == [(REPO / "examples" / "pipeline.yaml").read_text()]
+    assert blocks("yaml")[0] == (REPO / "examples" / "pipeline.yaml").read_text()
+
+
+@pytest.mark.django_db
+def test_the_pages_params_example_refuses_the_conf_as_it_says(tmp_path):
+    # given the page's second manifest (its params) declared
+    _, manifest = blocks("yaml")
+    path = tmp_path / "report.yaml"
+    path.write_text(manifest)
+    call_command("declare_dags", str(path), stdout=StringIO())
+
+    # when the page's command runs, then it fails with the message the page shows
+    _, _, trigger = blocks("sh")
+    command, shown = trigger.strip().splitlines()
+    argv = shlex.split(command)
+    assert argv[:2] == [".venv/bin/python", "manage.py"]
+    with pytest.raises(CommandError) as raised:
+        call_command(*argv[2:], stdout=StringIO())
+    assert shown == f"# CommandError: {raised.value}"
+    assert not DagRun.objects.exists()
 
 
 def test_the_pages_commands_and_curl_run_and_the_worker_runs_the_tasks_in_order(
     server, start_worker
 ):
     # the sh block: two manage.py commands (each followed by its output as a comment), a curl
-    commands, curl = blocks("sh")
+    commands, curl, _ = blocks("sh")
     outputs: dict[str, str] = {}
     command = ""
     for line in filter(None, commands.splitlines()):

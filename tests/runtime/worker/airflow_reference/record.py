@@ -56,6 +56,7 @@ EXAMPLES = (
     "example_complex.py",
     "example_setup_teardown_taskflow.py",
     "example_failed_dag.py",
+    "example_trigger_target_dag.py",
 )
 
 # Run inside the scratch Airflow environment, in one process per file (Airflow's import is the
