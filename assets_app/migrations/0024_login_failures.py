@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('assets_app', '0022_task_logs'),
+        ('assets_app', '0023_dag_params'),
     ]
 
     operations = [
