@@ -233,8 +233,12 @@ def test_a_dag_folder_load_on_a_terminal_counts_its_files_on_stderr(tmp_path):
     )
     (tmp_path / "broken.py").write_text("from airflow.sdk import DAG\nthis is not python\n")
     err = _Terminal()
+    stdout = io.StringIO()
 
-    out = run("declare_dags", "--dags-folder", str(tmp_path), stderr=err)
+    # the broken file fails the command (exit status 1) after every file was loaded
+    with pytest.raises(CommandError, match="broken.py"):
+        call_command("declare_dags", "--dags-folder", str(tmp_path), stdout=stdout, stderr=err)
+    out = stdout.getvalue()
 
     # one line per file and the summary on stdout, no bar in it; the bar counts on stderr
     assert "\r" not in out
