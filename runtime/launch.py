@@ -97,6 +97,7 @@ def task_launch(
         sdk_args = [
             *("run", "--server", server),
             *("--ti-id", str(ti.pk), "--try-number", str(ti.try_number)),
+            *("--task-id", ti.task_id),  # its XComs go under it, whatever the function's name
             dag_task.callable,
         ]
         return TaskLaunch(argv=sdk_args, env=env, forked=True)

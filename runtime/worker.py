@@ -42,6 +42,7 @@ process (``timing …`` lines, read by ``bench/bench_e2e.py``).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -137,9 +138,28 @@ def _last_error_line(log_path: Path) -> str:
         if line.startswith("error:"):
             return line
     for line in reversed(lines):
-        if '"level":"error"' in line or " ERROR " in line:
+        if '"level":"error"' in line:
+            return _json_error_line(line)[:500]
+        if " ERROR " in line:
             return line[:500]
     return lines[-1][:500] if lines else ""
+
+
+def _json_error_line(line: str) -> str:
+    """An error of Airflow's JSON task log said in one line: the exception (its type and
+    message, from ``error_detail``) else the event, else the line as written."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(record, dict):
+        return line
+    details = record.get("error_detail")
+    if isinstance(details, list) and details and isinstance(details[0], dict):
+        raised = details[0]  # the exception raised; its causes follow
+        if raised.get("exc_type"):
+            return f"{raised['exc_type']}: {raised.get('exc_value', '')}".rstrip(": ")
+    return str(record.get("event") or line)
 
 
 def _log_report(line: str) -> None:
@@ -430,10 +450,21 @@ class Worker:
             )
         elif state is not None and state != TaskInstanceState.SUCCESS:
             why = detail or _last_error_line(child.log_path) or f"exit code {code}"
+            if not detail and state in (TaskInstanceState.FAILED, TaskInstanceState.UP_FOR_RETRY):
+                self._keep_failure_reason(child, why)
             detail = f"{why} (log {child.log_path})"
         self._record(
             TaskOutcome(str(child.ti.pk), child.label, state, detail, child.log_path, seconds)
         )
+
+    def _keep_failure_reason(self, child: _Child, reason: str) -> None:
+        """The runner reported the try failed without saying why: keep the log's error line
+        as the try's ``failure_reason`` (the task instance's, or its history row's)."""
+        try:
+            task_instance_failure_reason_record(task_instance_id=child.ti.pk, reason=reason)
+        except DatabaseError as exc:  # the failure is recorded; only its reason is lost
+            self.report(f"could not keep the failure reason of {child.label}: {exc}")
+            connection_close()
 
     @staticmethod
     def _try_outcome(ti: TaskInstance) -> tuple[str | None, str]:

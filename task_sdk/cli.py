@@ -1,9 +1,9 @@
 """Command line: ``python -m task_sdk run --server URL --ti-id ID --token TOKEN file.py:function``.
 
 Every option can also come from the environment (``TASK_SDK_SERVER``, ``TASK_SDK_TI_ID``,
-``TASK_SDK_TOKEN``, ``TASK_SDK_TRY_NUMBER``, ``TASK_SDK_HEARTBEAT_INTERVAL``). Exits 0 when the
-task succeeded and was recorded; otherwise prints one line with the reason to stderr and exits 1
-(2 for bad usage).
+``TASK_SDK_TOKEN``, ``TASK_SDK_TASK_ID``, ``TASK_SDK_TRY_NUMBER``,
+``TASK_SDK_HEARTBEAT_INTERVAL``). Exits 0 when the task succeeded and was recorded; otherwise
+prints one line with the reason to stderr and exits 1 (2 for bad usage).
 """
 
 from __future__ import annotations
@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the task instance's JWT (env TASK_SDK_TOKEN)",
     )
     run.add_argument(
+        "--task-id",
+        default=_env_default("TASK_SDK_TASK_ID"),
+        help="the task instance's task id, under which its XComs are kept (env "
+        "TASK_SDK_TASK_ID; default: the @task's task_id, else the function's name)",
+    )
+    run.add_argument(
         "--try-number",
         type=int,
         default=_env_default("TASK_SDK_TRY_NUMBER"),
@@ -84,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             args.ti_id,
             args.task,
             try_number=args.try_number,
+            task_id=args.task_id,
             heartbeat_interval=args.heartbeat_interval,
         )
         # SIGTERM stops the task process; run() then reports the task instance failed (or

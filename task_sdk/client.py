@@ -279,15 +279,19 @@ class Client:
         state: str,
         when: datetime,
         rendered_map_index: str | None = None,
+        retry_reason: str | None = None,
     ) -> None:
-        """``PATCH /task-instances/{id}/state`` with a non-success terminal state."""
+        """``PATCH /task-instances/{id}/state`` with a non-success terminal state (or
+        ``up_for_retry``, with why in ``retry_reason``)."""
         if state == "success":
             raise ValueError("use succeed() for the success state")
-        body = {
+        body: dict[str, Any] = {
             "state": state,
             "end_date": isoformat(when),
             "rendered_map_index": rendered_map_index,
         }
+        if retry_reason is not None and state == "up_for_retry":
+            body["retry_reason"] = retry_reason
         self._json("PATCH", f"/task-instances/{ti_id}/state", body)
 
     def set_rtif(self, ti_id: str, fields: dict[str, Any]) -> None:

@@ -172,22 +172,35 @@ class TaskRunner:
                 "outlet_events": outlet_events,
                 "rendered_map_index": None,
             }
-        except BaseException:
+        except BaseException as exc:
             traceback.print_exc()
             state = (
                 "up_for_retry" if tries_remain(ti_context, startup.get("try_number")) else "failed"
             )
-            reply = self.channel.request(
-                {
-                    "type": "TaskState",
-                    "state": state,
-                    "end_date": isoformat(now()),
-                    "rendered_map_index": None,
-                }
-            )
+            failed: dict[str, Any] = {
+                "type": "TaskState",
+                "state": state,
+                "end_date": isoformat(now()),
+                "rendered_map_index": None,
+            }
+            if state == "up_for_retry":  # the wire says why only for a retry (Airflow's too)
+                failed["retry_reason"] = exception_line(exc)
+            reply = self.channel.request(failed)
             return 1 if reply.get("type") != "ErrorResponse" else 2
         reply = self.channel.request(message)
         return 0 if reply.get("type") == "OK" else 2
+
+
+#: The longest reason sent with a retry (the server keeps 500 characters).
+REASON_MAX_LENGTH = 500
+
+
+def exception_line(exc: BaseException) -> str:
+    """``Type: message`` of an exception, on one line, as a try's failure reason."""
+    message = " ".join(str(exc).split())
+    return (f"{type(exc).__name__}: {message}" if message else type(exc).__name__)[
+        :REASON_MAX_LENGTH
+    ]
 
 
 def main() -> int:

@@ -320,7 +320,12 @@ class Supervisor:
             )
             self.final_state = "success"
         else:
-            self.client.finish(self.ti_id, message["state"], _parse_when(when))
+            self.client.finish(
+                self.ti_id,
+                message["state"],
+                _parse_when(when),
+                retry_reason=message.get("retry_reason"),
+            )
             self.final_state = message["state"]
 
     def _report_final(self, message: dict[str, Any]) -> dict[str, Any]:

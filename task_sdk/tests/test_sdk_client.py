@@ -148,6 +148,16 @@ def test_validation_error_detail_list_is_kept():
     assert raised.value.detail == [{"loc": ["body", "x"], "msg": "bad"}]
 
 
+def test_a_retry_carries_its_reason_and_a_failure_does_not():
+    api = FakeExecutionAPI()
+    with make_client(api) as client:
+        client.finish(TI_ID, "up_for_retry", WHEN, retry_reason="KeyError: 'customer_id'")
+        client.finish(TI_ID, "failed", WHEN, retry_reason="not on the wire for a failure")
+    retry, failure = (json.loads(body) for body in api.bodies("PATCH /state"))
+    assert retry["retry_reason"] == "KeyError: 'customer_id'"
+    assert "retry_reason" not in failure  # TITerminalStatePayload forbids extra fields
+
+
 def test_finish_refuses_success():
     client = Client("http://x", "t", transport=httpx.MockTransport(FakeExecutionAPI()))
     with client, pytest.raises(ValueError, match="succeed"):

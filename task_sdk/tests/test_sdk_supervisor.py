@@ -49,8 +49,9 @@ class FakeClient:
         self.calls.append(("succeed", task_outlets, outlet_events))
         self._maybe_fail("succeed")
 
-    def finish(self, ti_id, state, when):
+    def finish(self, ti_id, state, when, retry_reason=None):
         self.calls.append(("finish", state))
+        self.retry_reason = retry_reason
         self._maybe_fail("finish")
 
     def asset_by_name(self, name):
@@ -132,6 +133,9 @@ def test_failure_becomes_up_for_retry_while_tries_remain(context, try_number, ex
     assert ("finish", expected) in client.calls
     assert result.state == expected
     assert not result.succeeded
+    # a retry says why on the wire (TIRetryStatePayload.retry_reason); a failure cannot
+    expected_reason = "RuntimeError: nothing is sent for a failed task"
+    assert client.retry_reason == (expected_reason if expected == "up_for_retry" else None)
 
 
 @pytest.mark.parametrize(

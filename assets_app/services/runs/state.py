@@ -30,8 +30,9 @@ from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInvalidStateError
-from assets_app.models import TaskInstance, TaskInstanceState
+from assets_app.models import TaskInstance, TaskInstanceHistory, TaskInstanceState
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
+from assets_app.selectors.secrets import secrets_masker
 from assets_app.services.assets.registration import asset_changes_register
 from assets_app.services.runs.advance import NEVER_TRIED, dag_run_progress
 from assets_app.services.runs.settle import dag_run_ended, dag_run_settle_step
@@ -408,13 +409,23 @@ def task_instances_skip(
 
 
 def task_instance_failure_reason_record(*, task_instance_id: uuid.UUID | str, reason: str) -> bool:
-    """Keep why a ``failed`` task instance failed when its runner could not say (the execution
-    API's ``failed`` patch has no reason field): the worker's "no code to run". One ``UPDATE``;
-    ``False`` when the task instance is not (or no longer) ``failed``."""
+    """Keep why a try failed when its runner could not say (the execution API's ``failed``
+    patch has no reason field, and a runner may send an ``up_for_retry`` without one): the
+    worker's "no code to run", the error line of the try's log. The try is the task instance
+    itself while it is ``failed``, else the ``TaskInstanceHistory`` row it left when it went up
+    for retry. A reason already kept stays; the reason is masked as a log line is. One or two
+    ``UPDATE``s; ``False`` when no such try is waiting for a reason."""
+    kept = secrets_masker().mask(reason)[:FAILURE_REASON_MAX_LENGTH]
+    if TaskInstance.objects.filter(
+        pk=task_instance_id, state=TaskInstanceState.FAILED, failure_reason=""
+    ).update(failure_reason=kept):
+        return True
     return bool(
-        TaskInstance.objects.filter(pk=task_instance_id, state=TaskInstanceState.FAILED).update(
-            failure_reason=reason[:FAILURE_REASON_MAX_LENGTH]
-        )
+        TaskInstanceHistory.objects.filter(
+            task_instance_id=task_instance_id,
+            state=TaskInstanceState.FAILED,
+            failure_reason="",
+        ).update(failure_reason=kept)
     )
 
 

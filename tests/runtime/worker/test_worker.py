@@ -273,5 +273,6 @@ def test_a_failed_try_with_retries_left_is_run_again_by_the_worker(
     assert now.pk != ti.pk  # a new try has a new id
     [first] = TaskInstanceHistory.objects.filter(dag_run_id=ti.dag_run_id)
     assert (first.task_instance_id, first.try_number, first.state) == (ti.pk, 1, "failed")
+    assert first.failure_reason == "RuntimeError: the first try fails"  # task_sdk's retry_reason
     assert (marker_dir / str(now.pk)).read_text() == "try 2"
     assert run_states([ti]) == ["success"]

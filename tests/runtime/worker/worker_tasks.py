@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from task_sdk import task
+from task_sdk import Asset, task
 
 
 def _mark(ti_id: str, text: str) -> None:
@@ -50,3 +50,20 @@ def exits_hard():
 @task
 def record_cwd(*, ti_id):
     _mark(ti_id, f"cwd {os.getcwd()}")
+
+
+STEP_OUTPUT = Asset(name="step_output", uri="s3://registry-tests/step/output.parquet")
+
+
+@task(outlets=[STEP_OUTPUT])
+def step(*, ti_id, outlet_events):
+    """A function whose name is not its task's id (manifest task ``t1``): returns a value and
+    writes an outlet event."""
+    outlet_events[STEP_OUTPUT].extra = {"rows": 3}
+    _mark(ti_id, "stepped")
+    return {"rows": 3}
+
+
+@task
+def fails_with_a_reason():
+    raise ValueError("the input file orders.csv has no header row")
