@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from cron_descriptor import CasingTypeEnum, ExpressionDescriptor, FormatException
 from croniter import CroniterBadCronError, croniter
 
 PRESETS: dict[str, str | None] = {
@@ -64,6 +65,19 @@ class Timetable:
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    @property
+    def description(self) -> str:
+        """The schedule in words, as Airflow's timetables say it (``At 00:00``, ``Every 15
+        minutes``; cron_descriptor, as Airflow's ``CronMixin``); the zone when not UTC."""
+        if self.once:
+            return "Once, as soon as possible"
+        if self.delta is not None:
+            words = f"Every {_delta_words(self.delta)}"
+        else:
+            assert self.cron is not None  # noqa: S101 - one of the three applies
+            words = _cron_words(self.cron)
+        return words if self.timezone == "UTC" else f"{words} ({self.timezone})"
 
     def as_json(self) -> dict[str, Any]:
         """The stored form (``Dag.timetable``); :func:`timetable_from_json` reads it back."""
@@ -162,6 +176,41 @@ class Timetable:
         if end_date is not None and end_date < at:
             return None
         return DagRunInfo.exact(at)
+
+
+def _cron_words(expression: str) -> str:
+    """Airflow's ``CronMixin.description``: a day of the month and a day of the week both set
+    means either (cron's rule), said as two sentences joined by "(or)"."""
+
+    def words(fields: list[str]) -> str:
+        try:
+            return str(
+                ExpressionDescriptor(
+                    " ".join(fields),
+                    casing_type=CasingTypeEnum.Sentence,
+                    use_24hour_time_format=True,
+                ).get_description()
+            )
+        except (FormatException, ValueError):
+            return " ".join(fields)
+
+    fields = expression.split()
+    if len(fields) == 5 and fields[2] != "*" and fields[4] != "*":
+        by_day_of_month = [*fields[:4], "*"]
+        by_day_of_week = [*fields[:2], "*", *fields[3:]]
+        return f"{words(by_day_of_month)} (or) {words(by_day_of_week)}"
+    return words(fields)
+
+
+def _delta_words(delta: timedelta) -> str:
+    """``2 hours``, ``1 day, 6 hours``, ``90 seconds``: the largest whole units."""
+    seconds = int(delta.total_seconds())
+    parts = []
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
+    return ", ".join(parts) or str(delta)
 
 
 def _unaligned(at: datetime) -> datetime:

@@ -18,6 +18,7 @@ from assets_app.models import (
     TaskInstance,
     XCom,
 )
+from assets_app.selectors.dags import dag_schedule_description
 
 #: the version these routes follow
 AIRFLOW_VERSION = "3.3.2"
@@ -128,16 +129,6 @@ def _timetable_summary(row: Dag) -> str | None:
     return row.timetable_summary or None
 
 
-def _timetable_description(row: Dag) -> str:
-    if row.asset_expression and row.timetable:
-        return f"Triggered by assets or {row.timetable_summary}"
-    if row.asset_expression:
-        return "Triggered by assets"
-    if row.timetable:
-        return "Once" if row.timetable.get("once") else f"Time schedule {row.timetable_summary}"
-    return "Never, external triggers only"
-
-
 def dag(row: Dag) -> dict[str, Any]:
     timetable = row.timetable or {}
     return {
@@ -154,7 +145,7 @@ def dag(row: Dag) -> dict[str, Any]:
         "fileloc": row.fileloc,
         "description": None,
         "timetable_summary": _timetable_summary(row),
-        "timetable_description": _timetable_description(row),
+        "timetable_description": dag_schedule_description(row),
         "timetable_partitioned": False,
         "timetable_periodic": bool(timetable) and not timetable.get("once"),
         "tags": [

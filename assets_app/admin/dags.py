@@ -29,7 +29,7 @@ from assets_app.admin.common import (
     pretty_json,
     when,
 )
-from assets_app.admin.filters import HasScheduleFilter, TargetDagFilter
+from assets_app.admin.filters import DagTagFilter, HasScheduleFilter, TargetDagFilter
 from assets_app.admin.panels import dag_panel
 from assets_app.conditions import condition_parse, condition_summary
 from assets_app.exceptions import AssetsError, InvalidAssetExpression
@@ -43,6 +43,7 @@ from assets_app.models import (
     TaskInletAssetReference,
     TaskOutletAssetReference,
 )
+from assets_app.selectors.dags import dag_schedule_description
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.dag_runs import dag_run_trigger
 
@@ -88,13 +89,15 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
         "dag",
         "paused",
         "stale",
+        "tag_list",
         "schedule",
+        "next_run",
         "tasks",
         "queued_assets_count",
         "last_parsed",
     )
     list_display_links = ("dag",)
-    list_filter = ("is_paused", "is_stale", HasScheduleFilter)
+    list_filter = ("is_paused", "is_stale", HasScheduleFilter, DagTagFilter)
     search_fields = ("dag_id", "fileloc")
     ordering = ("dag_id",)
     actions = ("trigger", "pause", "unpause")
@@ -109,8 +112,10 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
         "stale",
         "fileloc",
         "last_parsed",
+        "tag_list",
         "tasks",
         "schedule",
+        "next_run",
         "asset_expression_pretty",
         "runs",
     )
@@ -178,13 +183,43 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
         self._set_paused(request, Dag.objects.filter(pk=obj.pk), is_paused=False)
 
     @admin.display(description="schedule")
-    def schedule(self, obj: Dag) -> str:
-        if obj.asset_expression is None:
+    def schedule(self, obj: Dag) -> SafeString | str:
+        """The asset condition (``a & b``) and/or the time schedule as declared with its words
+        (``@daily``, At 00:00), as Airflow's DAG list shows them."""
+        parts = []
+        if obj.asset_expression is not None:
+            try:
+                parts.append(condition_summary(condition_parse(obj.asset_expression)))
+            except InvalidAssetExpression:
+                parts.append("invalid asset expression")
+        if obj.timetable:
+            parts.append(obj.timetable_summary or "time schedule")
+        if not parts:
             return EMPTY
-        try:
-            return condition_summary(condition_parse(obj.asset_expression))
-        except InvalidAssetExpression:
-            return "invalid asset expression"
+        words = dag_schedule_description(obj) if obj.timetable else ""
+        return format_html(
+            "{}{}",
+            " or ".join(parts),
+            format_html("<br><small>{}</small>", words) if words else "",
+        )
+
+    @admin.display(description="next run", ordering="next_dagrun")
+    def next_run(self, obj: Dag) -> SafeString | str:
+        """The next time-scheduled run's logical date (Airflow's ``next_dagrun``); none while
+        paused or for a DAG without a time schedule."""
+        if not obj.timetable or obj.next_dagrun is None:
+            return EMPTY
+        return (
+            when(obj.next_dagrun)
+            if not obj.is_paused
+            else format_html("{} <small>(paused)</small>", when(obj.next_dagrun))
+        )
+
+    @admin.display(description="tags")
+    def tag_list(self, obj: Dag) -> SafeString | str:
+        if not obj.tags:
+            return EMPTY
+        return format_html_join(" ", '<span class="ar-tag">{}</span>', ((t,) for t in obj.tags))
 
     @admin.display(description="tasks")
     def tasks(self, obj: Dag) -> SafeString | str:

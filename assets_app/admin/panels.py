@@ -46,6 +46,7 @@ from assets_app.models import (
     TaskLeafReference,
     TaskOutletAssetReference,
 )
+from assets_app.selectors.dags import import_error_list
 from assets_app.services.assets.consumption import consumers_awaiting
 
 LATEST_EVENTS = 10
@@ -123,6 +124,7 @@ class Overview:
     runs_by_state: dict[str, int]
     tis_failed: int
     tis_running: int
+    import_errors: int  # DAG files that failed to load: a banner above the cards
     chart: SafeString
     latest: list[EventRow]
 
@@ -140,7 +142,7 @@ class Overview:
 
 
 def overview() -> Overview:
-    """The admin index's overview (10 queries, 12 when DAGs are queued)."""
+    """The admin index's overview (11 queries, 13 when DAGs are queued)."""
     now = timezone.now()
     assets = Asset.objects.aggregate(total=Count("pk"), active=Count("active"))
     recent = AssetEvent.objects.filter(timestamp__gte=now - timedelta(days=7)).aggregate(
@@ -174,6 +176,7 @@ def overview() -> Overview:
         runs_by_state={state: runs.get(state, 0) for state in DagRunState.values},
         tis_failed=tis.get(TaskInstanceState.FAILED, 0),
         tis_running=tis.get(TaskInstanceState.RUNNING, 0),
+        import_errors=import_error_list().count(),
         chart=events_per_hour_chart(now=now),
         latest=latest_events(AssetEvent.objects.all(), limit=LATEST_EVENTS),
     )

@@ -11,6 +11,7 @@ from assets_app.models import (
     Dag,
     DagImportError,
 )
+from assets_app.timetables import timetable_from_json
 
 
 def dag_list() -> QuerySet[Dag]:
@@ -36,3 +37,18 @@ def import_error_list() -> QuerySet[DagImportError]:
     """DAG files that failed to load, for both operator faces (``/api/v1/import-errors`` and
     ``/api/v2/importErrors``)."""
     return DagImportError.objects.all()
+
+
+def dag_schedule_description(dag: Dag) -> str:
+    """The DAG's schedule in words, as Airflow's ``timetable_description``: ``Triggered by
+    assets``, the time schedule's words (``At 00:00``), both (``Triggered by assets or At
+    00:00``), or ``Never, external triggers only``."""
+    time = ""
+    if dag.timetable:
+        try:
+            time = timetable_from_json(dag.timetable).description
+        except ValueError:
+            time = dag.timetable_summary
+    if dag.asset_expression is not None:
+        return f"Triggered by assets or {time}" if time else "Triggered by assets"
+    return time or "Never, external triggers only"

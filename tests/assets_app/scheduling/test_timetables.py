@@ -179,3 +179,30 @@ def test_timedelta_forms() -> None:
     assert timedelta_parse("3 days, 0:00:30") == timedelta(days=3, seconds=30)
     with pytest.raises(ValueError, match="not a timedelta"):
         timedelta_parse(True)  # a bool is refused, not read as 1 second
+
+
+@pytest.mark.parametrize(
+    ("schedule", "delta", "zone", "words"),
+    [
+        pytest.param("@daily", None, "UTC", "At 00:00", id="preset"),
+        pytest.param("*/15 * * * *", None, "UTC", "Every 15 minutes", id="every-15-min"),
+        pytest.param(
+            "0 6 * * 1-5",
+            None,
+            "Europe/Berlin",
+            "At 06:00, Monday through Friday (Europe/Berlin)",
+            id="weekdays-in-a-zone",
+        ),
+        pytest.param(
+            "0 2 1 * 1",
+            None,
+            "UTC",
+            "At 02:00, on day 1 of the month (or) At 02:00, only on Monday",
+            id="day-of-month-or-week",
+        ),
+        pytest.param(None, 5400, "UTC", "Every 1 hour, 30 minutes", id="timedelta"),
+        pytest.param("@once", None, "UTC", "Once, as soon as possible", id="once"),
+    ],
+)
+def test_a_schedule_in_words_as_airflow_says_it(schedule, delta, zone, words) -> None:
+    assert timetable_parse(schedule=schedule, delta=delta, timezone=zone).description == words
