@@ -187,3 +187,16 @@ def ar_asset(row: EventRow) -> SafeString | str:
 @register.simple_tag(takes_context=False)
 def ar_changelist(model_name: str, **params: Any) -> str:
     return changelist_url(model_name, **params)
+
+
+@register.filter
+def ar_split(value: str) -> list[str]:
+    """``"a b c"|ar_split``: the words of a literal, to loop over in a template."""
+    return value.split()
+
+
+@register.filter
+def ar_state_word(state: str) -> str:
+    """A state as a legend says it: ``up_for_retry`` → ``up for retry``, ``none`` → ``no
+    state``."""
+    return "no state" if state == "none" else state.replace("_", " ")

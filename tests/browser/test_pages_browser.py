@@ -222,6 +222,29 @@ def test_dag_page_draws_the_task_graph_top_to_bottom(site, server, browser, tmp_
     full_page_png(browser, tmp_path / "dag-graph.png")
 
 
+def test_dag_page_grid_shows_runs_by_tasks_in_their_colours(site, server, browser, tmp_path):
+    browser.get(f"{server.url}/admin/assets_app/dag/{GRAPH_DAG}/change/")
+    runs = DagRun.objects.filter(dag_id=GRAPH_DAG).count()
+    shown = min(runs, 25)
+    columns = _css(browser, "#ar-dag-grid thead a.ar-grid-run")
+    assert len(columns) == shown
+    rows = _css(browser, "#ar-dag-grid tbody tr")
+    # the tasks in graph order: each after its upstream tasks
+    order = [row.find_element("css selector", "th").text.replace("\n", "") for row in rows]
+    assert order.index("extract_orders") < order.index("transform_orders")
+    assert order.index("transform_orders") < order.index("export_orders")
+    assert order[-1] == "publish_report", order
+    cells = _css(browser, "#ar-dag-grid tbody .ar-grid-cell")
+    assert len(cells) == shown * len(rows)
+    # each cell is a square in its state's colour, big enough to click
+    colours = {c.value_of_css_property("background-color") for c in cells}
+    assert len(colours) >= 2, colours
+    assert all(_rendered_size(c) == (16, 16) for c in cells[:5])
+    _links_resolve(browser, server, "#ar-dag-grid tbody")
+    _no_sideways_scroll(browser)
+    full_page_png(browser, tmp_path / "dag-grid.png")
+
+
 def test_run_page_draws_its_graph_by_state_and_a_gantt_strip(site, server, browser, tmp_path):
     run = DagRun.objects.get(dag_id=GRAPH_DAG, state="running")
     browser.get(f"{server.url}/admin/assets_app/dagrun/{run.pk}/change/")
