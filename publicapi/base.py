@@ -7,6 +7,8 @@ from typing import Any, ClassVar, TypeVar
 
 from django.db.models import Model, QuerySet
 from django.http import Http404
+from rest_framework import status
+from rest_framework.exceptions import APIException
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
@@ -17,6 +19,10 @@ from publicapi.params import Page
 from publicapi.permissions import RoutePermissions
 
 V = "assets_app.view_"
+JSON = "application/json"
+NDJSON = "application/x-ndjson"
+TEXT = "text/plain"
+ANY = "*/*"
 ModelT = TypeVar("ModelT", bound=Model)
 
 
@@ -30,6 +36,20 @@ class PublicView(OutageRetryMixin, APIView):
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+
+class NotAcceptable(APIException):
+    status_code = status.HTTP_406_NOT_ACCEPTABLE
+
+
+def accepted(header: str, *, offered: tuple[str, ...]) -> str:
+    """What to answer for an ``Accept`` header, by its start as Airflow reads it (no header:
+    ``*/*``, JSON), among the media types a route ``offered``; else Airflow's 406."""
+    for media_type in (ANY, *offered):
+        if header.startswith(media_type):
+            return JSON if media_type == ANY else media_type
+    choices = f"{', '.join(offered[:-1])} or {offered[-1]}" if len(offered) > 1 else offered[0]
+    raise NotAcceptable(f"Only {choices} is supported")
 
 
 def path_id(value: str) -> int:

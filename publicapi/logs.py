@@ -27,8 +27,6 @@ from typing import Annotated, Any, ClassVar
 from django.core import signing
 from django.http import HttpResponseBase, StreamingHttpResponse
 from pydantic import Field
-from rest_framework import status
-from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
@@ -42,24 +40,16 @@ from assets_app.selectors.logs import (
     task_log_of,
     task_try_by_key,
 )
-from publicapi.base import PublicView, V, path_key
+from publicapi.base import ANY, JSON, NDJSON, TEXT, PublicView, V, accepted, path_key
 from publicapi.exceptions import BadRequest, NotFound
 from publicapi.params import Query, Text, path_parse, query_parse
 
-JSON = "application/json"
-NDJSON = "application/x-ndjson"
-TEXT = "text/plain"
-ANY = "*/*"
 CONTINUATION_HEADER = "Airflow-Continuation-Token"
 _SALT = "publicapi.logs.continuation"
 #: The database's integer columns (a try number or map index beyond them names no try).
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 #: Bytes of JSON gathered before they are sent on.
 _FLUSH_BYTES = 64 * 1024
-
-
-class NotAcceptable(APIException):
-    status_code = status.HTTP_406_NOT_ACCEPTABLE
 
 
 class LogPath(Query):
@@ -70,15 +60,6 @@ class LogQuery(Query):
     full_content: bool = False
     map_index: int = -1
     token: Text | None = None
-
-
-def accepted(header: str) -> str:
-    """What to answer for an ``Accept`` header, by its start as Airflow reads it (no header:
-    ``*/*``, JSON); else Airflow's 406."""
-    for media_type in (ANY, JSON, NDJSON, TEXT):
-        if header.startswith(media_type):
-            return JSON if media_type == ANY else media_type
-    raise NotAcceptable(f"Only {JSON}, {NDJSON} or {TEXT} is supported")
 
 
 def _metadata(token: str | None) -> dict[str, Any]:
@@ -109,7 +90,7 @@ class TaskInstanceLogView(PublicView):
     def get(
         self, request: Request, dag_id: str, dag_run_id: str, task_id: str, try_number: str
     ) -> HttpResponseBase:
-        media_type = accepted(request.headers.get("Accept", ANY))
+        media_type = accepted(request.headers.get("Accept", ANY), offered=(JSON, NDJSON, TEXT))
         number = path_parse(LogPath, {"try_number": try_number}).try_number
         q = query_parse(LogQuery, request.query_params)
         metadata = _metadata(q.token)

@@ -94,6 +94,12 @@ class UpdateMaskQuery(Query):
     update_mask: list[Text] | None = None
 
 
+class SourceQuery(Query):
+    """``get_dag_source``'s ``version_number``: the DAG's one version is 1."""
+
+    version_number: int | None = None
+
+
 class Body(BaseModel):
     """A JSON body: types exact (``0`` is no boolean), unknown fields refused."""
 

@@ -12,6 +12,7 @@ from assets_app.models import (
     AssetDagRunQueue,
     AssetEvent,
     Dag,
+    DagCode,
     DagImportError,
     DagRun,
     DagRunType,
@@ -164,6 +165,16 @@ def dag(row: Dag) -> dict[str, Any]:
         "owners": [],
         "is_backfillable": False,
         "file_token": "",
+    }
+
+
+def dag_source(row: Dag, code: DagCode) -> dict[str, Any]:
+    """Airflow's ``DAGSourceResponse``: the registry keeps one version of a DAG's file."""
+    return {
+        "content": code.source_code,
+        "dag_id": row.dag_id,
+        "version_number": 1,
+        "dag_display_name": row.dag_id,
     }
 
 

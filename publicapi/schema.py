@@ -93,6 +93,7 @@ SERVED: dict[str, dict[str, list[str]]] = {
         ],
     },
     "/api/v2/dags/{dag_id}": {"get": [], "patch": ["update_mask"]},
+    "/api/v2/dagSources/{dag_id}": {"get": ["version_number", "accept"]},
     "/api/v2/importErrors": {
         "get": [
             *_PAGE,
@@ -163,6 +164,8 @@ EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     # a continuation token the server did not sign (Airflow's, undeclared); an Accept header
     # that is none of the log's media types (Airflow's 406, undeclared)
     (LOG_ROUTE, "get"): {"400": "Bad Request", "406": "Not Acceptable"},
+    # an Accept header that is neither JSON nor text (Airflow's 406, undeclared)
+    ("/api/v2/dagSources/{dag_id}", "get"): {"406": "Not Acceptable"},
 }
 
 #: The asset-event body by name and/or uri (apache/airflow#53615), besides Airflow's by id.

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.http import HttpResponse, HttpResponseBase
 from django.utils import timezone
 from pydantic import Field
 from rest_framework import status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,7 +22,12 @@ from assets_app.selectors.assets import (
     asset_list_detailed,
     asset_producing_dag_ids,
 )
-from assets_app.selectors.dags import dag_list, import_error_list, queued_events_query
+from assets_app.selectors.dags import (
+    dag_code_get,
+    dag_list,
+    import_error_list,
+    queued_events_query,
+)
 from assets_app.selectors.runs import dag_run_get
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.services.dags.declare import dags_set_paused
@@ -30,7 +37,18 @@ from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.marking import dag_run_mark
 from assets_app.services.scheduling.queued_events import queued_events_delete
 from publicapi import render, selectors
-from publicapi.base import PublicView, V, page, page_rows, path_id, path_key
+from publicapi.base import (
+    ANY,
+    JSON,
+    TEXT,
+    PublicView,
+    V,
+    accepted,
+    page,
+    page_rows,
+    path_id,
+    path_key,
+)
 from publicapi.bodies import (
     CreateEventBody,
     DagPatchBody,
@@ -49,7 +67,7 @@ from publicapi.filters import (
     ImportErrorFilter,
     QueuedEventsFilter,
 )
-from publicapi.params import Page, Query, UpdateMaskQuery, body_parse
+from publicapi.params import Page, Query, SourceQuery, UpdateMaskQuery, body_parse
 from publicapi.params import query_parse as parse
 
 # --- assets -----------------------------------------------------------------------------------
@@ -231,6 +249,32 @@ class DagDetailView(PublicView):
         body = _patch_body(request)
         dags_set_paused(dag_ids=[found.dag_id], is_paused=body.is_paused)
         return Response(render.dag(_dag(dag_id)))
+
+
+class DagSourceView(PublicView):
+    """Airflow's ``get_dag_source``: the text of the file the DAG was last loaded from (its
+    one version: ``version_number`` 1 or none), as JSON or, for ``Accept: text/plain``, as is."""
+
+    required_permissions: ClassVar = {"GET": [V + "dag"]}
+
+    def perform_content_negotiation(
+        self, request: Request, force: bool = False
+    ) -> tuple[BaseRenderer, str]:
+        # errors are JSON; the source's own media type is chosen by ``accepted`` (Airflow's)
+        return JSONRenderer(), JSON
+
+    def get(self, request: Request, dag_id: str) -> HttpResponseBase:
+        media_type = accepted(request.headers.get("Accept", ANY), offered=(JSON, TEXT))
+        version = parse(SourceQuery, request.query_params).version_number
+        found = _dag(dag_id)
+        code = dag_code_get(found) if version in (None, 1) else None
+        if code is None:
+            raise NotFound(
+                f"The source code of the DAG {found.dag_id}, version_number {version} was not found"
+            )
+        if media_type == TEXT:
+            return HttpResponse(code.source_code, content_type=TEXT)
+        return Response(render.dag_source(found, code))
 
 
 # --- DAG runs ---------------------------------------------------------------------------------

@@ -156,6 +156,10 @@ def dag_file_parse(*, path: Path, folder: Path) -> ParsedFile:
     own faults (they come back as ``errors``). Raises ``DagParserError`` when the parser
     cannot run at all."""
     timeout = settings.DAG_FILE_PROCESSOR_TIMEOUT
+    try:  # read before the parse: the text kept as the DAG code is the text parsed
+        source = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        source = ""
     argv = [settings.DAG_PARSER_PYTHON, PARSER_SCRIPT, str(path), "--bundle", str(folder)]
     try:
         process = subprocess.Popen(  # noqa: S603 - our script, the configured interpreter
@@ -190,7 +194,9 @@ def dag_file_parse(*, path: Path, folder: Path) -> ParsedFile:
         )
     try:
         document = json.loads(stdout.decode("utf-8"))
-        return ParsedFile(path=path, entries=document["dags"], errors=document["errors"])
+        return ParsedFile(
+            path=path, entries=document["dags"], errors=document["errors"], source=source
+        )
     except (ValueError, KeyError, TypeError):
         return ParsedFile(
             path=path,

@@ -12,7 +12,11 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Max, Min, Prefetch, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
 
 from assets_app.admin.charts import (
     Bar,
@@ -46,7 +50,7 @@ from assets_app.models import (
     TaskLeafReference,
     TaskOutletAssetReference,
 )
-from assets_app.selectors.dags import import_error_list
+from assets_app.selectors.dags import dag_code_get, import_error_list
 from assets_app.services.assets.consumption import consumers_awaiting
 
 LATEST_EVENTS = 10
@@ -388,14 +392,25 @@ class Grid:
 
 
 @dataclass(frozen=True)
+class CodePanel:
+    """The file a DAG came from, highlighted (Pygments) and read-only."""
+
+    fileloc: str
+    lines: int
+    last_updated: datetime
+    html: SafeString
+
+
+@dataclass(frozen=True)
 class DagPanel:
     lineage: SafeString
     runs: list[RunRow]
     grid: Grid
+    code: CodePanel | None
 
 
 def dag_panel(dag: Dag) -> DagPanel:
-    """The DAG page's grid, task graph and recent runs (16 queries)."""
+    """The DAG page's grid, task graph, recent runs and code (17 queries)."""
     latest = list(DagRun.objects.filter(dag=dag).order_by("-run_after", "-id")[:GRID_RUNS])
     runs = latest[:RECENT_RUNS]
     graph = dag_lineage(dag, recent_run_ids=[run.run_id for run in runs])
@@ -403,6 +418,29 @@ def dag_panel(dag: Dag) -> DagPanel:
         lineage=lineage_svg(graph, title=f"task graph of {dag.dag_id}", direction="down"),
         runs=[RunRow(run) for run in runs],
         grid=dag_grid(dag, list(reversed(latest))),
+        code=dag_code_panel(dag),
+    )
+
+
+def dag_code_panel(dag: Dag) -> CodePanel | None:
+    """The DAG's file as kept at its last load (``dag_code``), highlighted by its name's
+    language (Python, YAML, JSON; else plain), line numbers inline so that long lines wrap."""
+    code = dag_code_get(dag)
+    if code is None:
+        return None
+    try:
+        lexer = get_lexer_for_filename(code.fileloc, stripnl=False)
+    except ClassNotFound:
+        lexer = TextLexer(stripnl=False)
+    formatter = HtmlFormatter(linenos="inline", cssclass="ar-code", wrapcode=True)
+    styles = formatter.get_style_defs(".ar-code")
+    # Pygments escapes the text it highlights; its style rules are its own constants
+    html = mark_safe(f"<style>{styles}</style>{highlight(code.source_code, lexer, formatter)}")  # noqa: S308
+    return CodePanel(
+        fileloc=code.fileloc,
+        lines=code.source_code.count("\n") + (not code.source_code.endswith("\n")),
+        last_updated=code.last_updated,
+        html=html,
     )
 
 

@@ -313,3 +313,23 @@ class DagImportError(models.Model):
 
     def __str__(self) -> str:
         return self.filename
+
+
+class DagCode(models.Model):
+    """The text of the file a DAG came from, a DAG file or a manifest (Airflow's ``dag_code``),
+    as it was when it last loaded: the admin shows it and ``/api/v2/dagSources`` serves it
+    without the server reading the DAG folder (which may live on another machine)."""
+
+    fileloc = models.CharField(max_length=2000, unique=True)
+    source_code = models.TextField()
+    #: SHA-256 of the text: a load of an unchanged file writes nothing
+    source_code_hash = models.CharField(max_length=64)
+    last_updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "dag_code"
+        ordering = ["fileloc"]
+        verbose_name = "DAG code"
+
+    def __str__(self) -> str:
+        return self.fileloc

@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from assets_app.models import (
     AssetDagRunQueue,
     Dag,
+    DagCode,
     DagImportError,
 )
 from assets_app.timetables import timetable_from_json
@@ -52,3 +53,10 @@ def dag_schedule_description(dag: Dag) -> str:
     if dag.asset_expression is not None:
         return f"Triggered by assets or {time}" if time else "Triggered by assets"
     return time or "Never, external triggers only"
+
+
+def dag_code_get(dag: Dag) -> DagCode | None:
+    """The text of the file ``dag`` was last loaded from, if kept (one query)."""
+    if not dag.fileloc:
+        return None
+    return DagCode.objects.filter(fileloc=dag.fileloc).first()

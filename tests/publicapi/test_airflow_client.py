@@ -17,12 +17,14 @@ from airflow_client.client import ApiClient, Configuration
 from airflow_client.client.api.asset_api import AssetApi
 from airflow_client.client.api.dag_api import DAGApi
 from airflow_client.client.api.dag_run_api import DagRunApi
+from airflow_client.client.api.dag_source_api import DagSourceApi
 from airflow_client.client.exceptions import ForbiddenException, UnauthorizedException
 from airflow_client.client.models.create_asset_events_body import CreateAssetEventsBody
 from airflow_client.client.models.dag_patch_body import DAGPatchBody
 from django.contrib.auth.models import Group, Permission, User
 
 from assets_app.models import AssetDagRunQueue, AssetEvent, Dag, DagRun
+from assets_app.services.dags.code import dag_code_store
 from tests.factories import AssetFactory, DagFactory, DagRunFactory
 from tests.publicapi.conftest import READ_PERMISSIONS
 
@@ -44,7 +46,8 @@ def api_client(url: str, token: str | None) -> ApiClient:
 def test_airflows_client_drives_the_registry(server):
     User.objects.create_superuser("ops", "ops@example.com", "s3cret")
     asset = AssetFactory(name="landed", uri="s3://bucket/landed")
-    DagFactory(dag_id="consumer", tags=["finance", "nightly"])
+    DagFactory(dag_id="consumer", tags=["finance", "nightly"], fileloc="/srv/dags/consumer.py")
+    dag_code_store(fileloc="/srv/dags/consumer.py", source="from airflow.sdk import DAG\n")
     run = DagRunFactory(dag=DagFactory(dag_id="producer"), run_id="manual__1", state="success")
     AssetDagRunQueue.objects.create(asset=asset, target_dag=Dag.objects.get(dag_id="consumer"))
     client = api_client(server.url, login(server.url, "ops", "s3cret"))
@@ -68,6 +71,10 @@ def test_airflows_client_drives_the_registry(server):
     assert paused.is_paused is True
     assert [tag.name for tag in paused.tags] == ["finance", "nightly"]
     assert Dag.objects.get(dag_id="consumer").is_paused is True
+
+    # the DAG's file as loaded
+    source = DagSourceApi(client).get_dag_source("consumer")
+    assert (source.content, source.version_number) == ("from airflow.sdk import DAG\n", 1)
 
     every = runs.get_dag_runs("~")
     assert [r.dag_run_id for r in every.dag_runs] == ["manual__1"]

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from assets_app.exceptions import ManifestError
 from assets_app.models import Dag, DagImportError
+from assets_app.services.dags.code import dag_code_store
 from assets_app.services.dags.declare import dags_declare, dags_unchanged
 from assets_app.services.dags.manifest import Manifest, manifest_parse
 
@@ -46,6 +47,8 @@ class ParsedFile:
     path: Path
     entries: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: the file's text as it was parsed ("" if it could not be read): kept as its DAG code
+    source: str = ""
 
 
 class FileOutcome(StrEnum):
@@ -97,6 +100,8 @@ def dag_file_store(*, parsed: ParsedFile, folder: Path) -> FileResult:
             error = f"{exc}"
     if manifest is not None:
         known_error = DagImportError.objects.filter(filename=fileloc).exists()
+        if parsed.source:
+            dag_code_store(fileloc=fileloc, source=parsed.source)
         if not known_error and dags_unchanged(manifest=manifest, fileloc=fileloc):
             return FileResult(
                 path=fileloc,

@@ -43,6 +43,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.params import params_dump
+from assets_app.services.dags.code import dag_code_store
 from assets_app.services.dags.manifest import (
     AliasDecl,
     AssetDecl,
@@ -102,8 +103,11 @@ def dags_declare_from_file(
     resolved = Path(path).expanduser().resolve()
     (progress or _no_progress)(DECLARE_STEPS[0])
     manifest = manifest_load(resolved)
+    source = resolved.read_text(encoding="utf-8", errors="replace")  # read: it just loaded
     try:
-        return dags_declare(manifest=manifest, fileloc=str(resolved), progress=progress)
+        with transaction.atomic():
+            dag_code_store(fileloc=str(resolved), source=source)
+            return dags_declare(manifest=manifest, fileloc=str(resolved), progress=progress)
     except IntegrityError as exc:
         # only a concurrent writer (another declare_dags) can get here; nothing was written
         raise ManifestError(
