@@ -331,3 +331,14 @@ def task_instance_breadcrumbs(*, dag_id: str, run_id: str) -> QuerySet[TaskInsta
         .order_by("task_id", "map_index")
         .only("task_id", "map_index", "state", "duration")
     )
+
+
+def run_triggering_user_name(*, task_instance_id: uuid.UUID | str) -> str | None:
+    """Who triggered the run of ``task_instance_id`` (a run its TriggerDagRunOperator
+    triggers inherits it, as in Airflow, so a chain keeps the person who started it)."""
+    found: str | None = (
+        TaskInstance.objects.filter(pk=task_instance_id)
+        .values_list("dag_run__triggering_user_name", flat=True)
+        .first()
+    )
+    return found

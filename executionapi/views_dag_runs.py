@@ -10,7 +10,7 @@ reads; triggering and clearing also need the token's task instance to be running
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from django.db import DatabaseError, connection
 from django.http import HttpResponseBase
@@ -29,7 +29,7 @@ from assets_app.exceptions import (
     TaskInstanceClearRefusedError,
     TaskInstanceInputError,
 )
-from assets_app.models import Dag, DagImportError, DagRun
+from assets_app.models import Dag, DagImportError, DagRun, DagRunTriggeredBy
 from assets_app.services.runs.clearing import task_instances_clear
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from executionapi import selectors
@@ -149,6 +149,10 @@ class DagRunView(ExecutionAPIView):
                 conf=payload.get("conf") or {},
                 logical_date=payload.get("logical_date"),
                 run_after=payload.get("run_after"),
+                triggered_by=DagRunTriggeredBy.OPERATOR,
+                triggering_user_name=selectors.run_triggering_user_name(
+                    task_instance_id=cast(Any, request.user).task_instance_id
+                ),
             )
         except (DagNotFoundError, DagStaleError):  # gone since the check above
             _not_found(f"Dag with dag_id: '{dag_id}' not found")

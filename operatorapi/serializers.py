@@ -166,7 +166,10 @@ class DagSerializer(serializers.ModelSerializer[Dag]):
 class DagRunSerializer(serializers.ModelSerializer[DagRun]):
     class Meta:
         model = DagRun
-        fields = ["id", "dag_id", *DAG_RUN_SUMMARY_FIELDS, "created_at", "conf", "partition_key"]
+        fields = [
+            *("id", "dag_id", *DAG_RUN_SUMMARY_FIELDS, "created_at", "conf", "partition_key"),
+            *("triggered_by", "triggering_user_name"),
+        ]
 
 
 class QueueEntrySerializer(serializers.ModelSerializer[AssetDagRunQueue]):

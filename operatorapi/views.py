@@ -26,6 +26,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from assets_app.edge.parsers import JSONBodyParser
+from assets_app.models import DagRunTriggeredBy
 from assets_app.selectors.dags import dag_list, import_error_list
 from assets_app.selectors.runs import dag_run_list
 from assets_app.services.assets.events import asset_event_create_manual
@@ -213,7 +214,12 @@ class DagViewSet(ReadOnlyViewSet):
         dag = self.get_object()
         payload = s.DagRunTriggerSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        dag_run = dag_run_trigger(dag_id=dag.dag_id, **payload.validated_data)
+        dag_run = dag_run_trigger(
+            dag_id=dag.dag_id,
+            triggered_by=DagRunTriggeredBy.REST_API,
+            triggering_user_name=request.user.get_username(),
+            **payload.validated_data,
+        )
         return Response(s.DagRunSerializer(dag_run).data, status=status.HTTP_201_CREATED)
 
 

@@ -15,6 +15,7 @@ from assets_app.models import (
     DagCode,
     DagImportError,
     DagRun,
+    DagRunTriggeredBy,
     DagRunType,
     TaskInstance,
     XCom,
@@ -184,7 +185,9 @@ def dag_run(row: DagRun) -> dict[str, Any]:
         if row.end_date is not None and row.start_date is not None
         else None
     )
-    triggered_by = "asset" if row.run_type == DagRunType.ASSET_TRIGGERED else None
+    triggered_by = row.triggered_by
+    if triggered_by is None and row.run_type == DagRunType.ASSET_TRIGGERED:
+        triggered_by = DagRunTriggeredBy.ASSET  # a run made before runs recorded it
     return {
         "dag_run_id": row.run_id,
         "dag_id": row.dag_id,
@@ -200,7 +203,7 @@ def dag_run(row: DagRun) -> dict[str, Any]:
         "run_type": row.run_type,
         "state": row.state,
         "triggered_by": triggered_by,
-        "triggering_user_name": None,
+        "triggering_user_name": row.triggering_user_name,
         "conf": row.conf,
         "note": _note(row),
         "dag_versions": [],

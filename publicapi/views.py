@@ -16,7 +16,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assets_app.models import Dag, DagRun
+from assets_app.models import Dag, DagRun, DagRunTriggeredBy
 from assets_app.selectors.assets import (
     asset_events_detailed,
     asset_list_detailed,
@@ -106,7 +106,8 @@ class MaterializeView(PublicView):
         if len(dag_ids) > 1:
             raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
         body = body_parse(MaterializeBody, request, optional=True)
-        return Response(render.dag_run(_trigger(dag_ids[0], body)))
+        run = _trigger(dag_ids[0], body, user_name=request.user.get_username())
+        return Response(render.dag_run(run))
 
 
 class AliasListView(PublicView):
@@ -284,7 +285,7 @@ def _run(dag_id: str, run_id: str) -> DagRun:
     return dag_run_get(dag_id=path_key(dag_id), run_id=path_key(run_id))
 
 
-def _trigger(dag_id: str, body: TriggerBody) -> DagRun:
+def _trigger(dag_id: str, body: TriggerBody, *, user_name: str) -> DagRun:
     """``dag_run_trigger`` with the body's fields; a null ``logical_date`` is now (the
     registry's runs always have one)."""
     interval = None
@@ -300,6 +301,8 @@ def _trigger(dag_id: str, body: TriggerBody) -> DagRun:
         data_interval=interval,
         run_after=body.run_after,
         partition_key=body.partition_key,
+        triggered_by=DagRunTriggeredBy.REST_API,
+        triggering_user_name=user_name,
     )
 
 
@@ -313,7 +316,9 @@ class DagRunListView(PublicView):
         """Airflow's trigger: a queued manual run."""
         if dag_id == "~" or not selectors.dag_exists(dag_id=path_key(dag_id)):
             raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
-        return Response(render.dag_run(_trigger(dag_id, body_parse(TriggerBody, request))))
+        body = body_parse(TriggerBody, request)
+        run = _trigger(dag_id, body, user_name=request.user.get_username())
+        return Response(render.dag_run(run))
 
     def get(self, request: Request, dag_id: str) -> Response:
         q = parse(DagRunFilter, request.query_params, lists=("run_type", "state", "order_by"))

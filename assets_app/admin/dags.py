@@ -36,6 +36,7 @@ from assets_app.exceptions import AssetsError, InvalidAssetExpression
 from assets_app.models import (
     AssetDagRunQueue,
     Dag,
+    DagRunTriggeredBy,
     DagScheduleAssetAliasReference,
     DagScheduleAssetNameReference,
     DagScheduleAssetReference,
@@ -252,7 +253,11 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
         recorded in its DAG's History; a DAG that cannot be triggered says why."""
         for dag in queryset.order_by("dag_id"):
             try:
-                run = dag_run_trigger(dag_id=dag.dag_id)
+                run = dag_run_trigger(
+                    dag_id=dag.dag_id,
+                    triggered_by=DagRunTriggeredBy.UI,
+                    triggering_user_name=request.user.get_username(),
+                )
             except AssetsError as exc:
                 self.message_user(request, f"{dag.dag_id} not triggered: {exc}", messages.ERROR)
                 continue

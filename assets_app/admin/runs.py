@@ -230,6 +230,7 @@ class DagRunAdmin(
         "run_duration",
         "partition_key",
         "conf_pretty",
+        "triggered",
         "created_on",
     )
     fields = readonly_fields
@@ -282,6 +283,17 @@ class DagRunAdmin(
     @admin.display(description="data interval end")
     def interval_end(self, obj: DagRun) -> SafeString | str:
         return when(obj.data_interval_end)
+
+    @admin.display(description="triggered by")
+    def triggered(self, obj: DagRun) -> SafeString | str:
+        """The face that made the run and, for a person's trigger, who (Airflow 3's
+        ``triggered_by`` and ``triggering_user_name``)."""
+        if not obj.triggered_by:
+            return EMPTY
+        face = obj.get_triggered_by_display()
+        if obj.triggering_user_name:
+            return format_html("{} ({})", face, obj.triggering_user_name)
+        return face
 
     @admin.display(description="created at")
     def created_on(self, obj: DagRun) -> SafeString | str:

@@ -54,6 +54,19 @@ _RUN_ID_ALPHABET = string.ascii_letters + string.digits
 _RUN_ID_UNIQUE_LENGTH = 8
 
 
+class DagRunTriggeredBy(models.TextChoices):
+    """Who or what made a run (Airflow's ``DagRunTriggeredByType``)."""
+
+    CLI = "cli", "CLI (manage.py trigger_dag)"
+    OPERATOR = "operator", "a task's TriggerDagRunOperator"  # through the execution API
+    REST_API = "rest_api", "REST API"
+    UI = "ui", "the admin"
+    TEST = "test", "test"
+    TIMETABLE = "timetable", "its time schedule"
+    ASSET = "asset", "asset events"
+    BACKFILL = "backfill", "backfill"
+
+
 class DagRun(models.Model):
     """One run of a DAG."""
 
@@ -75,6 +88,11 @@ class DagRun(models.Model):
         max_length=PARTITION_KEY_LENGTH, null=True, blank=True
     )
     created_at = models.DateTimeField(default=timezone.now)
+    #: who or what made the run, and for a person's trigger their user name (Airflow 3's)
+    triggered_by = models.CharField(  # noqa: DJ001
+        max_length=20, choices=DagRunTriggeredBy.choices, null=True, blank=True
+    )
+    triggering_user_name = models.CharField(max_length=512, null=True, blank=True)  # noqa: DJ001
     consumed_events = models.ManyToManyField(
         AssetEvent, through="DagRunAssetEvent", related_name="created_dagruns"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from datetime import datetime
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors
+from assets_app.models import DagRunTriggeredBy
 from assets_app.services.runs.dag_runs import dag_run_trigger
 
 
@@ -54,6 +56,8 @@ class Command(BaseCommand):
                 run_id=options["run_id"],
                 conf=conf,
                 logical_date=logical_date,
+                triggered_by=DagRunTriggeredBy.CLI,
+                triggering_user_name=getpass.getuser(),  # as Airflow's CLI records it
             )
         count = dag_run.task_instances.count()
         self.stdout.write(

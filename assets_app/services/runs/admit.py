@@ -44,6 +44,8 @@ class RunSpec:
     data_interval_end: datetime | None = None
     conf: Mapping[str, Any] = field(default_factory=dict)
     partition_key: str | None = None
+    triggered_by: str | None = None  # ``DagRunTriggeredBy``
+    triggering_user_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ def dag_runs_insert(
                     "data_interval_end": _json_or_none(sql, spec.data_interval_end),
                     "conf": dict(spec.conf),
                     "partition_key": spec.partition_key,
+                    "triggered_by": spec.triggered_by,
+                    "triggering_user_name": spec.triggering_user_name,
                     "state": (DagRunState.RUNNING if runs else DagRunState.QUEUED).value,
                     "start_date": now_json if runs else None,
                     "created_at": now_json,

@@ -31,6 +31,7 @@ from assets_app.models import (
     Dag,
     DagRun,
     DagRunState,
+    DagRunTriggeredBy,
     DagRunType,
     DagTask,
     TaskInstance,
@@ -177,12 +178,15 @@ def dag_run_trigger(
     data_interval: tuple[datetime, datetime] | None = None,
     run_after: datetime | None = None,
     partition_key: str | None = None,
+    triggered_by: DagRunTriggeredBy | None = None,
+    triggering_user_name: str | None = None,
 ) -> DagRun:
     """Trigger a run of a declared DAG, as Airflow's ``airflow dags trigger`` and
     ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run with ``logical_date`` and data
     interval = ``logical_date`` (default now), ``run_after`` now, run id
     ``manual__<logical date>`` unless given (``data_interval``, ``run_after`` and
-    ``partition_key`` as given, if given), and one task instance per declared task
+    ``partition_key`` as given, if given; ``triggered_by`` the face, ``triggering_user_name``
+    the person, as Airflow 3 records them), and one task instance per declared task
     (``max_tries`` = its ``retries``), created by ``admit.dag_runs_insert``: ``running``
     at once with its first tasks ``scheduled`` when the DAG has room (``max_active_runs``),
     else ``queued`` until it has. A paused DAG's run waits ``queued``, as in Airflow, until
@@ -234,6 +238,8 @@ def dag_run_trigger(
                 run_after=run_after or now,
                 conf=dict(conf or {}),
                 partition_key=partition_key,
+                triggered_by=triggered_by,
+                triggering_user_name=triggering_user_name,
             )
         ],
         now=now,

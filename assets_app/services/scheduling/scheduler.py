@@ -92,6 +92,7 @@ from assets_app.models import (
     DagRun,
     DagRunAssetEvent,
     DagRunState,
+    DagRunTriggeredBy,
     DagRunType,
 )
 from assets_app.services.assets.consumption import (
@@ -591,6 +592,7 @@ def _runs_insert(
                 ),
                 run_type=DagRunType.ASSET_TRIGGERED,
                 run_after=run.run_after,
+                triggered_by=DagRunTriggeredBy.ASSET,
             )
             for run in runs
         ],

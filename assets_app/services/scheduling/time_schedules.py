@@ -53,7 +53,7 @@ from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery,
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from assets_app.models import Dag, DagRun, DagRunState, DagRunType
+from assets_app.models import Dag, DagRun, DagRunState, DagRunTriggeredBy, DagRunType
 from assets_app.services.runs.admit import RunSpec, dag_runs_insert, dags_room
 from assets_app.timetables import DagRunInfo, Timetable, timetable_from_json
 
@@ -251,6 +251,7 @@ def _batch_create(*, now: datetime, batch_size: int, result: TimeSchedulesResult
                     logical_date=info.logical_date,
                     data_interval_start=info.data_interval_start,
                     data_interval_end=info.data_interval_end,
+                    triggered_by=DagRunTriggeredBy.TIMETABLE,
                 )
             )
         created = dag_runs_insert(specs, rooms=rooms, now=now)
