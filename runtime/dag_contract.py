@@ -313,19 +313,6 @@ def airflow_attributes() -> set[str]:
     )
 
 
-def _init_default(cls: type, name: str) -> Any:
-    """The default of ``name`` in the first ``__init__`` of ``cls``'s classes that has one (an
-    operator may change BaseOperator's), or ``inspect.Parameter.empty``."""
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        parameter = inspect.signature(init).parameters.get(name)
-        if parameter is not None and parameter.default is not inspect.Parameter.empty:
-            return parameter.default
-    return inspect.Parameter.empty
-
-
 class _Reference:
     """Airflow's defaults: a DAG and an operator made with no argument but their ids."""
 
@@ -339,13 +326,11 @@ class _Reference:
         self.task = Reference(task_id="contract_reference")
 
     def task_default(self, dag: Any, task: Any, name: str) -> Any:
+        """BaseOperator's default, which an operator's own default does not change: a task
+        whose class picks a queue or an executor for it is refused as one that names it."""
         if name in ("start_date", "end_date"):  # a task inherits its DAG's dates
             return getattr(dag, name)
-        default = _init_default(type(task), name)
-        reference = getattr(self.task, name, None)
-        if default is inspect.Parameter.empty or type(task).__init__ is type(self.task).__init__:
-            return reference
-        return default
+        return getattr(self.task, name, None)
 
 
 def _same(value: Any, default: Any) -> bool:
