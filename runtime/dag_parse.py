@@ -13,9 +13,11 @@ checks) and prints one JSON document on stdout::
 
 Each DAG entry uses the manifest keys (``assets_app.services.dags.manifest``). ``errors`` holds the
 file's import errors (Airflow's traceback) and one message per feature the registry cannot
-run, naming the DAG, the task and the feature. Whatever the file's code prints goes to stderr,
+run, naming the DAG, the task and the feature (the attribute, for those the table of
+``runtime/dag_contract.py`` refuses). Whatever the file's code prints goes to stderr,
 so stdout carries only the document. Standalone on purpose: it imports nothing of the
-registry, so the parser interpreter needs only Airflow.
+registry but ``dag_contract`` beside it (standalone too), so the parser interpreter needs only
+Airflow.
 """
 
 from __future__ import annotations
@@ -203,7 +205,19 @@ def dag_entry(dag: Any, *, path: str) -> dict[str, Any]:
     }
     if dag.is_paused_upon_creation is not None:
         entry["is_paused_upon_creation"] = bool(dag.is_paused_upon_creation)
+    _refuse_by_contract(dag)
     return entry
+
+
+def _refuse_by_contract(dag: Any) -> None:
+    """Refuse every attribute the contract refuses (``runtime/dag_contract.py``: its
+    ``refusals``), one line each; imported beside this script when it runs as one."""
+    import importlib
+
+    name = f"{__package__}.dag_contract" if __package__ else "dag_contract"
+    contract = importlib.import_module(name)
+    if messages := contract.refusals(dag):
+        raise RefusedError("\n".join(messages))
 
 
 def parse(path: str, *, bundle: str | None) -> dict[str, Any]:

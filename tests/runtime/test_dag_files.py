@@ -67,7 +67,6 @@ EXAMPLES = (
     "example_skip_dag.py",
     "example_task_group_decorator.py",
     "example_complex.py",
-    "example_setup_teardown_taskflow.py",
     "example_failed_dag.py",
     "example_dag_decorator.py",
 )
@@ -311,13 +310,15 @@ def test_a_broken_file_keeps_its_dags_last_good_version_until_fixed(tmp_path, se
 
 
 def test_features_the_registry_cannot_run_are_refused_at_load(tmp_path):
-    # given files using dynamic task mapping, asset watchers and a partitioned schedule
+    # given files using dynamic task mapping, asset watchers, a partitioned schedule and
+    # setup/teardown tasks (an attribute the contract refuses, runtime/dag_contract.py)
     folder = tmp_path / "dags"
     folder.mkdir()
     for name in (
         "example_dynamic_task_mapping.py",
         "example_asset_with_watchers.py",
         "example_asset_partition.py",
+        "example_setup_teardown_taskflow.py",
     ):
         shutil.copy(EXAMPLE_DAGS / name, folder / name)
 
@@ -337,6 +338,10 @@ def test_features_the_registry_cannot_run_are_refused_at_load(tmp_path):
     )
     assert "has watchers" in errors["example_asset_with_watchers.py"]
     assert "partitioned schedules" in errors["example_asset_partition.py"]
+    assert (
+        "DAG 'example_setup_teardown_taskflow', task 'outer_teardown', attribute 'is_teardown': "
+        "setup and teardown tasks" in errors["example_setup_teardown_taskflow.py"]
+    )
 
 
 def test_a_file_that_hangs_past_the_processor_timeout_is_an_import_error(tmp_path, settings):

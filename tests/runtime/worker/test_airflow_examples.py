@@ -81,7 +81,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
 DIFFERENCES: dict[tuple[str, str, str], tuple[str, str]] = {}
 
 #: file -> a part of the loader's refusal message (the file's import error).
-REFUSED: dict[str, str] = {}
+REFUSED: dict[str, str] = {
+    # setup/teardown tasks (runtime/dag_contract.py): their run-state and clearing rules are
+    # not honoured, so the file is refused rather than run as if they were plain tasks
+    "example_setup_teardown_taskflow.py": (
+        "DAG 'example_setup_teardown_taskflow', task 'outer_setup', attribute 'is_setup': "
+        "setup and teardown tasks"
+    ),
+}
 
 
 def test_every_example_file_is_in_one_group_and_in_the_reference():
