@@ -1,10 +1,12 @@
 """Airflow 3.3's public API, mounted at ``/api/v2/``; ``/auth/token`` is in ``config.urls``.
 
-``openapi.json`` is Airflow's own document for the routes served here (``publicapi.schema``).
+``openapi.json`` is Airflow's own document for the routes served here (``publicapi.schema``),
+``docs`` the Swagger UI over it.
 Anything else under ``/api/v2/`` is FastAPI's JSON 404.
 """
 
 from django.urls import path, re_path
+from drf_spectacular.views import SpectacularSwaggerView
 
 from publicapi import logs, schema, secrets, views
 from publicapi.exceptions import not_found
@@ -16,6 +18,14 @@ RUN = rf"^dags/(?P<dag_id>{KEY})/dagRuns/(?P<dag_run_id>{KEY})"
 
 urlpatterns = [
     path("openapi.json", schema.openapi_view, name="openapi"),
+    # Airflow's Swagger UI over its document, from the sidecar's files (no CDN)
+    path(
+        "docs",
+        SpectacularSwaggerView.as_view(
+            url_name="publicapi:openapi", title="Asset registry: Airflow public API"
+        ),
+        name="docs",
+    ),
     path("version", views.VersionView.as_view(), name="version"),
     path("monitor/health", views.HealthView.as_view(), name="health"),
     path("assets", views.AssetListView.as_view(), name="assets"),
