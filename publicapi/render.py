@@ -15,6 +15,7 @@ from assets_app.models import (
     DagCode,
     DagImportError,
     DagRun,
+    DagRunState,
     DagRunTriggeredBy,
     DagRunType,
     TaskInstance,
@@ -176,6 +177,17 @@ def dag_source(row: Dag, code: DagCode) -> dict[str, Any]:
         "dag_id": row.dag_id,
         "version_number": 1,
         "dag_display_name": row.dag_id,
+    }
+
+
+def dag_stats(dag_id: str, by_state: dict[str, int]) -> dict[str, Any]:
+    """Airflow's ``DagStatsResponse``: every run state, in Airflow's order, with its count."""
+    return {
+        "dag_id": dag_id,
+        "dag_display_name": dag_id,
+        "stats": [
+            {"state": state, "count": by_state.get(state, 0)} for state in DagRunState.values
+        ],
     }
 
 

@@ -44,6 +44,7 @@ urlpatterns = [
     re_path(rf"^importErrors/(?P<import_error_id>{KEY})$", views.ImportErrorDetailView.as_view()),
     path("dags", views.DagListView.as_view(), name="dags"),
     re_path(rf"^dagSources/(?P<dag_id>{KEY})$", views.DagSourceView.as_view()),
+    path("dagStats", views.DagStatsView.as_view(), name="dag-stats"),
     re_path(rf"^dags/(?P<dag_id>{KEY})$", views.DagDetailView.as_view()),
     re_path(rf"^dags/(?P<dag_id>{KEY})/dagRuns$", views.DagRunListView.as_view()),
     re_path(rf"{RUN}$", views.DagRunDetailView.as_view()),

@@ -28,7 +28,7 @@ from assets_app.selectors.dags import (
     import_error_list,
     queued_events_query,
 )
-from assets_app.selectors.runs import dag_run_get
+from assets_app.selectors.runs import dag_run_get, dag_run_state_counts
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.inputs import KEEP
@@ -67,7 +67,7 @@ from publicapi.filters import (
     ImportErrorFilter,
     QueuedEventsFilter,
 )
-from publicapi.params import Page, Query, SourceQuery, UpdateMaskQuery, body_parse
+from publicapi.params import Page, Query, SourceQuery, Text, UpdateMaskQuery, body_parse
 from publicapi.params import query_parse as parse
 
 # --- assets -----------------------------------------------------------------------------------
@@ -276,6 +276,23 @@ class DagSourceView(PublicView):
         if media_type == TEXT:
             return HttpResponse(code.source_code, content_type=TEXT)
         return Response(render.dag_source(found, code))
+
+
+class DagStatsQuery(Query):
+    dag_ids: list[Text] = Field(default_factory=list)
+
+
+class DagStatsView(PublicView):
+    """Airflow's ``get_dag_stats``: each DAG's runs counted by state (every state listed),
+    the DAGs that have runs, by id."""
+
+    required_permissions: ClassVar = {"GET": [V + "dagrun"]}
+
+    def get(self, request: Request) -> Response:
+        q = parse(DagStatsQuery, request.query_params, lists=("dag_ids",))
+        counts = dag_run_state_counts(dag_ids=q.dag_ids)
+        dags = [render.dag_stats(dag_id, by_state) for dag_id, by_state in counts.items()]
+        return Response({"dags": dags, "total_entries": len(dags)})
 
 
 # --- DAG runs ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from airflow_client.client.api.asset_api import AssetApi
 from airflow_client.client.api.dag_api import DAGApi
 from airflow_client.client.api.dag_run_api import DagRunApi
 from airflow_client.client.api.dag_source_api import DagSourceApi
+from airflow_client.client.api.dag_stats_api import DagStatsApi
 from airflow_client.client.exceptions import ForbiddenException, UnauthorizedException
 from airflow_client.client.models.create_asset_events_body import CreateAssetEventsBody
 from airflow_client.client.models.dag_patch_body import DAGPatchBody
@@ -75,6 +76,10 @@ def test_airflows_client_drives_the_registry(server):
     # the DAG's file as loaded
     source = DagSourceApi(client).get_dag_source("consumer")
     assert (source.content, source.version_number) == ("from airflow.sdk import DAG\n", 1)
+
+    stats = DagStatsApi(client).get_dag_stats(dag_ids=["producer"])
+    (producer_stats,) = stats.dags
+    assert {s.state.value: s.count for s in producer_stats.stats}["success"] == 1
 
     every = runs.get_dag_runs("~")
     assert [r.dag_run_id for r in every.dag_runs] == ["manual__1"]
