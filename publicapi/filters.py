@@ -24,6 +24,7 @@ from assets_app.models import (
     DagImportError,
     DagRun,
     Variable,
+    XCom,
 )
 from assets_app.selectors.assets import asset_is_active
 from publicapi.exceptions import BadRequest
@@ -244,6 +245,60 @@ class DagRunFilter(Page):
             rows = rows.filter(state__in=self.state)
         rows = search(rows, "run_id", self.run_id_pattern, prefix=False)
         return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="id"))
+
+
+class XComFilter(Page):
+    """``GET …/taskInstances/{task_id}/xcomEntries`` (the DAG, run and task, each ``~`` for
+    all, are the view's)."""
+
+    xcom_key: Text | None = None
+    map_index: int | None = Field(default=None, ge=-1)
+    xcom_key_pattern: Text | None = None
+    xcom_key_prefix_pattern: Text | None = None
+    dag_display_name_pattern: Text | None = None
+    dag_display_name_prefix_pattern: Text | None = None
+    run_id_pattern: Text | None = None
+    run_id_prefix_pattern: Text | None = None
+    task_id_pattern: Text | None = None
+    task_id_prefix_pattern: Text | None = None
+    map_index_filter: int | None = None
+    logical_date_gte: UtcDatetime | None = None
+    logical_date_gt: UtcDatetime | None = None
+    logical_date_lte: UtcDatetime | None = None
+    logical_date_lt: UtcDatetime | None = None
+    run_after_gte: UtcDatetime | None = None
+    run_after_gt: UtcDatetime | None = None
+    run_after_lte: UtcDatetime | None = None
+    run_after_lt: UtcDatetime | None = None
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {
+        **{f: f for f in ("key", "dag_id", "run_id", "task_id", "map_index", "timestamp")},
+        "run_after": "dag_run__run_after",
+    }
+    #: Airflow's order when none is asked for
+    DEFAULT_ORDER: ClassVar = ("dag_id", "task_id", "run_id", "map_index", "key")
+    SEARCHED: ClassVar = {  # parameter prefix -> field (a DAG's display name is its id)
+        "xcom_key": "key",
+        "dag_display_name": "dag_id",
+        "run_id": "run_id",
+        "task_id": "task_id",
+    }
+
+    def filter_queryset(self, rows: QuerySet[XCom]) -> QuerySet[XCom]:
+        if self.xcom_key is not None:
+            rows = rows.filter(key=self.xcom_key)
+        for index in (self.map_index, self.map_index_filter):
+            if index is not None:
+                rows = rows.filter(map_index=index)
+        for name, field in self.SEARCHED.items():
+            rows = search(rows, field, getattr(self, f"{name}_pattern"), prefix=False)
+            rows = search(rows, field, getattr(self, f"{name}_prefix_pattern"), prefix=True)
+        dates = _ranges(self, ("logical_date", "run_after"))
+        rows = rows.filter(**{f"dag_run__{lookup}": value for lookup, value in dates.items()})
+        if self.order_by is None:
+            return rows.order_by(*self.DEFAULT_ORDER)
+        return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="key"))
 
 
 class ImportErrorFilter(Page):

@@ -273,12 +273,9 @@ def task_instance(row: TaskInstance) -> dict[str, Any]:
     }
 
 
-def xcom(row: XCom, *, stringify: bool) -> dict[str, Any]:
-    """``XComResponseString`` (the value as text, Airflow's default) or ``…Native``."""
+def xcom_entry(row: XCom) -> dict[str, Any]:
+    """``XComResponse``: an entry of the XCom list, without its value."""
     run = row.dag_run
-    value: Any = row.value
-    if stringify:
-        value = value if isinstance(value, str) or value is None else json.dumps(value)
     return {
         "key": row.key,
         "timestamp": when(row.timestamp),
@@ -290,5 +287,12 @@ def xcom(row: XCom, *, stringify: bool) -> dict[str, Any]:
         "dag_display_name": row.dag_id,
         "task_display_name": row.task_id,
         "run_after": when(run.run_after),
-        "value": value,
     }
+
+
+def xcom(row: XCom, *, stringify: bool) -> dict[str, Any]:
+    """``XComResponseString`` (the value as text, Airflow's default) or ``…Native``."""
+    value: Any = row.value
+    if stringify:
+        value = value if isinstance(value, str) or value is None else json.dumps(value)
+    return {**xcom_entry(row), "value": value}

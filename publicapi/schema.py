@@ -24,6 +24,8 @@ _DATES = [
     for op in ("gte", "gt", "lte", "lt")
 ]
 _PAGE = ["limit", "offset"]
+_OPS = ("gte", "gt", "lte", "lt")
+_XCOM_SEARCH = ("xcom_key", "dag_display_name", "run_id", "task_id")
 
 LOG_ROUTE = "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/logs/{try_number}"
 
@@ -114,6 +116,17 @@ SERVED: dict[str, dict[str, list[str]]] = {
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/clear": {"post": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances": {"get": _PAGE},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}": {"get": []},
+    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries": {
+        "get": [
+            *_PAGE,
+            "xcom_key",
+            "map_index",
+            *(f"{f}_{kind}" for f in _XCOM_SEARCH for kind in ("pattern", "prefix_pattern")),
+            "map_index_filter",
+            *(f"{f}_{op}" for f in ("logical_date", "run_after") for op in _OPS),
+            "order_by",
+        ]
+    },
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries/{xcom_key}": {
         "get": ["map_index", "deserialize", "stringify"]
     },

@@ -103,6 +103,15 @@ def xcom_get(*, dag_id: str, run_id: str, task_id: str, key: str, map_index: int
     )
 
 
+def xcom_list(*, dag_id: str, run_id: str, task_id: str) -> QuerySet[XCom]:
+    """XComs with their runs (joined), of one DAG, run and task, each ``~`` for all."""
+    rows = XCom.objects.select_related("dag_run")
+    for field, value in (("dag_id", dag_id), ("run_id", run_id), ("task_id", task_id)):
+        if value != "~":
+            rows = rows.filter(**{field: value})
+    return rows
+
+
 def import_error_get(*, import_error_id: int) -> DagImportError | None:
     return import_error_list().filter(pk=import_error_id).first()
 

@@ -51,6 +51,7 @@ urlpatterns = [
     re_path(rf"{RUN}/clear$", views.DagRunClearView.as_view()),
     re_path(rf"{RUN}/taskInstances$", views.TaskInstanceListView.as_view()),
     re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})$", views.TaskInstanceDetailView.as_view()),
+    re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries$", views.XComListView.as_view()),
     re_path(
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries/(?P<xcom_key>{KEY})$",
         views.XComDetailView.as_view(),

@@ -66,6 +66,7 @@ from publicapi.filters import (
     EventFilter,
     ImportErrorFilter,
     QueuedEventsFilter,
+    XComFilter,
 )
 from publicapi.params import Page, Query, SourceQuery, Text, UpdateMaskQuery, body_parse
 from publicapi.params import query_parse as parse
@@ -455,6 +456,23 @@ class XComDetailView(PublicView):
         # Airflow: the stored (serialized) value as a string unless ``deserialize``; then the
         # native value unless ``stringify``. The registry stores JSON, its own serialization.
         return Response(render.xcom(found, stringify=not q.deserialize or q.stringify))
+
+
+class XComListView(PublicView):
+    """Airflow's ``get_xcom_entries``: XCom entries (without their values) of a task, a run or
+    a DAG, ``~`` for all, filtered and paged."""
+
+    required_permissions: ClassVar = {"GET": [V + "xcom"]}
+
+    def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
+        q = parse(XComFilter, request.query_params, lists=("order_by",))
+        rows = selectors.xcom_list(
+            dag_id=path_key(dag_id), run_id=path_key(dag_run_id), task_id=path_key(task_id)
+        )
+        entries, total = page(q.filter_queryset(rows), q)
+        return Response(
+            {"xcom_entries": [render.xcom_entry(x) for x in entries], "total_entries": total}
+        )
 
 
 # --- import errors ----------------------------------------------------------------------------
