@@ -1,4 +1,5 @@
-# Two set-up commands: `make run` (serve the app) and `make test` (run the whole suite);
+# Two set-up commands: `make run` (serve the app, with the example manifest and the example
+# DAG folder loaded) and `make test` (run the whole suite);
 # `make test-fast` runs the suite less the tests that start real processes or a browser.
 PYTHON ?= python3
 VENV ?= .venv
@@ -6,6 +7,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 MANIFEST ?= examples/dags.yaml
+DAGS_FOLDER ?= examples/dags
 
 .PHONY: run test test-fast install install-test demo lint clean screenshots docs
 
@@ -15,7 +17,8 @@ $(BIN)/python:
 
 # Each install leaves a stamp in the venv and runs again only when pyproject.toml is newer
 # (the editable install picks up code changes by itself): a second `make run` starts at once
-# and does not make a running server reload. The test install covers the plain one.
+# and does not make a running server reload. The test install covers the plain one. Both
+# install the `airflow` extra: Airflow's parser and worker run the DAG files `make run` loads.
 STAMP := $(VENV)/.installed
 STAMP_TEST := $(VENV)/.installed-test
 
@@ -24,7 +27,7 @@ install: $(STAMP)
 install-test: $(STAMP_TEST)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[airflow]"
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
@@ -34,6 +37,7 @@ $(STAMP_TEST): pyproject.toml | $(BIN)/python
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py declare_dags $(MANIFEST)
+	$(BIN)/python manage.py declare_dags --dags-folder $(DAGS_FOLDER)
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 

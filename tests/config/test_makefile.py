@@ -47,7 +47,7 @@ def stamp(venv: Path, name: str, *, seconds_after_pyproject: float) -> None:
 @pytest.mark.parametrize(
     ("target", "stamp_name", "extras"),
     [
-        ("install", ".installed", "-e ."),
+        ("install", ".installed", '-e ".[airflow]"'),
         ("install-test", ".installed-test", '-e ".[test,airflow,docs]"'),
     ],
 )
@@ -76,3 +76,14 @@ def test_run_after_an_install_goes_straight_to_the_server(venv):
 
     assert not any("pip" in line for line in commands)
     assert commands[0].endswith("manage.py migrate --no-input")
+
+
+def test_run_loads_the_example_manifest_and_the_example_dag_folder(venv):
+    stamp(venv, ".installed", seconds_after_pyproject=10)
+
+    commands = dry_run(venv, "run")
+
+    assert "manage.py declare_dags examples/dags.yaml" in commands
+    assert "manage.py declare_dags --dags-folder examples/dags" in commands
+    assert commands.index("--dags-folder") < commands.index("ensure_admin")
+

@@ -165,8 +165,8 @@ def assert_shows(example: str, output: str) -> None:
 #: Shell blocks no test runs as written, by their first line, and why. Every other shell block
 #: must be a named example (``test_every_shell_block_is_run_or_says_why``).
 NOT_RUN_AS_WRITTEN = {
-    "make run     # venv + install + migrate + load examples/dags.yaml + admin login, serves "
-    "127.0.0.1:8000": (
+    "make run     # venv + install + migrate + load examples/dags.yaml and examples/dags/ + admin "
+    "login, serves 127.0.0.1:8000": (
         "the set-up itself: CI runs `make test`; tests/config/test_makefile.py the targets"
     ),
     "make test-fast                               # every test that starts no process or "

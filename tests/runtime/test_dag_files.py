@@ -429,7 +429,8 @@ def test_the_docs_example_loads_as_documented(tmp_path):
     text = DOC.read_text()
     (source,) = re.findall(r"```python\n(.*?)```", text, re.S)
     commands = re.findall(r"```bash\n(.*?)```", text, re.S)
-    assert commands[0].strip() == "python manage.py declare_dags --dags-folder dags"
+    assert commands[0].strip() == ".venv/bin/python manage.py declare_dags --dags-folder dags"
+    assert (REPO / "examples" / "dags" / "orders.py").read_text() == source  # make run's
     folder = tmp_path / "dags"
     folder.mkdir()
     (folder / "orders.py").write_text(source)
@@ -453,7 +454,12 @@ def test_the_docs_example_loads_as_documented(tmp_path):
     # and the page's dag_processor command runs (one pass here): the folder is unchanged
     assert len(commands) == 2
     program, manage, command, dags, *options = commands[1].split()
-    assert (program, manage, command, dags) == ("python", "manage.py", "dag_processor", "dags")
+    assert (program, manage, command, dags) == (
+        ".venv/bin/python",
+        "manage.py",
+        "dag_processor",
+        "dags",
+    )
     out = StringIO()
     call_command(command, str(folder), *options, "--once", stdout=out)
     assert f"unchanged {folder / 'orders.py'}: orders_export, orders_report" in out.getvalue()
