@@ -86,4 +86,3 @@ def test_run_loads_the_example_manifest_and_the_example_dag_folder(venv):
     assert "manage.py declare_dags examples/dags.yaml" in commands
     assert "manage.py declare_dags --dags-folder examples/dags" in commands
     assert commands.index("--dags-folder") < commands.index("ensure_admin")
-
