@@ -98,3 +98,31 @@ def test_the_swagger_ui_reads_the_served_document_without_a_cdn(client):
     assert b"/static/drf_spectacular_sidecar/swagger-ui-dist/" in response.content
     assert b"/api/v2/openapi.json" in response.content
     assert b"cdn." not in response.content
+
+
+ROUTES_BEGIN = "<!-- BEGIN served routes"
+ROUTES_END = "<!-- END served routes -->"
+
+
+def served_routes_markdown() -> str:
+    """Every route ``/api/v2/`` serves, as docs/api-v2.md lists them: the document's routes
+    (``SERVED``) and the document and its UI themselves."""
+    lines = ["- `GET /api/v2/openapi.json`", "- `GET /api/v2/docs`"]
+    for route, methods in SERVED.items():
+        lines += [f"- `{method.upper()} {route}`" for method in methods]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_docs_list_every_served_route_and_no_other():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api-v2.md").read_text()
+    start = text.index("\n", text.index(ROUTES_BEGIN)) + 1
+    listed = text[start : text.index(ROUTES_END)].strip("\n") + "\n"
+
+    assert listed == served_routes_markdown(), (
+        "docs/api-v2.md's route list differs from the routes served; the list should read:\n"
+        + served_routes_markdown()
+    )
+    for line in listed.splitlines():  # and each is routed
+        path = line.split()[-1].rstrip("`")
+        concrete = path.replace("{", "").replace("}", "")
+        assert resolve(concrete).url_name != "not-found", line
