@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django_stubs_ext import WithAnnotations
 
@@ -29,6 +29,7 @@ from assets_app.admin.emit import EMIT_PERMISSION, emit_event_view
 from assets_app.admin.filters import AliasFilter, AssetActiveFilter
 from assets_app.admin.panels import asset_panel
 from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
+from assets_app.selectors.assets import asset_declared_in
 
 
 class _LatestEvent(TypedDict):
@@ -90,8 +91,37 @@ class AssetAdmin(PanelAdmin[Asset]):
     def get_readonly_fields(self, request: HttpRequest, obj: Asset | None = None) -> Any:
         # name and uri identify the asset (and are mirrored in asset_active): fixed once saved
         if obj is not None:
-            return ("name", "uri", *self.readonly_fields)
+            return ("name", "uri", *self.readonly_fields, "declared_by")
         return self.readonly_fields
+
+    @staticmethod
+    def _declared_in(obj: Asset) -> list[str]:
+        """The files that own the asset (once per object and request)."""
+        if not hasattr(obj, "_declared_in"):
+            obj._declared_in = asset_declared_in(asset_id=obj.pk)  # type: ignore[attr-defined]
+        return obj._declared_in  # type: ignore[attr-defined,no-any-return]
+
+    def has_change_permission(self, request: HttpRequest, obj: Asset | None = None) -> bool:
+        # an asset a DAG file or manifest declares is the file's: its next load would undo an
+        # edit here, so the page is read-only and says which file to edit
+        if obj is not None and self._declared_in(obj):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Asset | None = None) -> bool:
+        if obj is not None and self._declared_in(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    @admin.display(description="declared by")
+    def declared_by(self, obj: Asset) -> SafeString | str:
+        files = self._declared_in(obj)
+        if not files:
+            return "no file: created here or by an event (editable)"
+        return format_html(
+            "{} <small>(read-only here: edit the file; its next load writes the asset)</small>",
+            format_html_join(", ", "{}", ((ident(f),) for f in files)),
+        )
 
     @admin.display(description="name", ordering="name")
     def asset(self, obj: Asset) -> SafeString:

@@ -16,6 +16,7 @@ from assets_app.models import (
     AssetActive,
     AssetAlias,
     AssetEvent,
+    Dag,
     DagRun,
     DagScheduleAssetReference,
     TaskInletAssetReference,
@@ -150,4 +151,25 @@ def asset_producing_dag_ids(*, asset_id: int, limit: int = 2) -> list[str]:
         .order_by("dag_id")
         .values_list("dag_id", flat=True)
         .distinct()[:limit]
+    )
+
+
+def asset_declared_in(*, asset_id: int) -> list[str]:
+    """The files (DAG files or manifests) whose DAGs, still declared, schedule on the asset or
+    name it as a task's inlet or outlet: they own it, and their next load writes it again.
+    One query."""
+    dag_ids = (
+        DagScheduleAssetReference.objects.filter(asset_id=asset_id)
+        .values("dag_id")
+        .union(
+            TaskOutletAssetReference.objects.filter(asset_id=asset_id).values("dag_id"),
+            TaskInletAssetReference.objects.filter(asset_id=asset_id).values("dag_id"),
+        )
+    )
+    return sorted(
+        set(
+            Dag.objects.filter(dag_id__in=dag_ids, is_stale=False)
+            .exclude(fileloc="")
+            .values_list("fileloc", flat=True)
+        )
     )
