@@ -771,6 +771,8 @@ def test_dag_runs_newest_first_with_filters(api):
         "created_at",
         "conf",
         "partition_key",
+        "triggered_by",
+        "triggering_user_name",
     }
     assert ids(api.get(f"{API}/dag-runs", {"dag_id": "a"})) == [second.pk, first.pk]
     assert ids(api.get(f"{API}/dag-runs", {"run_id": "manual__1"})) == [first.pk]
