@@ -50,6 +50,7 @@ from assets_app.models import (
 )
 from assets_app.services.runs.clearing import task_instances_clear
 from assets_app.services.runs.marking import dag_run_mark
+from assets_app.services.runs.past import task_instance_past_wait
 
 CLEAR_PERMISSION = "assets_app.change_taskinstance"
 #: Marking a run success or failed (as ``PATCH /api/v2/dags/{id}/dagRuns/{run}``).
@@ -406,6 +407,7 @@ class TaskInstanceAdmin(
         "try_number",
         "max_tries",
         "state_badge",
+        "waiting_for",
         "failure_reason",
         "next_retry",
         "started",
@@ -442,6 +444,11 @@ class TaskInstanceAdmin(
 
     def panel_context(self, request: HttpRequest, obj: TaskInstance) -> dict[str, Any]:
         return {"log_panel": self.log_panel(request, obj)}  # the log of a try, live
+
+    @admin.display(description="waiting for")
+    def waiting_for(self, obj: TaskInstance) -> str:
+        """What a task instance without a state waits for in the past (depends_on_past)."""
+        return task_instance_past_wait(obj) or EMPTY
 
     @admin.display(description="earlier tries")
     def earlier_tries(self, obj: TaskInstance) -> SafeString | str:
