@@ -220,7 +220,7 @@ def _finish(
     """
     registers = isinstance(payload, SuccessPayload) and bool(payload.task_outlets)
     with transaction.atomic() if registers else contextlib.nullcontext():
-        finished, has_downstream, settled = _finish_update(task_instance_id, payload)
+        finished, has_downstream, settled, callback = _finish_update(task_instance_id, payload)
         if finished is None:
             dag_run_id = _finish_refused(task_instance_id, payload.state)
             has_downstream = True  # a retried report: hand over again (it may have died before)
@@ -230,7 +230,7 @@ def _finish(
                 assert isinstance(payload, SuccessPayload)  # noqa: S101 - narrows the type for mypy
                 _register_asset_changes(finished, payload)
     if settled:
-        dag_run_ended(dag_run_id)
+        dag_run_ended(dag_run_id, dag_id=finished.dag_id if finished else "", callback=callback)
     else:
         dag_run_progress(dag_run_id=dag_run_id, has_downstream=has_downstream)
     if finished is None:
@@ -255,9 +255,10 @@ _FINISH_RETURNING = (
 
 def _finish_update(
     task_instance_id: uuid.UUID | str, payload: SuccessPayload | TerminalPayload
-) -> tuple[TaskInstance | None, bool, bool]:
+) -> tuple[TaskInstance | None, bool, bool, str | None]:
     """The finishing ``UPDATE``: the task instance as it is now (``None`` if it was not
-    running), whether its task has downstreams and whether the statement ended the run."""
+    running), whether its task has downstreams, whether the statement ended the run, and
+    then the state whose DAG-level callback it asks for (``settle.dag_run_ended``)."""
     sql = Dialect.current()
     sets_rendered_map_index = payload.rendered_map_index is not KEEP
     end_date = sql.datetime(payload.end_date)
@@ -282,7 +283,8 @@ def _finish_update(
                 ("settled", dag_run_settle_step(finished=_FINISHED_STEP, end_date=now)),
             ),
             last=Statement(
-                f"SELECT {_FINISHED_STEP}.*, EXISTS (SELECT 1 FROM settled) FROM {_FINISHED_STEP}",  # noqa: S608 - fixed names
+                f"SELECT {_FINISHED_STEP}.*, EXISTS (SELECT 1 FROM settled), "  # noqa: S608 - fixed names
+                f"(SELECT s.callback FROM settled AS s(callback)) FROM {_FINISHED_STEP}",
                 [],
             ),
         ).statement()
@@ -291,10 +293,11 @@ def _finish_update(
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
-        return None, False, False
+        return None, False, False, None
     settled = bool(row[len(_FINISH_RETURNING)]) if sql.postgresql else False
+    callback = row[len(_FINISH_RETURNING) + 1] if sql.postgresql else None
     finished = model_from_row(TaskInstance, _FINISH_RETURNING, row[: len(_FINISH_RETURNING)])
-    return finished, finished.has_downstream, settled
+    return finished, finished.has_downstream, settled, callback
 
 
 _FINISHED_STEP = "finished"

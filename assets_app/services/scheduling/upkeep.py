@@ -16,6 +16,8 @@
 - **Unsettled runs**: a ``running`` run whose task instances have all finished ends
   (``dag_runs_settle_finished``): a process that died between a task instance's commit and
   its run's settle leaves one behind.
+- **Timed-out runs** (Airflow's ``dagrun_timeout``): a ``running`` run older than its DAG's
+  timeout fails, its unfinished task instances skipped (``dag_runs_fail_timed_out``).
 
 The scheduler's every pass also admits queued runs and decides waiting task instances
 (``runs.admit.dag_runs_admit`` and ``runs.advance.task_instances_advance``), which is not
@@ -38,7 +40,7 @@ from django.utils import timezone
 
 from assets_app.models import TaskInstance, TaskInstanceState
 from assets_app.services.runs.advance import dag_run_progress
-from assets_app.services.runs.settle import dag_runs_settle_finished
+from assets_app.services.runs.settle import dag_runs_fail_timed_out, dag_runs_settle_finished
 from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_next_try
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,8 @@ class UpkeepResult:
     retries_scheduled: int = 0
     reschedules_scheduled: int = 0
     runs_settled: int = 0  # left running by a process that died before settling them
+    #: runs failed because they ran longer than their DAG's ``dagrun_timeout``
+    runs_timed_out: list[int] = field(default_factory=list)
 
 
 def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
@@ -73,6 +77,7 @@ def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
     )
     result.retries_scheduled, result.reschedules_scheduled = task_instances_schedule_due(now=now)
     result.runs_settled = dag_runs_settle_finished(end_date=now)
+    result.runs_timed_out = dag_runs_fail_timed_out(now=now)
     return result
 
 
