@@ -42,6 +42,7 @@ from assets_app.exceptions import AssetsError
 from assets_app.models import (
     DAG_RUN_SUMMARY_FIELDS,
     FAILED_TI_STATES,
+    DagCallbackRequest,
     DagRun,
     DagRunAssetEvent,
     DagRunState,
@@ -529,3 +530,39 @@ class TaskInstanceAdmin(
     @admin.display(description="rendered fields")
     def rendered_fields_pretty(self, obj: TaskInstance) -> SafeString:
         return pretty_json(obj.rendered_fields)
+
+
+@admin.register(DagCallbackRequest)
+class DagCallbackRequestAdmin(
+    _DagColumnMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagCallbackRequest]
+):
+    """The DAG-level callbacks runs asked for and how each went (the DAG processor runs them,
+    ``runtime.dag_callbacks``), read-only."""
+
+    list_display = ("__str__", "dag_link", "run_link", "kind", "reason", "state", "created_at")
+    list_select_related = ("dag_run",)
+    list_filter = ("state", "kind")
+    search_fields = ("=dag_id", "dag_run__run_id")
+    ordering = ("-created_at", "-id")
+    fields = (
+        "dag_id",
+        "run_link",
+        "kind",
+        "reason",
+        "state",
+        "created_at",
+        "started_at",
+        "ended_at",
+        "output",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="run")
+    def run_link(self, obj: DagCallbackRequest) -> SafeString:
+        return change_link("dagrun", obj.dag_run_id, obj.dag_run.run_id)
+
+    @admin.display(description="error")
+    def output(self, obj: DagCallbackRequest) -> SafeString | str:
+        if not obj.error:
+            return EMPTY
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', obj.error)

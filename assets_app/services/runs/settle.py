@@ -191,7 +191,7 @@ def dag_runs_fail_timed_out(*, now: datetime | None = None) -> list[int]:
     )
     failed: list[int] = []
     for pk, dag_id, start_date, timeout, callback in candidates[:SETTLE_LIMIT]:
-        if start_date >= now - timedelta(seconds=timeout):
+        if timeout is None or start_date is None or start_date >= now - timedelta(seconds=timeout):
             continue
         with transaction.atomic():
             if not DagRun.objects.filter(pk=pk, state=DagRunState.RUNNING).update(

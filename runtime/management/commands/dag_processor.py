@@ -17,6 +17,7 @@ from assets_app.exceptions import AssetsError
 from assets_app.management.base import optional_int_argument
 from assets_app.services.dags.dag_files import FileOutcome
 from runtime.daemon import Daemon
+from runtime.dag_callbacks import dag_callbacks_run
 from runtime.dag_processing import DagFileWatch, dag_folder_load
 from runtime.management.commands.declare_dags import report_file
 
@@ -27,8 +28,9 @@ class Command(BaseCommand):
         "and keep them loaded: every --interval seconds the files changed since the last pass "
         "are parsed again, new files are loaded and removed files' DAGs marked stale. A file "
         "that fails to import is an import error (admin, /api/v1/import-errors) and its DAGs "
-        "keep their last good version. Runs until stopped (SIGTERM or Ctrl-C), or one pass "
-        "with --once."
+        "keep their last good version. Each pass also runs the DAG-level on_success_callback / "
+        "on_failure_callback runs asked for, in the DAG file's code. Runs until stopped "
+        "(SIGTERM or Ctrl-C), or one pass with --once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -80,6 +82,9 @@ class Command(BaseCommand):
                 f"pass: {len(result.files)} file(s), {result.count(FileOutcome.DECLARED)} "
                 f"declared, {result.count(FileOutcome.IMPORT_ERROR)} new import error(s)"
             )
+        for outcome in dag_callbacks_run():
+            state = f"failed: {outcome.error.strip().splitlines()[-1]}" if outcome.error else "ran"
+            self.stdout.write(f"callback {outcome.label} {state}")
         self.stdout.flush()
         return True
 
