@@ -30,10 +30,11 @@ from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInvalidStateError
-from assets_app.models import TaskInstance, TaskInstanceState
+from assets_app.models import DagTask, TaskInstance, TaskInstanceState
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 from assets_app.services.assets.registration import asset_changes_register
 from assets_app.services.runs.advance import NEVER_TRIED, dag_run_progress
+from assets_app.services.runs.emails import FailureMail, failure_mail_on_commit, recipients_of
 from assets_app.services.runs.settle import dag_run_ended, dag_run_settle_step
 from assets_app.services.runs.tries import (
     task_instance_lock,
@@ -46,8 +47,10 @@ from assets_app.services.sql import (
     Statement,
     Steps,
     column,
+    column_values,
     columns,
     model_from_row,
+    of,
     statements_cursor,
     table,
 )
@@ -271,10 +274,12 @@ def _finish_update(
         TaskInstance._meta.pk.get_db_prep_value(task_instance_id, connection),
         TaskInstanceState.RUNNING.value,
     ]
+    mails = payload.state == TaskInstanceState.FAILED
     statement = _finish_sql(
         sql,
         clears_next=isinstance(payload, SuccessPayload),
         sets_rendered_map_index=sets_rendered_map_index,
+        mails=mails,
     )
     if sql.postgresql:
         joined = Steps(
@@ -294,17 +299,58 @@ def _finish_update(
         row = cursor.fetchone()
     if row is None:
         return None, False, False, None
-    settled = bool(row[len(_FINISH_RETURNING)]) if sql.postgresql else False
-    callback = row[len(_FINISH_RETURNING) + 1] if sql.postgresql else None
+    end = len(_FINISH_RETURNING) + (len(_MAIL_RETURNING) if mails else 0)
+    settled = bool(row[end]) if sql.postgresql else False
+    callback = row[end + 1] if sql.postgresql else None
     finished = model_from_row(TaskInstance, _FINISH_RETURNING, row[: len(_FINISH_RETURNING)])
+    if mails:
+        _failure_mail(finished, row[len(_FINISH_RETURNING) : end])
     return finished, finished.has_downstream, settled, callback
+
+
+#: What the finishing ``UPDATE`` of a ``failed`` report also returns: the task's ``email``
+#: when ``email_on_failure`` (else ``NULL``), the try's ``max_tries`` and host (``emails``)
+_MAIL_RETURNING = ("email", "max_tries", "hostname")
+
+
+def _mail_returning() -> str:
+    t, ti = of("mail_task", DagTask), table(TaskInstance)
+    col = functools.partial(column, TaskInstance)
+    return (
+        f"(SELECT {t('email')} FROM {table(DagTask)} mail_task "  # noqa: S608 - names from the models
+        f"WHERE {t('dag')} = {ti}.{col('dag_id')} AND {t('task_id')} = {ti}.{col('task_id')} "
+        f"AND {t('email_on_failure')}), {ti}.{col('max_tries')}, {ti}.{col('hostname')}"
+    )
+
+
+def _failure_mail(finished: TaskInstance, values: Sequence[Any]) -> None:
+    """Mail the ``failed`` try's task's addresses after this report commits (``emails``)."""
+    email, max_tries, hostname = values
+    (recipients,) = column_values(DagTask, "email", [email]) if email is not None else [None]
+    if not recipients:
+        return
+    failure_mail_on_commit(
+        FailureMail(
+            recipients=recipients_of(recipients),
+            dag_id=finished.dag_id,
+            task_id=finished.task_id,
+            run_id=finished.run_id,
+            map_index=finished.map_index,
+            try_number=finished.try_number,
+            max_tries=max_tries,
+            state=TaskInstanceState.FAILED.value,
+            hostname=hostname or "",
+        )
+    )
 
 
 _FINISHED_STEP = "finished"
 
 
 @functools.cache
-def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: bool) -> str:
+def _finish_sql(
+    sql: Dialect, *, clears_next: bool, sets_rendered_map_index: bool, mails: bool = False
+) -> str:
     """``UPDATE`` one running task instance to a finished state ``RETURNING`` what
     registration reads, and whether the task has downstreams (``has_downstream``, a column:
     a subquery on ``dag_task`` here cost PostgreSQL 0.3-0.5 ms per success). Parameters:
@@ -326,6 +372,7 @@ def _finish_sql(sql: Dialect, *, clears_next: bool, sets_rendered_map_index: boo
         f"UPDATE {table(TaskInstance)} SET {', '.join(sets)} "  # noqa: S608 - names from the models, values bound as parameters
         f"WHERE {col('id')} = %s AND {col('state')} = %s "
         f"RETURNING {columns(TaskInstance, *_FINISH_RETURNING)}"
+        + (f", {_mail_returning()}" if mails else "")
     )
 
 

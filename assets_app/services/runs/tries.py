@@ -35,6 +35,7 @@ from assets_app.models import (
     TaskInstanceState,
     TaskReschedule,
 )
+from assets_app.services.runs.emails import FailureMail, failure_mail_on_commit, recipients_of
 
 logger = logging.getLogger(__name__)
 
@@ -180,9 +181,17 @@ def task_instance_next_try(
     exponential backoff if declared), or ``retry_delay_seconds`` (the runner's override). Its
     ``try_number`` goes up when ``upkeep`` schedules it. Three statements.
     """
+    declared = _declared(task_instance)
     delay = retry_delay_seconds
     if delay is None:
-        delay = _declared_retry_delay(task_instance)
+        delay = _retry_delay_seconds(
+            declared.policy,
+            dag_id=task_instance.dag_id,
+            task_id=task_instance.task_id,
+            logical_date=declared.logical_date,
+            try_number=task_instance.try_number,
+        )
+    failed_try = task_instance.try_number
     ended = {
         "end_date": end_date,
         "duration": _duration(task_instance, end_date),
@@ -199,6 +208,20 @@ def task_instance_next_try(
         rendered_map_index=task_instance.rendered_map_index,
         **ended,
     )
+    failure_mail_on_commit(
+        FailureMail(
+            recipients=declared.retry_recipients,
+            dag_id=task_instance.dag_id,
+            task_id=task_instance.task_id,
+            run_id=task_instance.run_id,
+            map_index=task_instance.map_index,
+            try_number=failed_try,
+            max_tries=task_instance.max_tries,
+            state=TaskInstanceState.UP_FOR_RETRY.value,
+            hostname=task_instance.hostname,
+            exception=failure_reason,
+        )
+    )
     logger.info(
         "task instance %s (try %s) up for retry as %s at %s: %s",
         old_id,
@@ -209,27 +232,39 @@ def task_instance_next_try(
     )
 
 
-def _declared_retry_delay(task_instance: TaskInstance) -> float:
-    """The delay before the next try of a failed one, as its task declares (one query: the
-    task's policy and its run's logical date, which the backoff's jitter reads)."""
+@dataclass(frozen=True)
+class _Declared:
+    """What a failed try's next try reads of its task (and its run's logical date)."""
+
+    policy: RetryPolicy
+    logical_date: datetime | None
+    retry_recipients: tuple[str, ...]  # ``email`` when ``email_on_retry``
+
+
+def _declared(task_instance: TaskInstance) -> _Declared:
+    """One query: the task's retry policy and mail, and its run's logical date (which the
+    backoff's jitter reads)."""
     logical_date = DagRun.objects.filter(pk=task_instance.dag_run_id).values("logical_date")
-    declared = (
+    row = (
         DagTask.objects.filter(dag_id=task_instance.dag_id, task_id=task_instance.task_id)
         .annotate(run_logical_date=Subquery(logical_date[:1]))
         .values_list(
-            "retry_delay", "retry_exponential_backoff", "max_retry_delay", "run_logical_date"
+            "retry_delay",
+            "retry_exponential_backoff",
+            "max_retry_delay",
+            "run_logical_date",
+            "email",
+            "email_on_retry",
         )
         .first()
     )
-    if declared is None:
-        return DEFAULT_RETRY_DELAY
-    retry_delay, backoff, max_delay, run_logical_date = declared
-    return retry_delay_seconds(
+    if row is None:
+        return _Declared(RetryPolicy(), None, ())
+    retry_delay, backoff, max_delay, run_logical_date, email, on_retry = row
+    return _Declared(
         RetryPolicy(retry_delay, backoff, max_delay),
-        dag_id=task_instance.dag_id,
-        task_id=task_instance.task_id,
-        logical_date=run_logical_date,
-        try_number=task_instance.try_number,
+        run_logical_date,
+        recipients_of(email) if on_retry else (),
     )
 
 
@@ -265,3 +300,7 @@ def task_instance_reschedule(
             "updated_at",
         ]
     )
+
+
+#: :func:`retry_delay_seconds` under a name the next try's parameter does not shadow.
+_retry_delay_seconds = retry_delay_seconds
