@@ -89,6 +89,16 @@ with DAG("past", schedule=None, start_date=START, max_active_runs=2):
             raise ValueError("not yet")
     step()
 
+with DAG("skipper", schedule=None, start_date=START):
+    def skipped(context):
+        OUT.joinpath("skipped").write_text(context["ti"].task_id)
+
+    @task(on_skipped_callback=skipped)
+    def skip_me():
+        from airflow.exceptions import AirflowSkipException
+        raise AirflowSkipException("not today")
+    skip_me()
+
 with DAG("backoff", schedule=None, start_date=START):
     @task(retries=3, retry_delay=timedelta(seconds=1), retry_exponential_backoff=2.0,
           max_retry_delay=timedelta(seconds=3))
@@ -120,8 +130,8 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
     folder.mkdir()
     (folder / "semantics.py").write_text(textwrap.dedent(DAGS.format(out=str(out))))
     loaded = dags_folder_load(folder, settings=settings, parser_home=tmp_path / "parser_home")
-    dags = Dag.objects.in_bulk(["cb_ok", "cb_fail", "cb_broken", "past", "backoff"])
-    assert len(dags) == 5, loaded
+    dags = Dag.objects.in_bulk(["cb_ok", "cb_fail", "cb_broken", "past", "backoff", "skipper"])
+    assert len(dags) == 6, loaded
     assert (dags["cb_ok"].has_on_success_callback, dags["cb_ok"].has_on_failure_callback) == (
         True,
         True,
@@ -144,12 +154,12 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
         },
     )
     try:
-        for dag_id in ("cb_ok", "cb_fail", "cb_broken", "backoff"):
+        for dag_id in ("cb_ok", "cb_fail", "cb_broken", "backoff", "skipper"):
             dag_run_trigger(dag_id=dag_id, run_id="r1")
         first = dag_run_trigger(dag_id="past", run_id="first")
         time.sleep(0.01)
         second = dag_run_trigger(dag_id="past", run_id="second")
-        keys = [(d, "r1") for d in ("cb_ok", "cb_fail", "cb_broken", "backoff")]
+        keys = [(d, "r1") for d in ("cb_ok", "cb_fail", "cb_broken", "backoff", "skipper")]
         wait_until(
             lambda: _ended(*keys, ("past", "first")),
             timeout=600,
@@ -188,7 +198,11 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
         ("cb_fail", "r1"): "failed",
         ("cb_broken", "r1"): "success",
         ("backoff", "r1"): "failed",
+        ("skipper", "r1"): "success",
     }
+    # the task-level on_skipped_callback ran (Airflow's task runner runs it under the worker)
+    assert TaskInstance.objects.get(dag_id="skipper").state == "skipped"
+    assert (out / "skipped").read_text() == "skip_me"
 
     # backoff: each retry waited Airflow's delay for its try (1 s doubled, capped at 3 s)
     flaky_ti = TaskInstance.objects.get(dag_id="backoff")
