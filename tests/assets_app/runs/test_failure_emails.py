@@ -75,3 +75,23 @@ def test_no_email_or_email_on_retry_false_mails_nobody(mailoutbox):
     dag_run_trigger(dag_id="silent")
     report("silent", "failed")
     assert mailoutbox == []
+
+
+def test_a_try_the_reaper_fails_mails_too(mailoutbox, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from assets_app.services.scheduling.upkeep import task_instances_reap
+
+    run = dag_run_trigger(dag_id="mailed", run_id="r2")
+    TaskInstance.objects.filter(dag_run=run).update(
+        state="running", try_number=2, start_date=timezone.now(), hostname="gone-host"
+    )
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        (reaped,) = task_instances_reap(now=timezone.now() + timedelta(hours=1))
+    assert reaped.state == "failed"
+    (mail,) = mailoutbox
+    assert mail.subject == "Airflow alert: <TaskInstance: mailed.load r2 [failed]>"
+    assert "heartbeat timeout" in mail.body
+    assert "Host: gone-host" in mail.body
