@@ -96,3 +96,22 @@ def test_a_callback_flag_needs_a_dag_file():
         ManifestError, match="DAG 'd', has_on_success_callback: needs an airflow_dag_file"
     ):
         manifest_parse(document)
+
+
+def test_the_admin_lists_callbacks_with_a_failed_ones_traceback(admin_client):
+    from django.urls import reverse
+
+    run = dag_run_trigger(dag_id="called")
+    finish(run, "only", "failed")
+    request = DagCallbackRequest.objects.get(dag_run=run)
+    DagCallbackRequest.objects.filter(pk=request.pk).update(
+        state="failed", error="Traceback ...\nRuntimeError: the callback broke"
+    )
+    listing = admin_client.get(reverse("admin:assets_app_dagcallbackrequest_changelist"))
+    assert listing.status_code == 200
+    assert "on_failure_callback of called" in listing.content.decode()
+    page = admin_client.get(
+        reverse("admin:assets_app_dagcallbackrequest_change", args=[request.pk])
+    )
+    assert page.status_code == 200
+    assert "RuntimeError: the callback broke" in page.content.decode()
