@@ -9,6 +9,7 @@ callback that raises is recorded, its run unchanged). The test plays the schedul
 from __future__ import annotations
 
 import importlib.util
+import os
 import textwrap
 import time
 from datetime import timedelta
@@ -16,6 +17,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from assets_app.models import (
     Dag,
@@ -30,6 +32,7 @@ from assets_app.services.runs.advance import task_instances_advance
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.past import task_instance_past_wait
+from assets_app.services.runs.settle import dag_runs_fail_timed_out
 from assets_app.services.runs.tries import RetryPolicy, retry_delay_seconds
 from assets_app.services.scheduling.upkeep import upkeep_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
@@ -99,6 +102,15 @@ with DAG("skipper", schedule=None, start_date=START):
         raise AirflowSkipException("not today")
     skip_me()
 
+with DAG("too_slow", schedule=None, start_date=START, dagrun_timeout=timedelta(hours=1)):
+    @task
+    def sleepy():
+        import time
+        OUT.joinpath("sleepy.started").write_text("")
+        time.sleep(600)
+        OUT.joinpath("sleepy.finished").write_text("")
+    sleepy()
+
 with DAG("backoff", schedule=None, start_date=START):
     @task(retries=3, retry_delay=timedelta(seconds=1), retry_exponential_backoff=2.0,
           max_retry_delay=timedelta(seconds=3))
@@ -106,6 +118,14 @@ with DAG("backoff", schedule=None, start_date=START):
         raise ValueError("always")
     flaky()
 """
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _state(dag_id: str, run_id: str) -> str:
@@ -130,8 +150,11 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
     folder.mkdir()
     (folder / "semantics.py").write_text(textwrap.dedent(DAGS.format(out=str(out))))
     loaded = dags_folder_load(folder, settings=settings, parser_home=tmp_path / "parser_home")
-    dags = Dag.objects.in_bulk(["cb_ok", "cb_fail", "cb_broken", "past", "backoff", "skipper"])
-    assert len(dags) == 6, loaded
+    dags = Dag.objects.in_bulk(
+        ["cb_ok", "cb_fail", "cb_broken", "past", "backoff", "skipper", "too_slow"]
+    )
+    assert len(dags) == 7, loaded
+    assert dags["too_slow"].dagrun_timeout == 3600
     assert (dags["cb_ok"].has_on_success_callback, dags["cb_ok"].has_on_failure_callback) == (
         True,
         True,
@@ -154,12 +177,32 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
         },
     )
     try:
+        # dagrun_timeout: once its task runs, the run is an hour older (the upkeep's clock)
+        slow = dag_run_trigger(dag_id="too_slow", run_id="r1")
+        wait_until(
+            lambda: (out / "sleepy.started").exists(),
+            timeout=300,
+            what=f"the slow task to start\n{worker.output()[-20000:]}",
+        )
+        assert dag_runs_fail_timed_out(now=timezone.now() + timedelta(hours=1, seconds=1)) == [
+            slow.pk
+        ]
+        # the worker still runs, and the timed-out task's process is gone (its runner's
+        # heartbeat was refused) long before the task's 600 s
+        sleepy = TaskInstance.objects.get(dag_id="too_slow")
+        assert sleepy.state == "skipped"
+        assert sleepy.pid
+        wait_until(lambda: not _alive(sleepy.pid), timeout=60, what="the timed-out task to stop")
+        assert worker.process.poll() is None
+
         for dag_id in ("cb_ok", "cb_fail", "cb_broken", "backoff", "skipper"):
             dag_run_trigger(dag_id=dag_id, run_id="r1")
         first = dag_run_trigger(dag_id="past", run_id="first")
         time.sleep(0.01)
         second = dag_run_trigger(dag_id="past", run_id="second")
-        keys = [(d, "r1") for d in ("cb_ok", "cb_fail", "cb_broken", "backoff", "skipper")]
+        keys = [
+            (d, "r1") for d in ("cb_ok", "cb_fail", "cb_broken", "backoff", "skipper", "too_slow")
+        ]
         wait_until(
             lambda: _ended(*keys, ("past", "first")),
             timeout=600,
@@ -199,7 +242,12 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
         ("cb_broken", "r1"): "success",
         ("backoff", "r1"): "failed",
         ("skipper", "r1"): "success",
+        ("too_slow", "r1"): "failed",
     }
+    # dagrun_timeout: the run failed, its running task was skipped and its runner stopped it
+    # (its heartbeat was refused: checked above, while the worker ran)
+    assert TaskInstance.objects.get(dag_id="too_slow").state == "skipped"
+    assert not (out / "sleepy.finished").exists()
     # the task-level on_skipped_callback ran (Airflow's task runner runs it under the worker)
     assert TaskInstance.objects.get(dag_id="skipper").state == "skipped"
     assert (out / "skipped").read_text() == "skip_me"
