@@ -86,16 +86,21 @@ def run(request: dict[str, Any]) -> int:
         "conf": dag_run.conf,
         "params": {**dict(dag.params), **(dag_run.conf or {})},
     }
-    status = 0
+    failures = []
     for callback in callbacks:
         sys.stderr.write(f"Executing on_{request['kind']} dag callback of {dag.dag_id}\n")
         try:
             callback(context)
-        except Exception:  # as Airflow: logged, the next callback runs
+        except Exception as exc:  # as Airflow: logged, the next callback runs
             sys.stderr.write("Callback failed\n")
             traceback.print_exc()
-            status = 1
-    return status
+            failures.append(f"{type(exc).__name__}: {exc}")
+    if failures:  # the last line says what failed
+        sys.stderr.write(
+            f"{len(failures)} of {len(callbacks)} callback(s) failed: {'; '.join(failures)}\n"
+        )
+        return 1
+    return 0
 
 
 def main() -> int:

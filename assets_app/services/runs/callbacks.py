@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from assets_app.models import DagCallbackRequest, DagRunState
+from assets_app.notify import CALLBACKS_CHANNEL, notify
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +30,16 @@ REASON_TIMED_OUT = "timed_out"
 
 #: How long a callback may run (seconds) before its process is killed and it is recorded failed.
 CALLBACK_TIMEOUT = 300.0
+#: The longest a pending callback waits for a DAG processor that missed its notification (or
+#: runs on SQLite, which has none): its loop wakes at least this often (seconds).
+CALLBACK_POLL_INTERVAL = 1.0
 
 
 def dag_run_callback_request(
     *, dag_run_id: int, dag_id: str, state: str, reason: str | None = None
 ) -> DagCallbackRequest:
-    """Ask for the callback of a run that ended ``state`` (one ``INSERT``)."""
+    """Ask for the callback of a run that ended ``state`` (one ``INSERT``, and on PostgreSQL
+    a ``NOTIFY`` that wakes the DAG processors)."""
     success = state == DagRunState.SUCCESS
     request = DagCallbackRequest.objects.create(
         dag_run_id=dag_run_id,
@@ -42,6 +47,7 @@ def dag_run_callback_request(
         kind=DagCallbackRequest.Kind.SUCCESS if success else DagCallbackRequest.Kind.FAILURE,
         reason=reason or (REASON_SUCCESS if success else REASON_TASK_FAILURE),
     )
+    notify(CALLBACKS_CHANNEL)
     logger.info("DAG run %s of %s: %s requested", dag_run_id, dag_id, request.get_kind_display())
     return request
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 from datetime import timedelta
@@ -36,6 +39,7 @@ from assets_app.services.runs.settle import dag_runs_fail_timed_out
 from assets_app.services.runs.tries import RetryPolicy, retry_delay_seconds
 from assets_app.services.scheduling.upkeep import upkeep_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
+from tests.live_server import REPO, server_env
 from tests.runtime.worker.conftest import dags_folder_load, wait_until
 
 pytestmark = pytest.mark.slow
@@ -168,6 +172,18 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
     assert DagTask.objects.get(dag_id="past").depends_on_past
     dags_set_paused(dag_ids=list(dags), is_paused=False)
 
+    # a DAG processor that loads the folder now and then only every 10 minutes: the
+    # callbacks below are run between its loads, as soon as the runs ask
+    processor_out = tmp_path / "processor.out"
+    with processor_out.open("w") as log:
+        processor = subprocess.Popen(
+            [sys.executable, "manage.py", "dag_processor", str(folder), "--interval", "600"],
+            cwd=REPO,
+            env=server_env(DAG_PARSER_HOME=str(tmp_path / "parser_home")),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     worker = start_worker(
         "--concurrency",
         "2",
@@ -228,9 +244,21 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
             timeout=300,
             what=f"the past runs\n{worker.output()[-20000:]}",
         )
+        # DAG callbacks: asked for once per outcome, run by the DAG processor in the file's
+        # code without waiting for its next load
+        wait_until(
+            lambda: (
+                not DagCallbackRequest.objects.exclude(state__in=["success", "failed"]).exists()
+            ),
+            timeout=120,
+            what=f"the callbacks\n{processor_out.read_text()[-20000:]}",
+        )
+        assert processor.poll() is None
     finally:
         worker.process.terminate()
         worker.wait(timeout=60)
+        processor.send_signal(signal.SIGTERM)
+        processor.wait(timeout=120)
     assert (_state("past", "first"), _state("past", "second")) == ("success", "success")
     first_end = TaskInstance.objects.get(dag_run=first).end_date
     assert TaskInstance.objects.get(dag_run=second).start_date >= first_end
@@ -269,16 +297,23 @@ def test_past_backoff_and_dag_callbacks_of_real_dag_files(
         )
         assert later.start_date - earlier.end_date >= timedelta(seconds=delay), earlier
 
-    # DAG callbacks: asked for once per outcome, run by the DAG processor in the file's code
     requests = {r.dag_id: (r.kind, r.reason) for r in DagCallbackRequest.objects.all()}
     assert requests == {
         "cb_ok": ("success", "success"),
         "cb_fail": ("failure", "task_failure"),
         "cb_broken": ("success", "success"),
     }
-    processor = StringIO()
-    call_command("dag_processor", str(folder), "--once", stdout=processor)
-    assert (out / "cb_ok.success").read_text() == "r1 success", processor.getvalue()
+    log = processor_out.read_text()
+    assert (out / "cb_ok.success").read_text() == "r1 success", log
+    assert "callback on_success_callback of cb_ok / r1 ran" in log
+    ran = [line for line in log.splitlines() if line.startswith("callback ")]
+    assert sorted(ran) == [
+        "callback on_failure_callback of cb_fail / r1 failed: 1 of 2 callback(s) failed: "
+        "RuntimeError: the callback broke",
+        "callback on_success_callback of cb_broken / r1 failed: 1 of 1 callback(s) failed: "
+        "RuntimeError: the callback broke",
+        "callback on_success_callback of cb_ok / r1 ran",
+    ], log
     assert (out / "cb_fail.failure").read_text() == "r1 task_failure"
     assert not (out / "cb_ok.failure").exists()
     done = {r.dag_id: r for r in DagCallbackRequest.objects.all()}
