@@ -1,12 +1,14 @@
 """Wake on commit: PostgreSQL ``NOTIFY`` / ``LISTEN`` between producers, schedulers, workers.
 
-Two channels:
+Three channels:
 
 * :data:`QUEUE_CHANNEL`: a transaction that queued consumer DAGs (registration, a manual
   event) notifies it; the schedulers listen, so a pass starts as soon as the queue rows
   commit instead of at the next interval.
 * :data:`RUNS_CHANNEL`: a scheduler transaction that created runs (``scheduled`` task
   instances) notifies it; workers listen.
+* :data:`CALLBACKS_CHANNEL`: a run's end that asked for a DAG-level callback notifies it;
+  DAG processors listen, and run it at once instead of at their next pass.
 
 A notification sent inside a transaction is delivered when it commits, and not at all if it
 rolls back, so a listener woken up sees the committed rows. Notifications are only a hint:
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 QUEUE_CHANNEL = "asset_dag_run_queue"
 RUNS_CHANNEL = "task_instance_scheduled"
+#: a run's end asked for a DAG-level callback (``services.runs.callbacks``); DAG processors listen
+CALLBACKS_CHANNEL = "dag_callback_requested"
 
 
 def notify(channel: str) -> None:

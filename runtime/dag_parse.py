@@ -159,9 +159,40 @@ def _task(dag: Any, task: Any) -> dict[str, Any]:
         "trigger_rule": str(getattr(task.trigger_rule, "value", task.trigger_rule)),
         "retries": int(task.retries or 0),
         "retry_delay": task.retry_delay.total_seconds(),
+        "retry_exponential_backoff": _backoff(task.retry_exponential_backoff),
+        "max_retry_delay": _seconds(task.max_retry_delay),
+        "depends_on_past": bool(task.depends_on_past),
+        "wait_for_downstream": bool(task.wait_for_downstream),
+        "ignore_first_depends_on_past": bool(task.ignore_first_depends_on_past),
+        "email": _emails(task.email),
+        "email_on_failure": bool(task.email_on_failure),
+        "email_on_retry": bool(task.email_on_retry),
         "outlets": [_leaf(o, f"{where}, outlets") for o in task.outlets],
         "inlets": [_leaf(i, f"{where}, inlets") for i in task.inlets],
     }
+
+
+def _backoff(value: Any) -> float:
+    """``retry_exponential_backoff`` as Airflow's serializer reads it (``True``: 2)."""
+    if isinstance(value, bool):
+        return 2.0 if value else 0.0
+    return float(value or 0)
+
+
+def _seconds(value: Any) -> float | None:
+    """A ``timedelta`` or seconds (``max_retry_delay``, ``dagrun_timeout``) as seconds."""
+    if value is None:
+        return None
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def _emails(value: Any) -> list[str]:
+    """A task's ``email`` (an address, a list, or a comma/semicolon-separated string)."""
+    if not value:
+        return []
+    if isinstance(value, str):
+        value = value.replace(";", ",").split(",")
+    return [str(item).strip() for item in value if str(item).strip()]
 
 
 def _params(dag: Any) -> dict[str, Any]:
@@ -202,6 +233,9 @@ def dag_entry(dag: Any, *, path: str) -> dict[str, Any]:
         "max_active_tasks": dag.max_active_tasks,
         "tags": sorted(dag.tags),
         "params": _params(dag),
+        "dagrun_timeout": _seconds(dag.dagrun_timeout),
+        "has_on_success_callback": bool(dag.on_success_callback),
+        "has_on_failure_callback": bool(dag.on_failure_callback),
     }
     if dag.is_paused_upon_creation is not None:
         entry["is_paused_upon_creation"] = bool(dag.is_paused_upon_creation)

@@ -42,6 +42,7 @@ from assets_app.exceptions import AssetsError
 from assets_app.models import (
     DAG_RUN_SUMMARY_FIELDS,
     FAILED_TI_STATES,
+    DagCallbackRequest,
     DagRun,
     DagRunAssetEvent,
     DagRunState,
@@ -50,6 +51,7 @@ from assets_app.models import (
 )
 from assets_app.services.runs.clearing import task_instances_clear
 from assets_app.services.runs.marking import dag_run_mark
+from assets_app.services.runs.past import task_instance_past_wait
 
 CLEAR_PERMISSION = "assets_app.change_taskinstance"
 #: Marking a run success or failed (as ``PATCH /api/v2/dags/{id}/dagRuns/{run}``).
@@ -418,6 +420,7 @@ class TaskInstanceAdmin(
         "try_number",
         "max_tries",
         "state_badge",
+        "waiting_for",
         "failure_reason",
         "next_retry",
         "started",
@@ -454,6 +457,11 @@ class TaskInstanceAdmin(
 
     def panel_context(self, request: HttpRequest, obj: TaskInstance) -> dict[str, Any]:
         return {"log_panel": self.log_panel(request, obj)}  # the log of a try, live
+
+    @admin.display(description="waiting for")
+    def waiting_for(self, obj: TaskInstance) -> str:
+        """What a task instance without a state waits for in the past (depends_on_past)."""
+        return task_instance_past_wait(obj) or EMPTY
 
     @admin.display(description="earlier tries")
     def earlier_tries(self, obj: TaskInstance) -> SafeString | str:
@@ -534,3 +542,39 @@ class TaskInstanceAdmin(
     @admin.display(description="rendered fields")
     def rendered_fields_pretty(self, obj: TaskInstance) -> SafeString:
         return pretty_json(obj.rendered_fields)
+
+
+@admin.register(DagCallbackRequest)
+class DagCallbackRequestAdmin(
+    _DagColumnMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagCallbackRequest]
+):
+    """The DAG-level callbacks runs asked for and how each went (the DAG processor runs them,
+    ``runtime.dag_callbacks``), read-only."""
+
+    list_display = ("__str__", "dag_link", "run_link", "kind", "reason", "state", "created_at")
+    list_select_related = ("dag_run",)
+    list_filter = ("state", "kind")
+    search_fields = ("=dag_id", "dag_run__run_id")
+    ordering = ("-created_at", "-id")
+    fields = (
+        "dag_id",
+        "run_link",
+        "kind",
+        "reason",
+        "state",
+        "created_at",
+        "started_at",
+        "ended_at",
+        "output",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="run")
+    def run_link(self, obj: DagCallbackRequest) -> SafeString:
+        return change_link("dagrun", obj.dag_run_id, obj.dag_run.run_id)
+
+    @admin.display(description="error")
+    def output(self, obj: DagCallbackRequest) -> SafeString | str:
+        if not obj.error:
+            return EMPTY
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', obj.error)

@@ -49,6 +49,13 @@ class Dag(models.Model):
     next_dagrun = models.DateTimeField(null=True, blank=True)
     next_dagrun_create_after = models.DateTimeField(null=True, blank=True)
     task_ids = models.JSONField(default=list, blank=True)  # the DAG's tasks, in declared order
+    #: seconds a run may stay running before the scheduler fails it (Airflow's
+    #: ``dagrun_timeout``); ``None``: no limit
+    dagrun_timeout = models.FloatField(null=True, blank=True)
+    #: the DAG file gives a DAG-level ``on_success_callback`` / ``on_failure_callback``
+    #: (Airflow's ``DagModel`` flags): only then does a run's end ask for one to be run
+    has_on_success_callback = models.BooleanField(default=False)
+    has_on_failure_callback = models.BooleanField(default=False)
     fileloc = models.CharField(max_length=2000, default="", blank=True)
     last_parsed_time = models.DateTimeField(null=True, blank=True)
 
@@ -95,6 +102,21 @@ class DagTask(models.Model):
     upstream = models.JSONField(default=list, blank=True)
     trigger_rule = models.CharField(max_length=50, default="all_success")
     is_leaf = models.BooleanField(default=True)
+    #: Airflow's ``retry_exponential_backoff`` multiplier (0: a constant ``retry_delay``) and
+    #: ``max_retry_delay`` cap (seconds; ``None``: none but Airflow's 24 h)
+    retry_exponential_backoff = models.FloatField(default=0.0)
+    max_retry_delay = models.FloatField(null=True, blank=True)
+    #: a task instance runs only once the same task of the DAG's previous run succeeded or was
+    #: skipped (``services.runs.past``); ``wait_for_downstream``: and that one's direct
+    #: downstreams too
+    depends_on_past = models.BooleanField(default=False)
+    wait_for_downstream = models.BooleanField(default=False)
+    ignore_first_depends_on_past = models.BooleanField(default=True)
+    #: who is mailed when a try fails or is retried (Airflow's ``email``, ``email_on_failure``,
+    #: ``email_on_retry``; ``services.runs.emails``)
+    email = models.JSONField(default=list, blank=True)
+    email_on_failure = models.BooleanField(default=True)
+    email_on_retry = models.BooleanField(default=True)
 
     class Meta:
         db_table = "dag_task"

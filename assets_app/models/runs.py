@@ -108,6 +108,8 @@ class DagRun(models.Model):
             models.Index(fields=["dag", "run_type", "run_after"], name="idx_dag_run_type"),
             # every scheduler pass looks for running runs to settle; the admin counts by state
             models.Index(fields=["state"], name="dag_run_state"),
+            # a run's previous run (depends_on_past, ``services.runs.past``)
+            models.Index(fields=["dag", "logical_date"], name="dag_run_dag_logical_date"),
         ]
 
     def __str__(self) -> str:
@@ -397,3 +399,42 @@ class TaskReschedule(models.Model):
 
     def __str__(self) -> str:
         return f"reschedule of {self.ti_id} at {self.reschedule_date:%Y-%m-%d %H:%M:%S}"
+
+
+class DagCallbackRequest(models.Model):
+    """A DAG-level ``on_success_callback`` / ``on_failure_callback`` to run for a run that
+    ended (Airflow's ``callback_request``): created by the run's end when its DAG has such a
+    callback, run once by the DAG processor in a process with the DAG file's code
+    (``runtime.dag_callbacks``), which records how it went."""
+
+    class Kind(models.TextChoices):
+        SUCCESS = "success", "on_success_callback"
+        FAILURE = "failure", "on_failure_callback"
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCESS = "success"
+        FAILED = "failed"
+
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="callbacks")
+    dag_id = models.CharField(max_length=ID_LENGTH)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    #: Airflow's ``reason`` in the callback's context (``success``, ``task_failure``,
+    #: ``timed_out``)
+    reason = models.CharField(max_length=100, default="", blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    #: what the callback's process said when it failed (its traceback, the tail of its output)
+    error = models.TextField(default="", blank=True)
+
+    class Meta:
+        db_table = "dag_callback_request"
+        ordering = ["-created_at", "-id"]
+        verbose_name = "DAG callback"
+        indexes = [models.Index(fields=["state"], name="dag_callback_state")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of {self.dag_id} run {self.dag_run_id}"

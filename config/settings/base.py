@@ -226,6 +226,18 @@ DAG_PARSER_HOME = Path(env("DAG_PARSER_HOME", default=str(DATA_DIR / "dag_parser
 DAGBAG_IMPORT_TIMEOUT = env.float("DAGBAG_IMPORT_TIMEOUT", default=30.0)
 DAG_FILE_PROCESSOR_TIMEOUT = env.float("DAG_FILE_PROCESSOR_TIMEOUT", default=50.0)
 DAGS_ARE_PAUSED_AT_CREATION = env.bool("DAGS_ARE_PAUSED_AT_CREATION", default=True)
+
+# Mail of a task's email_on_failure / email_on_retry (docs/configuration.md): Django's email
+# backend; the console backend (the process's stdout) unless an SMTP server is set up
+EMAIL_BACKEND = env("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)
+EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=30.0)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="airflow@example.com")
 # Largest request body (bytes) the app reads; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("EXECUTION_API_MAX_BODY_BYTES", default=20 * 1024 * 1024)
 

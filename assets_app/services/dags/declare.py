@@ -322,6 +322,9 @@ def _dag_row(decl: DagDecl, *, is_paused: bool, fileloc: str, now: datetime) -> 
         one_run_per_event=decl.one_run_per_event,
         tags=list(decl.tags),
         params=params_dump(decl.params),
+        dagrun_timeout=decl.dagrun_timeout,
+        has_on_success_callback=decl.has_on_success_callback,
+        has_on_failure_callback=decl.has_on_failure_callback,
         task_ids=decl.task_ids,
         fileloc=fileloc,
         last_parsed_time=now,
@@ -340,6 +343,9 @@ DECLARED_SCHEDULE_FIELDS = (
     "one_run_per_event",
     "tags",
     "params",
+    "dagrun_timeout",
+    "has_on_success_callback",
+    "has_on_failure_callback",
 )
 
 
@@ -357,6 +363,14 @@ def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
             upstream=list(task.upstream),
             trigger_rule=task.trigger_rule,
             is_leaf=task.task_id in leaves,
+            retry_exponential_backoff=task.retry_exponential_backoff,
+            max_retry_delay=task.max_retry_delay,
+            depends_on_past=task.depends_on_past,
+            wait_for_downstream=task.wait_for_downstream,
+            ignore_first_depends_on_past=task.ignore_first_depends_on_past,
+            email=list(task.email),
+            email_on_failure=task.email_on_failure,
+            email_on_retry=task.email_on_retry,
         )
         for decl in dags
         for leaves in [decl.leaf_task_ids]
@@ -376,6 +390,14 @@ _DAG_TASK_FIELDS = (
     "upstream",
     "trigger_rule",
     "is_leaf",
+    "retry_exponential_backoff",
+    "max_retry_delay",
+    "depends_on_past",
+    "wait_for_downstream",
+    "ignore_first_depends_on_past",
+    "email",
+    "email_on_failure",
+    "email_on_retry",
 )
 
 

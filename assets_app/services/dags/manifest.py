@@ -16,6 +16,14 @@ when the file name ends in ``.json``)::
             inlets: []
             retries: 2                       # optional; default 0 (Airflow's default)
             retry_delay: 60                  # optional; seconds, default 300
+            retry_exponential_backoff: 2     # optional: a multiplier (true: 2), default 0
+            max_retry_delay: 3600            # optional: seconds, the backoff's cap
+            depends_on_past: true            # optional: wait for the previous run's try
+            wait_for_downstream: false       # optional: and its direct downstreams
+            ignore_first_depends_on_past: true   # optional; default true
+            email: [ops@example.com]         # optional: mailed when a try fails or retries
+            email_on_failure: true           # optional; default true
+            email_on_retry: true             # optional; default true
             callable: tasks/orders.py:export # optional: task_sdk code (or package.module:func)
           - task_id: report
             upstream: [produce_asset_events]   # optional: the tasks it waits for
@@ -25,6 +33,7 @@ when the file name ends in ``.json``)::
         max_active_runs: 1                   # optional; default 16 (Airflow's default)
         max_active_tasks: 4                  # optional; default 16
         one_run_per_event: false             # optional: one run per event instead of one for all
+        dagrun_timeout: 3600                 # optional: seconds a run may run before it fails
       - dag_id: nightly
         schedule: "@daily"                   # a cron string or preset, or {timedelta: 3600}
         timezone: Europe/Berlin              # optional; the cron's timezone, default UTC
@@ -140,6 +149,14 @@ class TaskDecl:
     airflow_dags_folder: str = ""
     upstream: tuple[str, ...] = ()  # the task ids it depends on directly
     trigger_rule: str = DEFAULT_TRIGGER_RULE.value
+    retry_exponential_backoff: float = 0.0
+    max_retry_delay: float | None = None
+    depends_on_past: bool = False
+    wait_for_downstream: bool = False
+    ignore_first_depends_on_past: bool = True
+    email: tuple[str, ...] = ()
+    email_on_failure: bool = True
+    email_on_retry: bool = True
 
 
 @dataclass(frozen=True)
@@ -161,6 +178,10 @@ class DagDecl:
     one_run_per_event: bool = False
     tags: tuple[str, ...] = ()
     params: tuple[ParamSpec, ...] = ()
+    dagrun_timeout: float | None = None  # seconds
+    #: the DAG file gives DAG-level callbacks (set by the DAG-file loader)
+    has_on_success_callback: bool = False
+    has_on_failure_callback: bool = False
 
     @property
     def task_ids(self) -> list[str]:
@@ -357,6 +378,14 @@ _TASK_KEYS = {
     "callable",
     "upstream",
     "trigger_rule",
+    "retry_exponential_backoff",
+    "max_retry_delay",
+    "depends_on_past",
+    "wait_for_downstream",
+    "ignore_first_depends_on_past",
+    "email",
+    "email_on_failure",
+    "email_on_retry",
 }
 _DAG_KEYS = {
     "dag_id",
@@ -375,6 +404,9 @@ _DAG_KEYS = {
     "one_run_per_event",
     "tags",
     "params",
+    "dagrun_timeout",
+    "has_on_success_callback",
+    "has_on_failure_callback",
 }
 
 
@@ -402,6 +434,10 @@ def _parse_task(
     upstream = spec.get("upstream") or []
     if not isinstance(upstream, list):
         raise ManifestError(f"{where}.upstream: expected a list of task ids")
+    depends_on_past = _parse_bool(spec.get("depends_on_past", False), f"{where}.depends_on_past")
+    wait_for_downstream = _parse_bool(
+        spec.get("wait_for_downstream", False), f"{where}.wait_for_downstream"
+    )
     trigger_rule = spec.get("trigger_rule", DEFAULT_TRIGGER_RULE.value)
     if trigger_rule not in TRIGGER_RULE_VALUES:
         raise ManifestError(
@@ -423,7 +459,60 @@ def _parse_task(
             )
         ),
         trigger_rule=str(trigger_rule),
+        retry_exponential_backoff=_parse_backoff(
+            spec.get("retry_exponential_backoff", 0), f"{where}.retry_exponential_backoff"
+        ),
+        max_retry_delay=_parse_seconds(spec.get("max_retry_delay"), f"{where}.max_retry_delay"),
+        depends_on_past=depends_on_past or wait_for_downstream,  # as Airflow sets it
+        wait_for_downstream=wait_for_downstream,
+        ignore_first_depends_on_past=_parse_bool(
+            spec.get("ignore_first_depends_on_past", True), f"{where}.ignore_first_depends_on_past"
+        ),
+        email=_parse_email(spec.get("email"), f"{where}.email"),
+        email_on_failure=_parse_bool(
+            spec.get("email_on_failure", True), f"{where}.email_on_failure"
+        ),
+        email_on_retry=_parse_bool(spec.get("email_on_retry", True), f"{where}.email_on_retry"),
     )
+
+
+def _parse_backoff(value: Any, where: str) -> float:
+    """Airflow's ``retry_exponential_backoff``: a multiplier from 0; ``true`` is 2 and
+    ``false`` 0, as Airflow reads a boolean."""
+    if isinstance(value, bool):
+        return 2.0 if value else 0.0
+    if not isinstance(value, int | float) or not 0 <= value <= 1000:
+        raise ManifestError(f"{where}: expected a multiplier from 0 to 1000, or true/false")
+    return float(value)
+
+
+def _parse_seconds(value: Any, where: str) -> float | None:
+    """Optional seconds (a duration), from 0 to a year."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= 365 * 86400
+    ):
+        raise ManifestError(f"{where}: expected seconds from 0 to 31536000")
+    return float(value)
+
+
+def _parse_email(value: Any, where: str) -> tuple[str, ...]:
+    """A task's ``email``: an address, a list of them, or a comma/semicolon-separated string
+    (as Airflow's ``get_email_address_list`` reads it)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = re.split(r"[,;]", value)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ManifestError(f"{where}: expected an address or a list of addresses")
+    addresses = [item.strip() for item in value if item.strip()]
+    for address in addresses:
+        if "@" not in address:
+            raise ManifestError(f"{where}: {address!r} is not an email address")
+    return tuple(dict.fromkeys(addresses))
 
 
 def _check_edges(tasks: tuple[TaskDecl, ...], where: str) -> None:
@@ -567,7 +656,23 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
         ),
         tags=tuple(dict.fromkeys(tags)),
         params=_parse_params(spec.get("params"), where, scheduled=bool(summary)),
+        dagrun_timeout=_parse_seconds(spec.get("dagrun_timeout"), f"{where}.dagrun_timeout"),
+        has_on_success_callback=_parse_callback_flag(
+            spec, "has_on_success_callback", where, airflow_dag_file
+        ),
+        has_on_failure_callback=_parse_callback_flag(
+            spec, "has_on_failure_callback", where, airflow_dag_file
+        ),
     )
+
+
+def _parse_callback_flag(spec: dict[str, Any], key: str, where: str, dag_file: str) -> bool:
+    """``has_on_success_callback`` / ``has_on_failure_callback``: the DAG file's DAG has that
+    callback (the DAG-file loader sets them; the callback runs in the file's code)."""
+    flag = _parse_bool(spec.get(key, False), f"{where}.{key}")
+    if flag and not dag_file:
+        raise ManifestError(f"{where}.{key}: needs an airflow_dag_file, whose code it runs")
+    return flag
 
 
 def _parse_params(value: Any, where: str, *, scheduled: bool) -> tuple[ParamSpec, ...]:

@@ -162,8 +162,9 @@ def dag_runs_insert(
                     "task_id": task_id,
                     "max_tries": plan.retries,
                     "has_downstream": (spec.dag_id, task_id) in depended_on,
+                    # one that depends on the past waits for advance to ask the past
                     "state": TaskInstanceState.SCHEDULED.value
-                    if runs and not plan.upstream
+                    if runs and not plan.upstream and not plan.depends_on_past
                     else None,
                 }
             )

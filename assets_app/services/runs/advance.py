@@ -45,6 +45,11 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
+from assets_app.services.runs.past import (
+    PastCandidate,
+    downstream_of,
+    task_instances_past_blocked,
+)
 from assets_app.services.runs.plans import NO_PLAN, TaskPlan, dags_task_plans
 from assets_app.services.runs.settle import dag_run_settle
 from assets_app.trigger_rules import Decision, UpstreamCounts, trigger_rule_evaluate
@@ -138,18 +143,41 @@ def _decisions(
     rows: Sequence[tuple[uuid.UUID, int, str, str, str | None]],
 ) -> tuple[dict[str, list[uuid.UUID]], list[int]]:
     """The task instances (``(pk, run pk, dag id, task id, state)``, every one of each run)
-    decided, by new state, and the runs with nothing unfinished after (1 query)."""
+    decided, by new state, and the runs with nothing unfinished after (1 query; up to three
+    more when a ready one depends on the past, ``past``: it stays waiting until the past is
+    done)."""
     plans = dags_task_plans({dag_id for _, _, dag_id, _, _ in rows})
     by_run: dict[int, list[_Waiting]] = defaultdict(list)
     for pk, run_pk, dag_id, task_id, state in rows:
-        by_run[run_pk].append(_Waiting(pk, task_id, state, plans.get((dag_id, task_id), NO_PLAN)))
+        by_run[run_pk].append(
+            _Waiting(pk, task_id, state, plans.get((dag_id, task_id), NO_PLAN), dag_id)
+        )
     decided: dict[str, list[uuid.UUID]] = defaultdict(list)
     finished_runs: list[int] = []
+    candidates: list[PastCandidate] = []
+    downstream: dict[tuple[str, str], list[str]] | None = None
     for run_pk, instances in by_run.items():
         for instance in _decide(instances):
+            if instance.state == TaskInstanceState.SCHEDULED and instance.plan.depends_on_past:
+                dag_id = instance.dag_id
+                downstream = downstream if downstream is not None else downstream_of(plans)
+                candidates.append(
+                    PastCandidate(
+                        pk=instance.pk,
+                        dag_run_id=run_pk,
+                        dag_id=dag_id,
+                        task_id=instance.task_id,
+                        plan=instance.plan,
+                        downstream=tuple(downstream.get((dag_id, instance.task_id), ())),
+                    )
+                )
             decided[str(instance.state)].append(instance.pk)
         if all(instance.state in FINISHED_TI_STATES for instance in instances):
             finished_runs.append(run_pk)
+    blocked = task_instances_past_blocked(candidates)
+    if blocked:
+        scheduled = decided[TaskInstanceState.SCHEDULED.value]
+        decided[TaskInstanceState.SCHEDULED.value] = [pk for pk in scheduled if pk not in blocked]
     return decided, finished_runs
 
 
@@ -180,6 +208,7 @@ class _Waiting:
     task_id: str
     state: str | None
     plan: TaskPlan
+    dag_id: str = ""
 
 
 def _decide(instances: list[_Waiting]) -> Iterable[_Waiting]:

@@ -22,6 +22,10 @@ class TaskPlan:
     retries: int = 0
     upstream: tuple[str, ...] = ()
     trigger_rule: str = DEFAULT_TRIGGER_RULE.value
+    #: waits for the same task in the previous run (``past``)
+    depends_on_past: bool = False
+    wait_for_downstream: bool = False
+    ignore_first_depends_on_past: bool = True
 
 
 #: The plan of a task no manifest declares: no retries, no upstreams, the default rule.
@@ -42,7 +46,8 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
             cursor,
             f"""
             SELECT {t("dag")}, {t("task_id")}, {t("retries")}, {t("upstream")},
-                {t("trigger_rule")}
+                {t("trigger_rule")}, {t("depends_on_past")}, {t("wait_for_downstream")},
+                {t("ignore_first_depends_on_past")}
             FROM {table(DagTask)} t WHERE {among}
             """,  # noqa: S608 - names from the models, values bound as parameters
             [ids],
@@ -52,11 +57,23 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
     upstreams = column_values(DagTask, "upstream", [row[3] for row in rows])
     return {
         (dag_id, task_id): TaskPlan(
-            retries=retries, upstream=tuple(upstream or ()), trigger_rule=trigger_rule
+            retries=retries,
+            upstream=tuple(upstream or ()),
+            trigger_rule=trigger_rule,
+            depends_on_past=bool(past),
+            wait_for_downstream=bool(downstream),
+            ignore_first_depends_on_past=bool(ignore_first),
         )
-        for (dag_id, task_id, retries, _, trigger_rule), upstream in zip(
-            rows, upstreams, strict=True
-        )
+        for (
+            dag_id,
+            task_id,
+            retries,
+            _,
+            trigger_rule,
+            past,
+            downstream,
+            ignore_first,
+        ), upstream in zip(rows, upstreams, strict=True)
     }
 
 

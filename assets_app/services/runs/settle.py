@@ -18,21 +18,24 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection
-from django.db.models import Exists, OuterRef
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from assets_app.models import (
     FAILED_TI_STATES,
     FINISHED_TI_STATES,
+    Dag,
     DagRun,
     DagRunState,
     DagTask,
     TaskInstance,
+    TaskInstanceState,
 )
+from assets_app.services.runs.callbacks import REASON_TIMED_OUT, dag_run_callback_request
 from assets_app.services.sql import Statement, column, of, statements_cursor, table
 
 logger = logging.getLogger(__name__)
@@ -82,25 +85,47 @@ def dag_run_settle(*, dag_run_id: int, end_date: datetime | None = None) -> bool
         task_instances=_run_task_instances(),
         task_instances_params=[dag_run_id],
         end_date=end_date or timezone.now(),
+        returning=f" RETURNING {column(DagRun, 'dag')}, {_callback_wanted()}",
     )
     with statements_cursor() as cursor:
         cursor.execute(statement.text, statement.params)
-        settled = cursor.rowcount
-    if settled:
-        dag_run_ended(dag_run_id)
-    return bool(settled)
+        row = cursor.fetchone()
+    if row is not None:
+        dag_run_ended(dag_run_id, dag_id=row[0], callback=row[1])
+    return row is not None
 
 
-def dag_run_ended(dag_run_id: int) -> None:
-    """Say that a settle ended the run (this one or :func:`dag_run_settle_step`)."""
+def dag_run_ended(dag_run_id: int, *, dag_id: str = "", callback: str | None = None) -> None:
+    """Say that a settle ended the run (this one or :func:`dag_run_settle_step`); ``callback``:
+    the state it ended in when its DAG has a callback for it (``_callback_wanted``), which is
+    then requested (``callbacks``: one ``INSERT``, only then)."""
     logger.info("DAG run %s finished", dag_run_id)
+    if callback:
+        dag_run_callback_request(dag_run_id=dag_run_id, dag_id=dag_id, state=callback)
+
+
+@functools.cache
+def _callback_wanted() -> str:
+    """What a settle returns of the run it ended: its new state when its DAG has a callback
+    for that state (``Dag.has_on_success_callback`` / ``has_on_failure_callback``), else
+    ``''`` — read in the settle's own statement, so a DAG without callbacks costs none more."""
+    run, dag = table(DagRun), of("cb_dag", Dag)
+    state = f"{run}.{column(DagRun, 'state')}"
+    return (
+        f"(SELECT CASE WHEN {state} = '{DagRunState.SUCCESS.value}' "  # noqa: S608 - names from the models and a model constant
+        f"AND {dag('has_on_success_callback')} THEN {state} "
+        f"WHEN {state} = '{DagRunState.FAILED.value}' AND {dag('has_on_failure_callback')} "
+        f"THEN {state} ELSE '' END FROM {table(Dag)} cb_dag "
+        f"WHERE {dag('dag_id')} = {run}.{column(DagRun, 'dag')})"
+    )
 
 
 def dag_run_settle_step(*, finished: str, end_date: datetime) -> Statement:
     """:func:`dag_run_settle` as a step of the PostgreSQL statement that finishes a task
     instance: ``finished`` names the step returning it as it is now (``id``, ``dag_run_id``,
-    ``dag_id``, ``task_id``, ``state``, ``has_downstream``); the step returns the id of the
-    run it ended.
+    ``dag_id``, ``task_id``, ``state``, ``has_downstream``); the step returns one row, one
+    column, when it ended the run: the run's new state if its DAG has a callback for it, else
+    ``''`` (``_callback_wanted``).
 
     The statement's snapshot still sees that task instance unfinished, so its new state comes
     from ``finished`` and the others from the table. The run ends here only if the task has
@@ -132,7 +157,7 @@ def dag_run_settle_step(*, finished: str, end_date: datetime) -> Statement:
         ),
         task_instances_params=[],
         end_date=end_date,
-        returning=f" RETURNING {run_id}",
+        returning=f" RETURNING {_callback_wanted()}",
     )
 
 
@@ -148,6 +173,49 @@ def dag_runs_settle_finished(*, end_date: datetime | None = None) -> int:
         dag_run_settle(dag_run_id=pk, end_date=end_date)
         for pk in stuck.values_list("pk", flat=True)[:SETTLE_LIMIT]
     )
+
+
+def dag_runs_fail_timed_out(*, now: datetime | None = None) -> list[int]:
+    """Fail the ``running`` runs that started more than their DAG's ``dagrun_timeout`` ago,
+    as Airflow's scheduler does (``_schedule_dag_run``): the run ``failed`` (``end_date`` now)
+    and each of its unfinished task instances ``skipped`` — a running one too, whose runner's
+    next heartbeat is then refused (409), which stops the task —, and the DAG's failure
+    callback requested with the reason ``timed_out``. Each run in its own transaction,
+    re-checked under its ``UPDATE``; one query finds them (only DAGs with a timeout).
+    ``upkeep`` calls it; returns the runs failed."""
+    now = now or timezone.now()
+    candidates = DagRun.objects.filter(
+        state=DagRunState.RUNNING, start_date__isnull=False, dag__dagrun_timeout__isnull=False
+    ).values_list(
+        "pk", "dag_id", "start_date", "dag__dagrun_timeout", "dag__has_on_failure_callback"
+    )
+    failed: list[int] = []
+    for pk, dag_id, start_date, timeout, callback in candidates[:SETTLE_LIMIT]:
+        if timeout is None or start_date is None or start_date >= now - timedelta(seconds=timeout):
+            continue
+        with transaction.atomic():
+            if not DagRun.objects.filter(pk=pk, state=DagRunState.RUNNING).update(
+                state=DagRunState.FAILED, end_date=now
+            ):
+                continue  # it ended meanwhile
+            unfinished = TaskInstance.objects.filter(dag_run_id=pk).filter(
+                Q(state__isnull=True) | ~Q(state__in=FINISHED_TI_STATES)
+            )
+            skipped = {"state": TaskInstanceState.SKIPPED, "end_date": now, "updated_at": now}
+            # one never scheduled was never tried (``advance.NEVER_TRIED``)
+            unfinished.filter(state__isnull=True).update(
+                **skipped, start_date=now, duration=0.0, try_number=F("try_number") - 1
+            )
+            unfinished.update(**skipped)
+            if callback:
+                dag_run_callback_request(
+                    dag_run_id=pk, dag_id=dag_id, state=DagRunState.FAILED, reason=REASON_TIMED_OUT
+                )
+        logger.warning(
+            "DAG run %s of %s timed out (dagrun_timeout %g s): failed", pk, dag_id, timeout
+        )
+        failed.append(pk)
+    return failed
 
 
 @functools.cache

@@ -14,27 +14,81 @@ the error (:func:`task_instance_not_found`).
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import math
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import Subquery
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceNotFoundError
 from assets_app.models import (
     TRY_FIELDS,
+    DagRun,
     DagTask,
     TaskInstance,
     TaskInstanceHistory,
     TaskInstanceState,
     TaskReschedule,
 )
+from assets_app.services.runs.emails import FailureMail, failure_mail_on_commit, recipients_of
 
 logger = logging.getLogger(__name__)
 
 #: Airflow's default ``retry_delay`` (seconds), for a task no manifest declares.
 DEFAULT_RETRY_DELAY = 300.0
+#: Airflow's ``[core] max_task_retry_delay``: no backoff waits longer (seconds).
+MAX_RETRY_DELAY = 24 * 60 * 60
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """A task's retry spacing as declared: Airflow's ``retry_delay`` (seconds),
+    ``retry_exponential_backoff`` (a multiplier; 0 or 1: constant) and ``max_retry_delay``."""
+
+    retry_delay: float = DEFAULT_RETRY_DELAY
+    retry_exponential_backoff: float = 0.0
+    max_retry_delay: float | None = None
+
+
+def retry_delay_seconds(
+    policy: RetryPolicy,
+    *,
+    dag_id: str,
+    task_id: str,
+    logical_date: datetime | None,
+    try_number: int,
+) -> float:
+    """How long after a failed try (``try_number``) its next try waits: Airflow 3.3's
+    ``TaskInstance.next_retry_datetime``, to the second.
+
+    Without backoff, ``retry_delay``. With a multiplier ``m``, ``b = ceil(retry_delay *
+    m ** (try_number - 1))`` (at least 1), plus a jitter below ``b`` from a SHA-1 of the task
+    instance's key (``dag_id#task_id#logical_date#try_number``, so the same try always waits the
+    same), capped by 24 h and by ``max_retry_delay``."""
+    delay = float(policy.retry_delay)
+    multiplier = policy.retry_exponential_backoff or 1.0
+    if multiplier == 1.0 or multiplier <= 0:
+        return max(delay, 0.0)
+    try:
+        min_backoff = math.ceil(delay * (multiplier ** (try_number - 1)))
+    except OverflowError:
+        min_backoff = MAX_RETRY_DELAY
+    min_backoff = max(min_backoff, 1)
+    ti_hash = int(
+        hashlib.sha1(
+            f"{dag_id}#{task_id}#{logical_date}#{try_number}".encode(), usedforsecurity=False
+        ).hexdigest(),
+        16,
+    )
+    seconds = float(min(min_backoff + ti_hash % min_backoff, MAX_RETRY_DELAY))
+    if policy.max_retry_delay:
+        seconds = min(seconds, float(policy.max_retry_delay))
+    return seconds
 
 
 def is_eligible_to_retry(*, state: str | None, try_number: int, max_tries: int) -> bool:
@@ -123,17 +177,21 @@ def task_instance_next_try(
     Call with the task instance locked. The finished try is kept in ``TaskInstanceHistory``
     as ``failed``; the task instance gets a new id (Airflow's ``prepare_db_for_next_try``) so
     the old try's runner can no longer touch it, and ``next_retry_at`` = ``end_date`` + the
-    task's ``retry_delay`` (or ``retry_delay_seconds``, the runner's override). Its
+    task's retry delay (:func:`retry_delay_seconds`: its ``retry_delay``, with Airflow's
+    exponential backoff if declared), or ``retry_delay_seconds`` (the runner's override). Its
     ``try_number`` goes up when ``upkeep`` schedules it. Three statements.
     """
+    declared = _declared(task_instance)
     delay = retry_delay_seconds
     if delay is None:
-        declared = (
-            DagTask.objects.filter(dag_id=task_instance.dag_id, task_id=task_instance.task_id)
-            .values_list("retry_delay", flat=True)
-            .first()
+        delay = _retry_delay_seconds(
+            declared.policy,
+            dag_id=task_instance.dag_id,
+            task_id=task_instance.task_id,
+            logical_date=declared.logical_date,
+            try_number=task_instance.try_number,
         )
-        delay = DEFAULT_RETRY_DELAY if declared is None else declared
+    failed_try = task_instance.try_number
     ended = {
         "end_date": end_date,
         "duration": _duration(task_instance, end_date),
@@ -150,6 +208,20 @@ def task_instance_next_try(
         rendered_map_index=task_instance.rendered_map_index,
         **ended,
     )
+    failure_mail_on_commit(
+        FailureMail(
+            recipients=declared.retry_recipients,
+            dag_id=task_instance.dag_id,
+            task_id=task_instance.task_id,
+            run_id=task_instance.run_id,
+            map_index=task_instance.map_index,
+            try_number=failed_try,
+            max_tries=task_instance.max_tries,
+            state=TaskInstanceState.UP_FOR_RETRY.value,
+            hostname=task_instance.hostname,
+            exception=failure_reason,
+        )
+    )
     logger.info(
         "task instance %s (try %s) up for retry as %s at %s: %s",
         old_id,
@@ -157,6 +229,42 @@ def task_instance_next_try(
         task_instance.pk,
         task_instance.next_retry_at,
         failure_reason or "failed",
+    )
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """What a failed try's next try reads of its task (and its run's logical date)."""
+
+    policy: RetryPolicy
+    logical_date: datetime | None
+    retry_recipients: tuple[str, ...]  # ``email`` when ``email_on_retry``
+
+
+def _declared(task_instance: TaskInstance) -> _Declared:
+    """One query: the task's retry policy and mail, and its run's logical date (which the
+    backoff's jitter reads)."""
+    logical_date = DagRun.objects.filter(pk=task_instance.dag_run_id).values("logical_date")
+    row = (
+        DagTask.objects.filter(dag_id=task_instance.dag_id, task_id=task_instance.task_id)
+        .annotate(run_logical_date=Subquery(logical_date[:1]))
+        .values_list(
+            "retry_delay",
+            "retry_exponential_backoff",
+            "max_retry_delay",
+            "run_logical_date",
+            "email",
+            "email_on_retry",
+        )
+        .first()
+    )
+    if row is None:
+        return _Declared(RetryPolicy(), None, ())
+    retry_delay, backoff, max_delay, run_logical_date, email, on_retry = row
+    return _Declared(
+        RetryPolicy(retry_delay, backoff, max_delay),
+        run_logical_date,
+        recipients_of(email) if on_retry else (),
     )
 
 
@@ -192,3 +300,7 @@ def task_instance_reschedule(
             "updated_at",
         ]
     )
+
+
+#: :func:`retry_delay_seconds` under a name the next try's parameter does not shadow.
+_retry_delay_seconds = retry_delay_seconds

@@ -16,6 +16,8 @@
 - **Unsettled runs**: a ``running`` run whose task instances have all finished ends
   (``dag_runs_settle_finished``): a process that died between a task instance's commit and
   its run's settle leaves one behind.
+- **Timed-out runs** (Airflow's ``dagrun_timeout``): a ``running`` run older than its DAG's
+  timeout fails, its unfinished task instances skipped (``dag_runs_fail_timed_out``).
 
 The scheduler's every pass also admits queued runs and decides waiting task instances
 (``runs.admit.dag_runs_admit`` and ``runs.advance.task_instances_advance``), which is not
@@ -36,9 +38,10 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from assets_app.models import TaskInstance, TaskInstanceState
+from assets_app.models import DagTask, TaskInstance, TaskInstanceState
 from assets_app.services.runs.advance import dag_run_progress
-from assets_app.services.runs.settle import dag_runs_settle_finished
+from assets_app.services.runs.emails import FailureMail, failure_mail_on_commit, recipients_of
+from assets_app.services.runs.settle import dag_runs_fail_timed_out, dag_runs_settle_finished
 from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_next_try
 
 logger = logging.getLogger(__name__)
@@ -63,6 +66,8 @@ class UpkeepResult:
     retries_scheduled: int = 0
     reschedules_scheduled: int = 0
     runs_settled: int = 0  # left running by a process that died before settling them
+    #: runs failed because they ran longer than their DAG's ``dagrun_timeout``
+    runs_timed_out: list[int] = field(default_factory=list)
 
 
 def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
@@ -73,6 +78,7 @@ def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
     )
     result.retries_scheduled, result.reschedules_scheduled = task_instances_schedule_due(now=now)
     result.runs_settled = dag_runs_settle_finished(end_date=now)
+    result.runs_timed_out = dag_runs_fail_timed_out(now=now)
     return result
 
 
@@ -176,6 +182,7 @@ def _reap(
             task_instance.save(
                 update_fields=["state", "end_date", "duration", "failure_reason", "updated_at"]
             )
+            _failure_mail(task_instance, reason=why)
     if task_instance.state == TaskInstanceState.FAILED:  # after the commit: its run moves on
         dag_run_progress(dag_run_id=task_instance.dag_run_id, has_downstream=True, end_date=now)
     logger.warning("reaped %s (try %s) → %s: %s", label, try_number, task_instance.state, why)
@@ -184,6 +191,32 @@ def _reap(
         try_number=try_number,
         state=str(task_instance.state),
         task_instance_id=task_instance.pk,
+    )
+
+
+def _failure_mail(task_instance: TaskInstance, *, reason: str) -> None:
+    """Mail a reaped try's failure to its task's ``email`` (``email_on_failure``) after the
+    commit, as a reported failure is (one query)."""
+    declared = (
+        DagTask.objects.filter(
+            dag_id=task_instance.dag_id, task_id=task_instance.task_id, email_on_failure=True
+        )
+        .values_list("email", flat=True)
+        .first()
+    )
+    failure_mail_on_commit(
+        FailureMail(
+            recipients=recipients_of(declared),
+            dag_id=task_instance.dag_id,
+            task_id=task_instance.task_id,
+            run_id=task_instance.run_id,
+            map_index=task_instance.map_index,
+            try_number=task_instance.try_number,
+            max_tries=task_instance.max_tries,
+            state=TaskInstanceState.FAILED.value,
+            hostname=task_instance.hostname,
+            exception=reason,
+        )
     )
 
 

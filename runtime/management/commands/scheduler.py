@@ -165,6 +165,8 @@ class Command(BaseCommand):
             )
         if result.runs_settled:
             lines.append(f"settled {result.runs_settled} run(s) left running with nothing to run")
+        if result.runs_timed_out:
+            lines.append(f"failed {len(result.runs_timed_out)} run(s) past their dagrun_timeout")
         self._write(lines)
 
     def _write(self, lines: list[str]) -> None:
