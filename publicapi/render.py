@@ -21,6 +21,7 @@ from assets_app.models import (
     TaskInstance,
     XCom,
 )
+from assets_app.params import params_load
 from assets_app.selectors.dags import dag_schedule_description
 
 #: the version these routes follow
@@ -158,7 +159,8 @@ def dag(row: Dag) -> dict[str, Any]:
         "max_active_runs": row.max_active_runs,
         "max_consecutive_failed_dag_runs": 0,
         "has_task_concurrency_limits": False,
-        "has_import_errors": False,
+        # annotated by publicapi.selectors.dags (a row from elsewhere: not known, False)
+        "has_import_errors": bool(getattr(row, "has_import_error", False)),
         "next_dagrun_logical_date": when(row.next_dagrun),
         "next_dagrun_data_interval_start": when(row.next_dagrun),
         "next_dagrun_data_interval_end": when(row.next_dagrun),
@@ -167,6 +169,52 @@ def dag(row: Dag) -> dict[str, Any]:
         "owners": [],
         "is_backfillable": False,
         "file_token": "",
+    }
+
+
+def _duration(seconds: float | None) -> str | None:
+    """A duration as ISO 8601 (Pydantic's ``timedelta`` form: ``P1DT2H0M0S``)."""
+    if seconds is None:
+        return None
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, rest = divmod(rest, 60)
+    whole = f"{rest:.6f}".rstrip("0").rstrip(".")
+    return f"P{int(days)}DT{int(hours)}H{int(minutes)}M{whole}S"
+
+
+def dag_details(row: Dag, *, active_runs: int) -> dict[str, Any]:
+    """Airflow's ``DAGDetailsResponse``: the DAG and what its file says of it."""
+    timetable = row.timetable or {}
+    return {
+        **dag(row),
+        "catchup": row.catchup,
+        "dag_run_timeout": _duration(row.dagrun_timeout),
+        "asset_expression": row.asset_expression,
+        "doc_md": None,
+        "start_date": when(row.start_date),
+        "end_date": when(row.end_date),
+        "is_paused_upon_creation": None,
+        "params": {
+            spec.name: {
+                "value": None if spec.required else spec.default,
+                "schema": dict(spec.schema),
+                "description": spec.description,
+                "source": None,
+            }
+            for spec in params_load(row.params)
+        },
+        "render_template_as_native_obj": False,
+        "template_search_path": None,
+        "timezone": str(timetable.get("timezone", "UTC")),
+        "last_parsed": when(row.last_parsed_time),
+        "default_args": None,
+        "rerun_with_latest_version": None,
+        "owner_links": None,
+        "is_favorite": False,
+        "active_runs_count": active_runs,
+        "concurrency": row.max_active_tasks,
+        "latest_dag_version": None,
     }
 
 

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Collection
 
 from django.db import DatabaseError, connection
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from assets_app.models import (
     Asset,
@@ -18,6 +18,7 @@ from assets_app.models import (
     Dag,
     DagImportError,
     DagRun,
+    DagRunState,
     TaskInstance,
     XCom,
 )
@@ -54,8 +55,15 @@ def asset_event_detailed_get(*, event_id: int) -> AssetEvent:
 # --- DAGs and their runs ----------------------------------------------------------------------
 
 
+def dags() -> QuerySet[Dag]:
+    """DAGs, each with ``has_import_error``: its file fails to load now (its DAG keeps the
+    last version that loaded), Airflow's ``has_import_errors``."""
+    failing = DagImportError.objects.filter(filename=OuterRef("fileloc"))
+    return dag_list().annotate(has_import_error=Exists(failing))
+
+
 def dag_get(*, dag_id: str) -> Dag | None:
-    return dag_list().filter(dag_id=dag_id).first()
+    return dags().filter(dag_id=dag_id).first()
 
 
 def dag_exists(*, dag_id: str) -> bool:
@@ -64,7 +72,7 @@ def dag_exists(*, dag_id: str) -> bool:
 
 def dags_by_id(*, dag_ids: Collection[str]) -> list[Dag]:
     """The DAGs of ``dag_ids`` (those that exist), by id."""
-    return list(dag_list().filter(dag_id__in=dag_ids).order_by("dag_id"))
+    return list(dags().filter(dag_id__in=dag_ids).order_by("dag_id"))
 
 
 def dag_runs_of(*, dag_id: str | None) -> QuerySet[DagRun]:
@@ -110,6 +118,11 @@ def xcom_list(*, dag_id: str, run_id: str, task_id: str) -> QuerySet[XCom]:
         if value != "~":
             rows = rows.filter(**{field: value})
     return rows
+
+
+def dag_active_run_count(*, dag_id: str) -> int:
+    """The DAG's running runs (Airflow's ``active_runs_count``)."""
+    return DagRun.objects.filter(dag_id=dag_id, state=DagRunState.RUNNING).count()
 
 
 def import_error_get(*, import_error_id: int) -> DagImportError | None:

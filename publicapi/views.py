@@ -215,7 +215,7 @@ class DagListView(PublicView):
 
     def get(self, request: Request) -> Response:
         q = parse(DagFilter, request.query_params, lists=("order_by",))
-        dags, total = page(q.filter_queryset(dag_list()), q)
+        dags, total = page(q.filter_queryset(selectors.dags()), q)
         return Response({"dags": [render.dag(d) for d in dags], "total_entries": total})
 
     def patch(self, request: Request) -> Response:
@@ -251,6 +251,21 @@ class DagDetailView(PublicView):
         body = _patch_body(request)
         dags_set_paused(dag_ids=[found.dag_id], is_paused=body.is_paused)
         return Response(render.dag(_dag(dag_id)))
+
+
+class DagDetailsView(PublicView):
+    """Airflow's ``get_dag_details``: the DAG with its dates, timeout, params and schedule."""
+
+    required_permissions: ClassVar = {"GET": [V + "dag"]}
+
+    def get(self, request: Request, dag_id: str) -> Response:
+        found = _dag(dag_id)
+        return Response(
+            render.dag_details(
+                found,
+                active_runs=selectors.dag_active_run_count(dag_id=found.dag_id),
+            )
+        )
 
 
 class DagSourceView(PublicView):

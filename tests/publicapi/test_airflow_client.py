@@ -73,6 +73,13 @@ def test_airflows_client_drives_the_registry(server):
     assert [tag.name for tag in paused.tags] == ["finance", "nightly"]
     assert Dag.objects.get(dag_id="consumer").is_paused is True
 
+    details = dags.get_dag_details("consumer")
+    assert (details.dag_id, details.has_import_errors, details.active_runs_count) == (
+        "consumer",
+        False,
+        0,
+    )
+
     # the DAG's file as loaded
     source = DagSourceApi(client).get_dag_source("consumer")
     assert (source.content, source.version_number) == ("from airflow.sdk import DAG\n", 1)
