@@ -211,6 +211,10 @@ class WarmParent:
                 self._start()
             except (OSError, WarmUnavailable) as exc:
                 self._failed_at = time.monotonic()
+                self.report(
+                    f"the warm parent could not start ({exc}); DAG-file tasks run in new "
+                    f"processes, another try in {RETRY_AFTER:g}s"
+                )
                 raise WarmUnavailable(f"the warm parent could not start: {exc}") from exc
             self._failed_at = None
 
