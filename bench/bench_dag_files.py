@@ -155,6 +155,22 @@ def tree_cpu(pid: int) -> float:
     return sum(cpu_with_reaped(p) for p in tree(pid))
 
 
+def worker_parts(worker: int) -> dict[str, float]:
+    """The worker tree's CPU by part: the worker (with the task processes it reaped), its log
+    shipper, the warm parent (with the supervisors it reaped) and the live task processes."""
+    parts = {"worker": cpu_with_reaped(worker), "shipper": 0.0, "warm parent": 0.0, "live": 0.0}
+    for child in child_pids(worker):
+        line = cmdline(child)
+        if "log_shipping" in line:
+            parts["shipper"] += tree_cpu(child)
+        elif "warm.py" in line:
+            parts["warm parent"] += cpu_with_reaped(child)
+            parts["live"] += sum(tree_cpu(c) for c in child_pids(child))
+        else:
+            parts["live"] += tree_cpu(child)
+    return parts
+
+
 def pss_kib(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/smaps_rollup") as file:
@@ -255,6 +271,7 @@ def run_mode(
         cpu_before = {p: cpu_with_reaped(p) for p in backends}
         others_before = sum(tree_cpu(p) for p in others)
         worker_before = tree_cpu(worker.pid)
+        parts_before = worker_parts(worker.pid)
         results: dict[str, list[float]] = {}
         handovers: list[float] = []
         tasks = 0
@@ -270,6 +287,8 @@ def run_mode(
                 tasks += count
         time.sleep(1.5)
         worker_cpu = tree_cpu(worker.pid) - worker_before
+        parts_after = worker_parts(worker.pid)
+        parts = {name: parts_after[name] - parts_before[name] for name in parts_after}
         backends_after = set(backend_pids(database)) | set(backends)
         pg_cpu = sum(cpu_with_reaped(p) - cpu_before.get(p, 0.0) for p in backends_after)
         others_cpu = sum(tree_cpu(p) for p in others) - others_before
@@ -280,6 +299,7 @@ def run_mode(
             "worker_cpu": worker_cpu,
             "all_cpu": worker_cpu + pg_cpu + others_cpu,
             "pg_cpu": pg_cpu,
+            "parts": parts,
             "idle_pss": idle_pss,
             "task_pss": percentile(per_task_pss, 50) if per_task_pss else float("nan"),
             "load": (load_before, load_average()),
@@ -336,6 +356,11 @@ def report(mode: str, result: dict[str, object]) -> None:
         f"  CPU per task ({tasks} tasks): all processes {all_cpu / tasks * 1000:.0f} ms, "
         f"worker tree {worker_cpu / tasks * 1000:.0f} ms, PostgreSQL backends "
         f"{pg_cpu / tasks * 1000:.0f} ms"
+    )
+    parts: dict[str, float] = result["parts"]  # type: ignore[assignment]
+    print(
+        "  worker tree per task: "
+        + ", ".join(f"{name} {cpu / tasks * 1000:.0f} ms" for name, cpu in parts.items())
     )
     print(
         f"  PSS: idle worker tree {result['idle_pss'] / 1024:.0f} MB, per running task "  # type: ignore[operator]
