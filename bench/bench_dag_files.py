@@ -23,7 +23,7 @@ The DAG files (written to a scratch folder, loaded with ``declare_dags --dags-fo
 Printed per mode, over its runs:
 
 - ``run``: trigger → run end (the run's ``end_date``), p50 and max, per shape;
-- ``hand-over``: downstream ``start_date`` (its supervisor's ``/run``) − upstream finish
+- ``hand-over``: downstream ``start_date`` (its supervisor's ``/run``) minus upstream finish
   (``updated_at`` of its success, just before the commit), over every edge (a join: its last
   upstream), p50/p95/p99/max;
 - ``CPU/task``: CPU seconds spent from before the first to after the last run of the mode,
@@ -41,6 +41,7 @@ Printed per mode, over its runs:
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import shutil
@@ -238,7 +239,7 @@ def run_once(dag_id: str, n: int, timeout: float) -> tuple[float, list[float], i
     if dag_id == "bench_chain10":
         ids = sorted(rows)
         handovers = [
-            (rows[down][1] - rows[up][0]).total_seconds() for up, down in zip(ids, ids[1:])
+            (rows[down][1] - rows[up][0]).total_seconds() for up, down in itertools.pairwise(ids)
         ]
     else:
         last_upstream = max(updated for task_id, (updated, _) in rows.items() if task_id != "join")
@@ -247,7 +248,12 @@ def run_once(dag_id: str, n: int, timeout: float) -> tuple[float, list[float], i
 
 
 def run_mode(
-    mode: str, args: argparse.Namespace, env: dict[str, str], url: str, logs: Path, others: list[int]
+    mode: str,
+    args: argparse.Namespace,
+    env: dict[str, str],
+    url: str,
+    logs: Path,
+    others: list[int],
 ) -> dict[str, object]:
     database = connection.settings_dict["NAME"]
     with (logs / f"worker-{mode}.log").open("ab") as log:

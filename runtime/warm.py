@@ -4,7 +4,7 @@ LocalExecutor forks its tasks from pre-started workers, and further: the DAG fil
 parsed once per modification, not once per task).
 
 Without it every try of a DAG-file task starts a new ``python runtime/airflow_task.py``, which
-imports Airflow (2–3 CPU-seconds) and parses the DAG file before it can mark its task instance
+imports Airflow (2 to 3 CPU-seconds) and parses the DAG file before it can mark its task instance
 running. With it:
 
 - **the worker's side** (:class:`WarmParent`, standard library only) starts the parent
@@ -72,7 +72,7 @@ RETRY_AFTER = 60.0
 MAX_MESSAGE = 1 << 22
 
 
-class WarmUnavailable(Exception):
+class WarmUnavailableError(Exception):
     """No warm parent can take the task now; the message says why."""
 
 
@@ -170,7 +170,7 @@ class WarmParent:
         started = time.monotonic()
         try:
             ready = self._read_message(READY_TIMEOUT)
-        except WarmUnavailable:
+        except WarmUnavailableError:
             self.stop()
             raise
         self.report(
@@ -207,24 +207,23 @@ class WarmParent:
             self.stop()
         if self.process is None:
             if self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_AFTER:
-                raise WarmUnavailable("the warm parent could not start a moment ago")
+                raise WarmUnavailableError("the warm parent could not start a moment ago")
             try:
                 self._start()
-            except (OSError, WarmUnavailable) as exc:
+            except (OSError, WarmUnavailableError) as exc:
                 self._failed_at = time.monotonic()
                 self.report(
                     f"the warm parent could not start ({exc}); DAG-file tasks run in new "
                     f"processes, another try in {RETRY_AFTER:g}s"
                 )
-                raise WarmUnavailable(f"the warm parent could not start: {exc}") from exc
+                raise WarmUnavailableError(f"the warm parent could not start: {exc}") from exc
             self._failed_at = None
 
     def _due_for_restart(self) -> bool:
         if self.forks >= self.max_tasks:
             self.report(f"warm parent ran {self.forks} tasks: starting a new one")
             return True
-        assert self.process is not None
-        pss = pss_kib(self.process.pid)
+        pss = pss_kib(self.process.pid) if self.process is not None else None
         if pss is not None and pss > self.max_memory_mb * 1024:
             self.report(f"warm parent uses {pss // 1024} MB (PSS): starting a new one")
             return True
@@ -239,20 +238,20 @@ class WarmParent:
         while True:
             message = self._next_message(max(deadline - time.monotonic(), 0))
             if message is None:
-                raise WarmUnavailable("the warm parent did not answer in time")
+                raise WarmUnavailableError("the warm parent did not answer in time")
             if "exited" in message:
                 self._exits[message["exited"]] = message["status"]
                 continue
             if "error" in message and "pid" not in message and "python" not in message:
-                raise WarmUnavailable(f"the warm parent refused the task: {message['error']}")
+                raise WarmUnavailableError(f"the warm parent refused the task: {message['error']}")
             return message
 
     def _next_message(self, timeout: float) -> dict[str, Any] | None:
         """The next message (waiting up to ``timeout``), ``None`` when none came; raises
-        ``WarmUnavailable`` when the parent is gone."""
+        ``WarmUnavailableError`` when the parent is gone."""
         sock = self._sock
         if sock is None:
-            raise WarmUnavailable("no warm parent")
+            raise WarmUnavailableError("no warm parent")
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
@@ -262,10 +261,10 @@ class WarmParent:
             try:
                 data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
             except OSError as exc:
-                raise WarmUnavailable(f"the warm parent's socket failed: {exc}") from exc
+                raise WarmUnavailableError(f"the warm parent's socket failed: {exc}") from exc
             self._fds.extend(fds)
             if not data:
-                raise WarmUnavailable("the warm parent's socket closed (it exited)")
+                raise WarmUnavailableError("the warm parent's socket closed (it exited)")
             self._buffer += data
         line, _, self._buffer = self._buffer.partition(b"\n")
         message: dict[str, Any] = json.loads(line)
@@ -278,7 +277,7 @@ class WarmParent:
         while pid not in self._exits and time.monotonic() < deadline:
             try:
                 message = self._next_message(deadline - time.monotonic())
-            except WarmUnavailable:
+            except WarmUnavailableError:
                 break
             if message is None:
                 break
@@ -292,23 +291,24 @@ class WarmParent:
         self, *, workload: str, env: Mapping[str, str], cwd: str, output: IO[bytes]
     ) -> WarmProcess:
         """Have the parent fork a supervisor for ``workload`` (``ExecuteTask`` as JSON) with
-        ``env``, in ``cwd``, its output going to ``output``. Raises ``WarmUnavailable`` when
+        ``env``, in ``cwd``, its output going to ``output``. Raises ``WarmUnavailableError`` when
         no parent can (the caller then starts ``airflow_task.py`` itself)."""
         self._ensure()
-        assert self._sock is not None
+        if self._sock is None:  # _ensure made one or raised
+            raise WarmUnavailableError("no warm parent")
         request = json.dumps({"workload": workload, "env": dict(env), "cwd": cwd}).encode()
         try:
             sent = socket.send_fds(self._sock, [request + b"\n"], [output.fileno()])
             if sent < len(request) + 1:
                 self._sock.sendall((request + b"\n")[sent:])
             answer = self._read_message(ANSWER_TIMEOUT)
-        except (OSError, WarmUnavailable) as exc:
+        except (OSError, WarmUnavailableError) as exc:
             self.report(f"warm parent failed ({exc}); the task runs in a new process")
             self._kill()
-            raise WarmUnavailable(str(exc)) from exc
+            raise WarmUnavailableError(str(exc)) from exc
         if not self._fds:
             self._kill()
-            raise WarmUnavailable("the warm parent sent no pidfd")
+            raise WarmUnavailableError("the warm parent sent no pidfd")
         pidfd = self._fds.pop(0)
         self.forks += 1
         return WarmProcess(int(answer["pid"]), pidfd, self)
@@ -359,7 +359,9 @@ class DagFileCache:
             return cached.bag
         return self._bag_class(*args, **kwargs)
 
-    def refresh(self, path: str, *, bundle_path: str, bundle_name: str, env: Mapping[str, str]):
+    def refresh(
+        self, path: str, *, bundle_path: str, bundle_name: str, env: Mapping[str, str]
+    ) -> None:
         """In the parent, before forking: parse ``path`` unless it is kept and unchanged."""
         cached = self._files.get(path)
         if cached is not None:
@@ -368,8 +370,8 @@ class DagFileCache:
             del self._files[path]
             for name in cached.modules:
                 sys.modules.pop(name, None)
-        for name, (file, stamp) in list(self._modules.items()):  # changed: imported again
-            if _stamp(file) != stamp:
+        for name, (module_file, stamp) in list(self._modules.items()):  # changed: import again
+            if _stamp(module_file) != stamp:
                 sys.modules.pop(name, None)
                 del self._modules[name]
         before = set(sys.modules)
@@ -384,8 +386,8 @@ class DagFileCache:
                 bundle_path=Path(bundle_path),
                 bundle_name=bundle_name,
             )
-        except Exception as exc:  # noqa: BLE001 - the task runner parses it itself and says why
-            print(f"warm parent: {path} not kept: {type(exc).__name__}: {exc}", file=sys.stderr)
+        except Exception as exc:  # the task runner parses it itself and says why
+            sys.stderr.write(f"warm parent: {path} not kept: {type(exc).__name__}: {exc}\n")
             return
         finally:
             os.environ.clear()
@@ -402,7 +404,7 @@ class DagFileCache:
             return
         files = {path: _stamp(path)}
         for name, module in list(sys.modules.items()):
-            file = getattr(module, "__file__", None)
+            file: str | None = getattr(module, "__file__", None)
             if file and file.startswith(bundle_path + os.sep):
                 files[file] = self._modules.setdefault(name, (file, _stamp(file)))[1]
         self._files[path] = _CachedFile(bag, files, new)
@@ -432,7 +434,7 @@ def _preload() -> None:
     with contextlib.suppress(ImportError):
         import setproctitle  # noqa: F401
 
-    real = comms.TypeAdapter
+    real: Any = getattr(comms, "TypeAdapter")  # noqa: B009 - not in its __all__
 
     @functools.cache
     def shared(kind: Any) -> Any:
@@ -446,8 +448,26 @@ def _preload() -> None:
         except TypeError:  # not hashable
             return real(kind)
 
-    comms.TypeAdapter = type_adapter  # looked up when a CommsDecoder is made
+    setattr(comms, "TypeAdapter", type_adapter)  # noqa: B010 - looked up when a CommsDecoder is made
     type_adapter(comms.ToTask)
+
+    # The task process sets up Airflow's logging again (its own channel to the supervisor):
+    # stdlib's dictConfig clears every logger's level cache at each level it sets, ~70 times
+    # over the ~700 loggers Airflow's modules made here (~15 ms). Once at the end is the same.
+    import logging.config
+
+    dict_config = logging.config.dictConfig
+
+    def dict_config_clearing_once(config: Any) -> None:
+        manager: Any = logging.Logger.manager
+        manager._clear_cache = lambda: None
+        try:
+            dict_config(config)
+        finally:
+            del manager._clear_cache
+            manager._clear_cache()
+
+    logging.config.dictConfig = dict_config_clearing_once
 
 
 class _Parent:
@@ -455,15 +475,14 @@ class _Parent:
     children end."""
 
     def __init__(self, sock: socket.socket) -> None:
+        from airflow import settings
         from airflow.dag_processing import dagbag
         from airflow.executors import workloads
         from airflow.executors.base_executor import BaseExecutor
         from airflow.sdk.api.client import Client
         from airflow.sdk.execution_time import supervisor, task_runner  # noqa: F401
         from airflow.sdk.log import configure_logging
-        from airflow import settings
         from airflow.settings import dispose_orm
-
         from airflow_task import exit_watch_install  # type: ignore[import-not-found]
 
         self.sock = sock
@@ -481,7 +500,8 @@ class _Parent:
         # what every supervisor would build again: the HTTP client's SSL context and transports
         Client(base_url="http://127.0.0.1/", token="warm").close()  # noqa: S106 - not a secret
         self.cache = DagFileCache(dagbag.BundleDagBag)
-        dagbag.BundleDagBag = self.cache  # the task runner's parse() looks it up when called
+        # the task runner's parse() looks it up when called
+        setattr(dagbag, "BundleDagBag", self.cache)  # noqa: B010
         self.children: set[int] = set()
         self.wakeup_r, self.wakeup_w = os.pipe()
         os.set_blocking(self.wakeup_w, False)
@@ -556,7 +576,7 @@ class _Parent:
                     path, bundle_path=folder, bundle_name=workload.bundle_info.name, env=env
                 )
             pid = os.fork()
-        except Exception as exc:  # noqa: BLE001 - said to the worker, which runs it anew
+        except Exception as exc:  # said to the worker, which runs it anew
             os.close(log_fd)
             self.send({"error": f"{type(exc).__name__}: {exc}"})
             return
@@ -602,14 +622,14 @@ class _Parent:
             code = self.run_workload(workload, subprocess_logs_to_stdout=False)
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else 1
-        except BaseException:  # noqa: BLE001 - said in the log, the status says failed
+        except BaseException:  # said in the log, the status says failed
             import traceback
 
             traceback.print_exc()
         finally:
-            for stream in (sys.stdout, sys.stderr):
+            for out in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
-                    stream.flush()
+                    out.flush()
             os._exit(code or 0)
 
 

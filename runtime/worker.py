@@ -65,7 +65,7 @@ from assets_app.tokens import token_issue
 from runtime.daemon import STOP_SIGNALS, WAIT_SLICE, Daemon, connection_close
 from runtime.launch import TaskCodeError, TaskLaunch, airflow_env, task_launch
 from runtime.log_shipping import LogShipping, log_size
-from runtime.warm import WarmParent, WarmUnavailable
+from runtime.warm import WarmParent, WarmUnavailableError
 from task_sdk.client import Client, ServerResponseError
 from task_sdk.forking import preload, start_cli
 from task_sdk.timestamps import now
@@ -377,7 +377,7 @@ class Worker:
                     return self._warm_parent.spawn(
                         workload=launch.workload, env=launch.env, cwd=os.getcwd(), output=log_file
                     )
-                except WarmUnavailable as exc:
+                except WarmUnavailableError as exc:
                     logger.debug("no warm parent: %s", exc)
             return subprocess.Popen(  # noqa: S603 - an argv list we build, no shell
                 launch.argv,

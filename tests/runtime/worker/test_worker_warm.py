@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 DAG_ID = "warm_worker_test"
 
 #: The DAG file: each task writes what it saw to $WORKER_TEST_OUT/<task>-<run>.json.
-DAG_FILE = '''
+DAG_FILE = """
 import json
 import os
 import sys
@@ -101,7 +101,7 @@ def warm_worker_test():
 
 
 warm_worker_test()
-'''
+"""
 
 HELPER = 'VERSION = "{version}"\nSTATE = []\n'
 
@@ -166,9 +166,7 @@ def test_tasks_fork_from_one_warm_parent_and_what_one_changes_does_not_reach_the
     (clean,) = scheduled_task_instances(DAG_ID, "clean", 1)
 
     # when one worker runs one after the other
-    worker = start_worker(
-        "--concurrency", "1", "--max-tasks", "2", env=worker_env(tmp_path)
-    )
+    worker = start_worker("--concurrency", "1", "--max-tasks", "2", env=worker_env(tmp_path))
 
     # then both succeed, forked by the same warm parent (not the worker), and the second saw
     # none of the first's changes
@@ -227,9 +225,7 @@ def test_kill_9_of_a_task_and_of_the_warm_parent_leave_every_task_instance_final
     # given a worker running two long tasks from its warm parent
     declare_dag(tmp_path / "dags")
     killed_task, survivor = scheduled_task_instances(DAG_ID, "sleepy", 2)
-    worker = start_worker(
-        "--concurrency", "2", env=worker_env(tmp_path, WARM_TEST_SLEEP="8")
-    )
+    worker = start_worker("--concurrency", "2", env=worker_env(tmp_path, WARM_TEST_SLEEP="8"))
     for ti in (killed_task, survivor):
         wait_until(
             lambda ti=ti: (marker_dir / f"sleepy_start-{ti.run_id}.json").exists(),
