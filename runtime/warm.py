@@ -97,17 +97,20 @@ class WarmProcess:
         self._pidfd = -1
         return self.returncode
 
+    def _exited(self, timeout_ms: int | None) -> bool:
+        watch = select.poll()  # not select(): a pidfd may be above FD_SETSIZE
+        watch.register(self._pidfd, select.POLLIN)
+        return bool(watch.poll(timeout_ms))
+
     def poll(self) -> int | None:
-        if self.returncode is None:
-            readable, _, _ = select.select([self._pidfd], [], [], 0)
-            if readable:
-                return self._ended()
+        if self.returncode is None and self._exited(0):
+            return self._ended()
         return self.returncode
 
     def wait(self) -> int:
         while self.returncode is None:
-            select.select([self._pidfd], [], [])
-            self._ended()
+            if self._exited(None):
+                self._ended()
         return self.returncode
 
     def send_signal(self, sig: int) -> None:

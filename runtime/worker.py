@@ -11,10 +11,13 @@ to the execution API over HTTP:
   the worker has imported the supervisor's modules already, so the child marks its task
   instance running within milliseconds instead of after a fresh interpreter's ~0.3 s of
   imports). The task's own code still runs in a fresh process the supervisor starts;
-- a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
-  (``runtime/airflow_task.py``, Airflow's ``execute_workload``; the ``airflow`` extra) with the
-  DAG file's folder as the ``dags-folder`` bundle. That one stays a new process: Airflow's
-  modules and settings are not the worker's to import, and its supervisor forks in turn.
+- a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own supervisor with the
+  DAG file's folder as the ``dags-folder`` bundle (the ``airflow`` extra): forked by the
+  worker's warm parent (:mod:`runtime.warm`, ``WORKER_WARM``), a process of its own that has
+  imported Airflow once (Airflow's modules and settings are not the worker's to import) and
+  keeps the DAG files parsed; the worker holds a pidfd of each such supervisor and drives it
+  as a child of its own. Without a warm parent (off, or it cannot start or died) the task
+  runs as a new ``runtime/airflow_task.py`` process, as before.
 
 Each try's output goes to its log file, which :mod:`runtime.log_shipping` (a process the worker
 starts) sends to the server while the try runs, so that the admin and ``/api/v2`` show it.
