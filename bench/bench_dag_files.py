@@ -296,7 +296,12 @@ def run_mode(
         parts_after = worker_parts(worker.pid)
         parts = {name: parts_after[name] - parts_before[name] for name in parts_after}
         backends_after = set(backend_pids(database)) | set(backends)
-        pg_cpu = sum(cpu_with_reaped(p) - cpu_before.get(p, 0.0) for p in backends_after)
+        # a backend that ended meanwhile (a connection past CONN_MAX_AGE) is not counted
+        pg_cpu = sum(
+            cpu_with_reaped(p) - cpu_before.get(p, 0.0)
+            for p in backends_after
+            if _stat_fields(p) is not None
+        )
         others_cpu = sum(tree_cpu(p) for p in others) - others_before
         return {
             "runs": results,
