@@ -85,14 +85,15 @@ class WarmProcess:
     not the worker's child. Its exit status is the parent's report; 255 when the parent died
     before it could tell."""
 
-    def __init__(self, pid: int, pidfd: int, parent: WarmParent) -> None:
+    def __init__(self, pid: int, pidfd: int, parent: WarmParent, generation: int) -> None:
         self.pid = pid
         self.returncode: int | None = None
         self._pidfd = pidfd
         self._parent = parent
+        self._generation = generation  # which of the worker's warm parents forked it
 
     def _ended(self) -> int:
-        self.returncode = self._parent.exit_status(self.pid)
+        self.returncode = self._parent.exit_status(self.pid, self._generation)
         os.close(self._pidfd)
         self._pidfd = -1
         return self.returncode
@@ -149,6 +150,7 @@ class WarmParent:
     _fds: list[int] = field(default_factory=list, init=False)
     _exits: dict[int, int] = field(default_factory=dict, init=False)
     _failed_at: float | None = field(default=None, init=False)
+    _generation: int = field(default=0, init=False)  # parents started so far
 
     # -- starting and stopping ----------------------------------------------------------------
 
@@ -170,6 +172,7 @@ class WarmParent:
             theirs.close()
         self._sock = ours
         self._buffer, self._fds, self.forks = b"", [], 0
+        self._generation += 1
         started = time.monotonic()
         try:
             ready = self._read_message(READY_TIMEOUT)
@@ -273,11 +276,16 @@ class WarmParent:
         message: dict[str, Any] = json.loads(line)
         return message
 
-    def exit_status(self, pid: int) -> int:
+    def exit_status(self, pid: int, generation: int) -> int:
         """The exit status of a child that has exited (its pidfd said so): the parent's report,
-        waited for a moment; 255 when it does not come."""
+        waited for a moment; 255 when it does not come (or its parent is gone)."""
         deadline = time.monotonic() + 1.0
-        while pid not in self._exits and time.monotonic() < deadline:
+        while (
+            pid not in self._exits
+            and generation == self._generation
+            and self._sock is not None
+            and time.monotonic() < deadline
+        ):
             try:
                 message = self._next_message(deadline - time.monotonic())
             except WarmUnavailableError:
@@ -314,7 +322,7 @@ class WarmParent:
             raise WarmUnavailableError("the warm parent sent no pidfd")
         pidfd = self._fds.pop(0)
         self.forks += 1
-        return WarmProcess(int(answer["pid"]), pidfd, self)
+        return WarmProcess(int(answer["pid"]), pidfd, self, self._generation)
 
     def _kill(self) -> None:
         if self.process is not None:
