@@ -344,9 +344,11 @@ def run_once_sampled(
 
     def sample() -> None:
         while not done.wait(0.2):
-            roots = task_roots(worker)
-            if roots:
-                per_task_pss.append(sum(pss_kib(p) for r in roots for p in tree(r)) / len(roots))
+            # a task that is just ending (a zombie, gone) has no PSS to read: not counted
+            sizes = [sum(pss_kib(p) for p in tree(r)) for r in task_roots(worker)]
+            sizes = [size for size in sizes if size > 0]
+            if sizes:
+                per_task_pss.append(sum(sizes) / len(sizes))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

@@ -431,8 +431,8 @@ def _stamp(path: str) -> tuple[int, int]:
 
 def _preload() -> None:
     """What every task would do again: the modules a task's start imports lazily, and the
-    task process's decoder of its supervisor's messages (a pydantic ``TypeAdapter`` of their
-    union, built twice per task process: ~30 ms), made once and shared (it is immutable)."""
+    pydantic ``TypeAdapter``s a task process builds (its decoder of the supervisor's messages,
+    twice; one per rendered template field), made once and shared (they are immutable)."""
     import encodings.idna  # noqa: F401
     import functools
 
@@ -440,7 +440,7 @@ def _preload() -> None:
     from airflow.dag_processing.bundles import local  # noqa: F401
     from airflow.sdk.definitions import connection  # noqa: F401
     from airflow.sdk.definitions.asset import metadata  # noqa: F401
-    from airflow.sdk.execution_time import comms
+    from airflow.sdk.execution_time import comms, task_runner
 
     with contextlib.suppress(ImportError):
         import setproctitle  # noqa: F401
@@ -459,8 +459,11 @@ def _preload() -> None:
         except TypeError:  # not hashable
             return real(kind)
 
-    setattr(comms, "TypeAdapter", type_adapter)  # noqa: B010 - looked up when a CommsDecoder is made
+    # looked up when a CommsDecoder is made, and by the task runner for each rendered field
+    for module in (comms, task_runner):
+        setattr(module, "TypeAdapter", type_adapter)  # noqa: B010
     type_adapter(comms.ToTask)
+    type_adapter(getattr(task_runner, "JsonValue"))  # noqa: B009 - pydantic's, imported there
 
     # The task process sets up Airflow's logging again (its own channel to the supervisor):
     # stdlib's dictConfig clears every logger's level cache at each level it sets, ~70 times

@@ -333,3 +333,38 @@ def test_a_warm_parent_that_cannot_start_leaves_the_tasks_to_new_processes(
     assert state(ti) == "success", worker.output()
     assert "the warm parent could not start" in worker.output()
     assert seen(marker_dir, "clean", ti)["parent"] == worker.process.pid
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("warm", ["true", "false"], ids=["warm", "new-process"])
+def test_no_supervisor_lingers_after_its_tasks_final_state(
+    airflow_sdk,  # noqa: F811
+    start_worker,
+    marker_dir,
+    tmp_path,
+    warm,
+):
+    # given Airflow's default min_heartbeat_interval (5 s), which the supervisor used to wait
+    # out after its task process had exited
+    declare_dag(tmp_path / "dags")
+    (ti,) = scheduled_task_instances(DAG_ID, "clean", 1)
+    worker = start_worker(env={"AIRFLOW_HOME": str(tmp_path / "airflow_home"), "WORKER_WARM": warm})
+
+    # when the task has reported its final state
+    wait_until(lambda: state(ti) == "success", timeout=180, what="the task's success")
+    reported = time.monotonic()
+    supervisor = seen(marker_dir, "clean", ti)["supervisor"]
+
+    # then its supervisor is gone well before that interval
+    wait_until(lambda: not _running(supervisor), timeout=30, what="the supervisor's exit")
+    assert time.monotonic() - reported < 2.5
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0, worker.output()
