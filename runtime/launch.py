@@ -72,16 +72,39 @@ class TaskLaunch:
     """The child process that runs one task instance, and a file to delete after it.
 
     ``argv`` is the command to start; ``forked``: the arguments of ``python -m task_sdk``,
-    run in a fork of the worker instead."""
+    run in a fork of the worker instead; ``workload``: a DAG file's ``ExecuteTask`` as JSON,
+    which the worker's warm parent (:mod:`runtime.warm`) runs in a fork of its own when it can
+    (else ``argv`` runs it)."""
 
     argv: list[str]
     env: dict[str, str]
     forked: bool = False
     scratch: Path | None = None
+    workload: str | None = None
+
+
+def airflow_env(*, server: str, airflow_home: Path, base: dict[str, str]) -> dict[str, str]:
+    """``base`` (the worker's environment) with what Airflow's worker needs: its home, the
+    execution API's URL, no examples, the ``dags-folder`` bundle only. The warm parent's
+    environment; a task's adds its ``dags_folder``."""
+    env = dict(base)
+    env.pop("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", None)  # the dags-folder bundle
+    env.update(
+        AIRFLOW_HOME=env.get("AIRFLOW_HOME") or str(airflow_home),
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{server.rstrip('/')}/execution/",
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
 
 
 def task_launch(
-    *, ti: TaskInstance, dag_task: DagTask | None, server: str, token: str, airflow_home: Path
+    *,
+    ti: TaskInstance,
+    dag_task: DagTask | None,
+    server: str,
+    token: str,
+    airflow_home: Path,
 ) -> TaskLaunch:
     """How to run ``ti``: its task's ``callable`` under ``task_sdk``, or its DAG's Airflow DAG
     file under Airflow's worker. Raises ``TaskCodeError`` when neither can run."""
@@ -114,20 +137,15 @@ def task_launch(
     dags_folder = Path(dag_task.airflow_dags_folder or dag_file.parent)
     if not dag_file.is_relative_to(dags_folder):
         dags_folder = dag_file.parent
-    env.pop("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", None)  # the dags-folder bundle
-    env.update(
-        AIRFLOW_HOME=env.get("AIRFLOW_HOME") or str(airflow_home),
-        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{server.rstrip('/')}/execution/",
-        AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        PYTHONUNBUFFERED="1",
-    )
+    env = airflow_env(server=server, airflow_home=airflow_home, base=env)
+    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(dags_folder)
     workload = airflow_workload(
         ti=ti, token=token, dag_rel_path=dag_file.relative_to(dags_folder).as_posix()
     )
     # the token goes in a private file, not on the command line where `ps` shows it
     fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json")
+    text = json.dumps(workload)
     with os.fdopen(fd, "w") as file:
-        json.dump(workload, file)
+        file.write(text)
     argv = [sys.executable, AIRFLOW_TASK_SCRIPT, "--json-path", name]
-    return TaskLaunch(argv=argv, env=env, scratch=Path(name))
+    return TaskLaunch(argv=argv, env=env, scratch=Path(name), workload=text)

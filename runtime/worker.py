@@ -11,10 +11,13 @@ to the execution API over HTTP:
   the worker has imported the supervisor's modules already, so the child marks its task
   instance running within milliseconds instead of after a fresh interpreter's ~0.3 s of
   imports). The task's own code still runs in a fresh process the supervisor starts;
-- a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own worker entry point
-  (``runtime/airflow_task.py``, Airflow's ``execute_workload``; the ``airflow`` extra) with the
-  DAG file's folder as the ``dags-folder`` bundle. That one stays a new process: Airflow's
-  modules and settings are not the worker's to import, and its supervisor forks in turn.
+- a task of a DAG with an ``airflow_dag_file`` runs under Airflow's own supervisor with the
+  DAG file's folder as the ``dags-folder`` bundle (the ``airflow`` extra): forked by the
+  worker's warm parent (:mod:`runtime.warm`, ``WORKER_WARM``), a process of its own that has
+  imported Airflow once (Airflow's modules and settings are not the worker's to import) and
+  keeps the DAG files parsed; the worker holds a pidfd of each such supervisor and drives it
+  as a child of its own. Without a warm parent (off, or it cannot start or died) the task
+  runs as a new ``runtime/airflow_task.py`` process, as before.
 
 Each try's output goes to its log file, which :mod:`runtime.log_shipping` (a process the worker
 starts) sends to the server while the try runs, so that the admin and ``/api/v2`` show it.
@@ -55,6 +58,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 import httpx
+from django.conf import settings
 from django.db import DatabaseError
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
@@ -63,8 +67,9 @@ from assets_app.services.runs.claims import task_instances_claim, task_instances
 from assets_app.services.runs.state import task_instance_failure_reason_record
 from assets_app.tokens import token_issue
 from runtime.daemon import STOP_SIGNALS, WAIT_SLICE, Daemon, connection_close
-from runtime.launch import TaskCodeError, TaskLaunch, task_launch
+from runtime.launch import TaskCodeError, TaskLaunch, airflow_env, task_launch
 from runtime.log_shipping import LogShipping, log_size
+from runtime.warm import WarmParent, WarmUnavailableError
 from task_sdk.client import Client, ServerResponseError
 from task_sdk.forking import preload, start_cli
 from task_sdk.timestamps import now
@@ -187,6 +192,7 @@ class Worker:
     grace_period: float = 30.0
     kill_grace: float = DEFAULT_KILL_GRACE
     airflow_home: Path | None = None
+    warm: bool = False
     report: Callable[[str], None] = _log_report
     started: Callable[[], None] = _nothing
     summary: WorkerSummary = field(default_factory=WorkerSummary, init=False)
@@ -197,6 +203,7 @@ class Worker:
     _woken_at: float = field(default=0.0, init=False)
     _claimed_at: float = field(default=0.0, init=False)
     _log_shipping: LogShipping = field(default_factory=LogShipping.disabled, init=False)
+    _warm_parent: WarmParent | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -260,6 +267,19 @@ class Worker:
         self.started()
         preload()  # once here, not in every forked supervisor
         self._log_shipping = LogShipping.from_settings(server=self.server, report=self.report)
+        if self.warm:  # started when the first DAG-file task comes
+            self._warm_parent = WarmParent(
+                python=settings.WORKER_WARM_PYTHON,
+                env=airflow_env(
+                    server=self.server, airflow_home=self._airflow_home(), base=dict(os.environ)
+                ),
+                max_tasks=settings.WORKER_WARM_MAX_TASKS,
+                max_memory_mb=settings.WORKER_WARM_MAX_MEMORY_MB,
+                report=self.report,
+            )
+
+    def _airflow_home(self) -> Path:
+        return self.airflow_home or self.log_dir / "airflow_home"
 
     def _close(self) -> None:
         """On the way out, error or not: the children ended, then the ends of their logs sent
@@ -267,6 +287,8 @@ class Worker:
         try:
             self._end_children()
         finally:
+            if self._warm_parent is not None:
+                self._warm_parent.stop()
             self._log_shipping.close()
 
     def _pass(self) -> bool:
@@ -335,7 +357,7 @@ class Worker:
                 dag_task=dag_task,
                 server=self.server,
                 token=token,
-                airflow_home=self.airflow_home or self.log_dir / "airflow_home",
+                airflow_home=self._airflow_home(),
             )
         except TaskCodeError as exc:
             self._taken += 1
@@ -365,14 +387,21 @@ class Worker:
         )
         self.report(f"started {label} (task instance {ti.pk}, pid {process.pid}, log {log_path})")
 
-    @staticmethod
-    def _spawn(launch: TaskLaunch, log_path: Path) -> TaskProcess:
+    def _spawn(self, launch: TaskLaunch, log_path: Path) -> TaskProcess:
         """Start the task's child, in a session of its own (so a terminal's Ctrl-C reaches the
-        worker only, which lets the task finish within the grace period)."""
+        worker only, which lets the task finish within the grace period): a DAG file's task
+        forked by the warm parent when there is one that can, else a new process."""
         log_file: IO[bytes]
         with log_path.open("ab") as log_file:
             if launch.forked:
                 return start_cli(launch.argv, env=launch.env, output=log_file)
+            if launch.workload is not None and self._warm_parent is not None:
+                try:
+                    return self._warm_parent.spawn(
+                        workload=launch.workload, env=launch.env, cwd=os.getcwd(), output=log_file
+                    )
+                except WarmUnavailableError as exc:
+                    logger.debug("no warm parent: %s", exc)
             return subprocess.Popen(  # noqa: S603 - an argv list we build, no shell
                 launch.argv,
                 env=launch.env,

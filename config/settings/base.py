@@ -213,6 +213,14 @@ TASK_QUEUED_TIMEOUT = env.float("TASK_QUEUED_TIMEOUT", default=600.0)
 # it writes one log file per task-instance try.
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")
 WORKER_LOG_DIR = Path(env("WORKER_LOG_DIR", default=str(DATA_DIR / "task_logs")))
+# The worker's warm parent (runtime.warm): DAG-file tasks forked from a process that imported
+# Airflow once (WORKER_WARM_PYTHON runs it; default: this interpreter), started again after
+# WORKER_WARM_MAX_TASKS forks or above WORKER_WARM_MAX_MEMORY_MB of PSS. Off: a new process
+# per task, as before.
+WORKER_WARM = env.bool("WORKER_WARM", default=True)
+WORKER_WARM_PYTHON = env("WORKER_WARM_PYTHON", default=sys.executable)
+WORKER_WARM_MAX_TASKS = env.int("WORKER_WARM_MAX_TASKS", default=1000)
+WORKER_WARM_MAX_MEMORY_MB = env.int("WORKER_WARM_MAX_MEMORY_MB", default=1024)
 
 # The DAG-file loader (runtime.dag_processing): Airflow's parser runs in a subprocess
 # under DAG_PARSER_PYTHON (an interpreter with apache-airflow-core; default: this one), one

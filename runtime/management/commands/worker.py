@@ -84,6 +84,7 @@ class Command(BaseCommand):
             max_tasks=options["max_tasks"],
             poll_interval=options["poll_interval"],
             grace_period=options["grace_period"],
+            warm=settings.WORKER_WARM,
             report=self._report,
             started=lambda: self._report(
                 f"worker started (concurrency {options['concurrency']}, server {server}, "
