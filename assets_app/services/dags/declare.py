@@ -353,6 +353,12 @@ def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
             upstream=list(task.upstream),
             trigger_rule=task.trigger_rule,
             is_leaf=task.task_id in leaves,
+            pool=task.pool,
+            pool_slots=task.pool_slots,
+            priority_weight=task.priority_weight,
+            weight_rule=task.weight_rule,
+            max_active_tis_per_dag=task.max_active_tis_per_dag,
+            max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
         )
         for decl in dags
         for leaves in [decl.leaf_task_ids]
@@ -372,6 +378,12 @@ _DAG_TASK_FIELDS = (
     "upstream",
     "trigger_rule",
     "is_leaf",
+    "pool",
+    "pool_slots",
+    "priority_weight",
+    "weight_rule",
+    "max_active_tis_per_dag",
+    "max_active_tis_per_dagrun",
 )
 
 

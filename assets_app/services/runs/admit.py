@@ -158,6 +158,9 @@ def dag_runs_insert(
                     "task_id": task_id,
                     "max_tries": plan.retries,
                     "has_downstream": (spec.dag_id, task_id) in depended_on,
+                    "pool": plan.pool,
+                    "pool_slots": plan.pool_slots,
+                    "priority_weight": plan.priority_weight,
                     "state": TaskInstanceState.SCHEDULED.value
                     if runs and not plan.upstream
                     else None,
