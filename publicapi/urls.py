@@ -6,7 +6,7 @@ Anything else under ``/api/v2/`` is FastAPI's JSON 404.
 
 from django.urls import path, re_path
 
-from publicapi import logs, schema, secrets, views
+from publicapi import logs, pools, schema, secrets, views
 from publicapi.exceptions import not_found
 
 app_name = "publicapi"
@@ -51,5 +51,7 @@ urlpatterns = [
     re_path(r"^variables/(?P<variable_key>.+)$", secrets.VariableDetailView.as_view()),
     path("connections", secrets.ConnectionListView.as_view(), name="connections"),
     re_path(rf"^connections/(?P<connection_id>{KEY})$", secrets.ConnectionDetailView.as_view()),
+    path("pools", pools.PoolListView.as_view(), name="pools"),
+    re_path(r"^pools/(?P<pool_name>.+)$", pools.PoolDetailView.as_view()),
     re_path(r"^.*$", not_found, name="not-found"),
 ]
