@@ -48,6 +48,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceHistory,
 )
+from assets_app.selectors.runs import task_instance_waiting_reason
 from assets_app.services.runs.clearing import task_instances_clear
 from assets_app.services.runs.marking import dag_run_mark
 
@@ -406,6 +407,10 @@ class TaskInstanceAdmin(
         "try_number",
         "max_tries",
         "state_badge",
+        "waiting_for",
+        "pool",
+        "pool_slots",
+        "priority_weight",
         "failure_reason",
         "next_retry",
         "started",
@@ -482,6 +487,11 @@ class TaskInstanceAdmin(
             return super().get_search_results(request, queryset, search_term)
 
     @admin.display(description="next retry at")
+    @admin.display(description="waiting for")
+    def waiting_for(self, obj: TaskInstance) -> str:
+        """Why a scheduled task instance is not claimed, when its pool is the reason."""
+        return task_instance_waiting_reason(obj) or "-"
+
     def next_retry(self, obj: TaskInstance) -> SafeString | str:
         return when(obj.next_retry_at)
 
