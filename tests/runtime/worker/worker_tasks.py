@@ -50,3 +50,10 @@ def exits_hard():
 @task
 def record_cwd(*, ti_id):
     _mark(ti_id, f"cwd {os.getcwd()}")
+
+
+@task
+def hold_a_slot(*, ti_id):
+    """Long enough that two claims overlap it: the pool tests watch the slots meanwhile."""
+    time.sleep(0.4)
+    _mark(ti_id, "done")
