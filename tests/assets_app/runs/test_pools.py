@@ -379,3 +379,24 @@ def test_import_and_export_round_trip_all_or_nothing():
         pools_import({"c": {"slots": 1, "colour": "red"}})
     with pytest.raises(PoolInputError, match="expected a JSON object"):
         pools_import(["a"])
+
+
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        pytest.param("pool_slots: 0", "pool_slots: expected a whole number from 1", id="slots"),
+        pytest.param("pool: ''", "pool: expected a pool name", id="pool"),
+        pytest.param("weight_rule: sideways", "unknown weight rule 'sideways'", id="rule"),
+        pytest.param("priority_weight: 1.5", "priority_weight: expected a whole", id="weight"),
+        pytest.param("max_active_tis_per_dag: 0", "max_active_tis_per_dag: expected", id="dag"),
+        pytest.param("max_active_tis_per_dagrun: x", "max_active_tis_per_dagrun", id="dagrun"),
+    ],
+)
+def test_the_manifest_refuses_bad_pool_and_priority_fields(task, message):
+    from assets_app.exceptions import ManifestError
+
+    text = f"dags: [{{dag_id: nightly, tasks: [{{task_id: load, {task}}}]}}]"
+    with pytest.raises(ManifestError) as info:
+        manifest_parse(yaml.safe_load(text), source="dags.yaml")
+    assert "DAG 'nightly', task 'load'" in info.value.message
+    assert message in info.value.message
