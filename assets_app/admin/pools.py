@@ -30,9 +30,10 @@ class PoolForm(forms.ModelForm[Pool]):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         name = data.get("pool") or self.instance.pool
+        slots = data.get("slots")
         spec = PoolSpec(
             name=name or "",
-            slots=data.get("slots") if data.get("slots") is not None else 0,
+            slots=slots if isinstance(slots, int) else 0,
             description=data.get("description") or None,
             include_deferred=bool(data.get("include_deferred")),
         )

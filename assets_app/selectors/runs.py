@@ -94,7 +94,7 @@ def pools_slots(names: Iterable[str]) -> dict[str, PoolSlots]:
             .order_by()
             .values_list("pool", "state", "used")
         ):
-            counts[name][_POOL_STATES[TaskInstanceState(state)]] = int(used or 0)
+            counts[name][_POOL_STATES[TaskInstanceState(str(state))]] = int(used or 0)
     return {name: PoolSlots(**values) for name, values in counts.items()}
 
 

@@ -236,7 +236,7 @@ def test_a_dag_folder_load_on_a_terminal_counts_its_files_on_stderr(tmp_path):
     stdout = io.StringIO()
 
     # the broken file fails the command (exit status 1) after every file was loaded
-    with pytest.raises(CommandError, match="broken.py"):
+    with pytest.raises(CommandError, match=r"broken\.py"):
         call_command("declare_dags", "--dags-folder", str(tmp_path), stdout=stdout, stderr=err)
     out = stdout.getvalue()
 
