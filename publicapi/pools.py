@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from django.db import transaction
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,7 +32,12 @@ from publicapi.params import query_parse as parse
 
 A = "assets_app."
 
-Slots = Annotated[int, Field(ge=-1)]
+def _whole(value: Any) -> Any:
+    """A whole float (``3.0``) is the integer JSON Schema says it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Slots = Annotated[int, BeforeValidator(_whole), Field(ge=-1)]
 
 
 def _no_team(team_name: str | None) -> str | None:
