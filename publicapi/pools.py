@@ -32,6 +32,7 @@ from publicapi.params import query_parse as parse
 
 A = "assets_app."
 
+
 def _whole(value: Any) -> Any:
     """A whole float (``3.0``) is the integer JSON Schema says it is."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
