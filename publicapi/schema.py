@@ -112,6 +112,7 @@ SERVED: dict[str, dict[str, list[str]]] = {
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/clear": {"post": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances": {"get": _PAGE},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}": {"get": []},
+    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/dependencies": {"get": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries/{xcom_key}": {
         "get": ["map_index", "deserialize", "stringify"]
     },

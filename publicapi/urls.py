@@ -40,6 +40,10 @@ urlpatterns = [
     re_path(rf"{RUN}/taskInstances$", views.TaskInstanceListView.as_view()),
     re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})$", views.TaskInstanceDetailView.as_view()),
     re_path(
+        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/dependencies$",
+        views.TaskInstanceDependenciesView.as_view(),
+    ),
+    re_path(
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries/(?P<xcom_key>{KEY})$",
         views.XComDetailView.as_view(),
     ),

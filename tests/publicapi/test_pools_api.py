@@ -14,7 +14,7 @@ from airflow_client.client.models.pool_body import PoolBody
 from airflow_client.client.models.pool_patch_body import PoolPatchBody
 from django.contrib.auth.models import User
 
-from assets_app.models import Pool, TaskInstance
+from assets_app.models import Pool
 from tests.factories import TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db
@@ -135,14 +135,6 @@ def test_bulk(admin_api):
     assert Pool.objects.get(pool="old").slots == 9
 
 
-def test_the_waiting_reason_is_visible(admin_api):
-    ti = TaskInstanceFactory(pool="missing", state="scheduled")
-    assert not TaskInstance.objects.filter(pool="missing", state="queued").exists()
-    from assets_app.selectors.runs import task_instance_waiting_reason
-
-    assert "does not exist" in (task_instance_waiting_reason(ti) or "")
-
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_airflows_client_pool_api(server):
@@ -174,3 +166,16 @@ def test_airflows_client_pool_api(server):
     with pytest.raises(NotFoundException):
         pools.get_pool("reports")
     assert set(Pool.objects.values_list("pool", flat=True)) == {"default_pool", "b"}
+
+
+def test_a_task_instances_dependencies_name_its_missing_pool(admin_api):
+    ti = TaskInstanceFactory(pool="missing", state="scheduled")
+    path = f"dags/{ti.dag_id}/dagRuns/{ti.run_id}/taskInstances/{ti.task_id}/dependencies"
+
+    waiting = admin_api.get(path).json()
+    assert waiting["dependencies"][0]["name"] == "Pool Slots Available"
+    assert "pool 'missing' does not exist" in waiting["dependencies"][0]["reason"]
+
+    Pool.objects.create(pool="missing", slots=1)
+    assert admin_api.get(path).json() == {"dependencies": []}
+    assert admin_api.get(path.replace(ti.task_id, "nope")).status_code == 404
