@@ -400,3 +400,19 @@ def test_the_manifest_refuses_bad_pool_and_priority_fields(task, message):
         manifest_parse(yaml.safe_load(text), source="dags.yaml")
     assert "DAG 'nightly', task 'load'" in info.value.message
     assert message in info.value.message
+
+
+def test_a_clear_takes_the_pool_and_priority_declared_now():
+    from assets_app.services.runs.clearing import task_instances_clear
+
+    declare("dags: [{dag_id: d, tasks: [{task_id: t}]}]")
+    run = trigger("d")
+    TaskInstance.objects.filter(dag_run=run).update(state="success")
+    declare(
+        "dags: [{dag_id: d, tasks: [{task_id: t, pool: p, pool_slots: 3, priority_weight: 9}]}]"
+    )
+
+    task_instances_clear(task_instances=TaskInstance.objects.filter(dag_run=run))
+
+    ti = TaskInstance.objects.get(dag_run=run)
+    assert (ti.pool, ti.pool_slots, ti.priority_weight) == ("p", 3, 9)
