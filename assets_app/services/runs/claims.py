@@ -233,7 +233,7 @@ def task_instances_claim(*, limit: int) -> list[TaskInstance]:
     ``max_active_tis_per_dag`` task instances queued, running or deferred, and fewer than
     ``max_active_tis_per_dagrun`` in its run, and its run fewer than its DAG's
     ``max_active_tasks`` queued or running. Among those, the highest ``priority_weight``
-    first, then the oldest run (``run_after``), then ``map_index``; DAGs that are paused or
+    first, then the oldest run (``run_after``), then the task id and ``map_index``; DAGs paused or
     stale are left alone. A task instance whose pool does not exist is never claimed
     (Airflow's too).
 
