@@ -29,7 +29,7 @@ when the file name ends in ``.json``)::
       - dag_id: asset_s3_bucket_consumer
         schedule: {asset: {uri: "s3://bucket/my-task"}}
         max_active_runs: 1                   # optional; default 16 (Airflow's default)
-        max_active_tasks: 4                  # optional; default 16
+        max_active_tasks: 4                  # optional; default 16, per run (Airflow 3)
         one_run_per_event: false             # optional: one run per event instead of one for all
       - dag_id: nightly
         schedule: "@daily"                   # a cron string or preset, or {timedelta: 3600}
