@@ -416,3 +416,41 @@ def test_a_clear_takes_the_pool_and_priority_declared_now():
 
     ti = TaskInstance.objects.get(dag_run=run)
     assert (ti.pool, ti.pool_slots, ti.priority_weight) == ("p", 3, 9)
+
+
+def test_weight_rules_agree_with_airflows_strategies_on_random_graphs():
+    # Airflow's own strategies (airflow/task/priority_strategy.py) over its own operators
+    pytest.importorskip("airflow.task.priority_strategy")
+    import random
+    from types import SimpleNamespace
+
+    from airflow.providers.standard.operators.empty import EmptyOperator
+    from airflow.sdk import DAG
+    from airflow.task.priority_strategy import get_airflow_priority_weight_strategies
+
+    strategies = get_airflow_priority_weight_strategies()
+    rng = random.Random(7)
+    for trial in range(30):
+        n = rng.randint(1, 9)
+        rules = [rng.choice(["downstream", "upstream", "absolute"]) for _ in range(n)]
+        weights = [rng.randint(-5, 20) for _ in range(n)]
+        with DAG(dag_id=f"d{trial}", schedule=None):
+            ops = [
+                EmptyOperator(task_id=f"t{i}", priority_weight=weights[i], weight_rule=rules[i])
+                for i in range(n)
+            ]
+            for j in range(n):
+                for i in range(j):
+                    if rng.random() < 0.35:
+                        ops[i] >> ops[j]
+        theirs = {
+            op.task_id: strategies[rules[i]]().get_weight(SimpleNamespace(task=op))
+            for i, op in enumerate(ops)
+        }
+        ours = priority_weights(
+            {
+                op.task_id: WeightedTask(tuple(op.upstream_task_ids), weights[i], rules[i])
+                for i, op in enumerate(ops)
+            }
+        )
+        assert ours == theirs, trial
