@@ -7,7 +7,7 @@ def default_pool_create(apps, schema_editor):
     """Airflow's ``default_pool`` with its 128 slots (``[core] default_pool_task_slot_count``)."""
     Pool = apps.get_model("assets_app", "Pool")
     Pool.objects.get_or_create(
-        pool="default_pool", defaults={"slots": 128, "description": "Default pool"}
+        pool="default_pool", defaults={"id": 0, "slots": 128, "description": "Default pool"}
     )
 
 

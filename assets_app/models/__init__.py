@@ -54,6 +54,7 @@ from .dags import (
 from .logs import TaskLog, TaskLogChunk
 from .runs import (
     DAG_RUN_SUMMARY_FIELDS,
+    DEFAULT_POOL_ID,
     DEFAULT_POOL_SLOTS,
     FAILED_TI_STATES,
     FINISHED_RUN_STATES,
@@ -91,6 +92,7 @@ __all__ = [
     "DEFAULT_MAX_ACTIVE_RUNS",
     "DEFAULT_MAX_ACTIVE_TASKS",
     "DEFAULT_POOL",
+    "DEFAULT_POOL_ID",
     "DEFAULT_POOL_SLOTS",
     "DEFAULT_WEIGHT_RULE",
     "FAILED_TI_STATES",

@@ -410,3 +410,7 @@ class Pool(models.Model):
 
 #: ``default_pool``'s slots when it is created (Airflow's ``[core] default_pool_task_slot_count``).
 DEFAULT_POOL_SLOTS = 128
+#: ``default_pool``'s id: 0, below every id the sequence hands out, so that re-creating it
+#: never takes an id the sequence will give again (a test's ``reset_sequences`` restarts the
+#: sequence at 1 while ``default_pool``, made after every flush, is there)
+DEFAULT_POOL_ID = 0

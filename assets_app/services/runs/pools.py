@@ -17,7 +17,13 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from assets_app.exceptions import PoolExistsError, PoolInputError, PoolNotFoundError
-from assets_app.models import DEFAULT_POOL, DEFAULT_POOL_SLOTS, POOL_NAME_LENGTH, Pool
+from assets_app.models import (
+    DEFAULT_POOL,
+    DEFAULT_POOL_ID,
+    DEFAULT_POOL_SLOTS,
+    POOL_NAME_LENGTH,
+    Pool,
+)
 from assets_app.services.inputs import KEEP, Keep
 
 logger = logging.getLogger(__name__)
@@ -235,7 +241,12 @@ def pools_export() -> dict[str, dict[str, Any]]:
 def default_pool_ensure() -> bool:
     """Create ``default_pool`` (128 slots) if it is missing; whether it was."""
     _, created = Pool.objects.get_or_create(
-        pool=DEFAULT_POOL, defaults={"slots": DEFAULT_POOL_SLOTS, "description": "Default pool"}
+        pool=DEFAULT_POOL,
+        defaults={
+            "id": DEFAULT_POOL_ID,
+            "slots": DEFAULT_POOL_SLOTS,
+            "description": "Default pool",
+        },
     )
     if created:
         logger.info("default_pool created with %d slots", DEFAULT_POOL_SLOTS)
