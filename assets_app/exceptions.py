@@ -247,3 +247,23 @@ class StateStoreKeyNotFoundError(NotFoundError):
     """No value is stored under the key (``context["task_state_store"].get`` → its default)."""
 
     default_message = "State store key not found"
+
+
+# --- pools -----------------------------------------------------------------------------------
+
+
+class PoolNotFoundError(NotFoundError):
+    default_message = "Pool not found"
+
+
+class PoolExistsError(ConflictError):
+    """A pool with this name is already stored (a create, not a set)."""
+
+    code = "pool_exists"
+
+
+class PoolInputError(InvalidInputError):
+    """A pool's name, slots, description or include_deferred cannot be used, or the change
+    would delete ``default_pool`` or rename a pool."""
+
+    code = "invalid_pool"

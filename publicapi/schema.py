@@ -128,6 +128,7 @@ SERVED: dict[str, dict[str, list[str]]] = {
             "order_by",
         ]
     },
+    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/dependencies": {"get": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries/{xcom_key}": {
         "get": ["map_index", "deserialize", "stringify"]
     },
@@ -137,6 +138,12 @@ SERVED: dict[str, dict[str, list[str]]] = {
         "post": [],
     },
     "/api/v2/variables/{variable_key}": {"get": [], "patch": ["update_mask"], "delete": []},
+    "/api/v2/pools": {
+        "get": [*_PAGE, "order_by", "pool_name_pattern", "pool_name_prefix_pattern"],
+        "post": [],
+        "patch": [],
+    },
+    "/api/v2/pools/{pool_name}": {"get": [], "patch": ["update_mask"], "delete": []},
     "/api/v2/connections": {
         "get": [*_PAGE, "order_by", "connection_id_pattern", "connection_id_prefix_pattern"],
         "post": [],
@@ -172,6 +179,9 @@ EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     ("/api/v2/dags", "get"): {"400": "Bad Request"},
     ("/api/v2/variables", "get"): {"400": "Bad Request"},
     ("/api/v2/connections", "get"): {"400": "Bad Request"},
+    ("/api/v2/pools", "get"): {"400": "Bad Request"},
+    # a name, slots or description the service refuses (a NUL, default_pool's description)
+    ("/api/v2/pools", "post"): {"400": "Bad Request"},
     # a value the database cannot hold (longer than its column, a NUL in a JSON string)
     ("/api/v2/variables", "post"): {"400": "Bad Request"},
     ("/api/v2/connections", "post"): {"400": "Bad Request"},
@@ -222,7 +232,7 @@ def _clear_collection(schema: dict[str, Any]) -> dict[str, Any]:
 
 #: Bodies whose ``team_name`` must be null: the registry has no teams, and Airflow too refuses
 #: one (422) with ``[core] multi_team`` off, which its document cannot say.
-NO_TEAM_BODIES = ("VariableBody", "ConnectionBody")
+NO_TEAM_BODIES = ("VariableBody", "ConnectionBody", "PoolBody", "PoolPatchBody")
 
 
 def _no_team(schema: dict[str, Any]) -> dict[str, Any]:
@@ -289,8 +299,8 @@ def openapi_build(airflow: dict[str, Any]) -> dict[str, Any]:
             **airflow["info"],
             "title": "Asset registry: Airflow public API",
             "description": "Apache Airflow 3.3.2's public REST API for what the asset registry "
-            "keeps: assets, asset events, DAGs, DAG runs, task instances, XComs, variables and "
-            "connections.",
+            "keeps: assets, asset events, DAGs, DAG runs, task instances, XComs, variables, "
+            "connections and pools.",
         },
         "paths": paths,
         "components": {

@@ -8,7 +8,7 @@ Anything else under ``/api/v2/`` is FastAPI's JSON 404.
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 
-from publicapi import logs, schema, secrets, views
+from publicapi import logs, pools, schema, secrets, views
 from publicapi.exceptions import not_found
 
 app_name = "publicapi"
@@ -54,6 +54,10 @@ urlpatterns = [
     re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})$", views.TaskInstanceDetailView.as_view()),
     re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries$", views.XComListView.as_view()),
     re_path(
+        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/dependencies$",
+        views.TaskInstanceDependenciesView.as_view(),
+    ),
+    re_path(
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries/(?P<xcom_key>{KEY})$",
         views.XComDetailView.as_view(),
     ),
@@ -65,5 +69,7 @@ urlpatterns = [
     re_path(r"^variables/(?P<variable_key>.+)$", secrets.VariableDetailView.as_view()),
     path("connections", secrets.ConnectionListView.as_view(), name="connections"),
     re_path(rf"^connections/(?P<connection_id>{KEY})$", secrets.ConnectionDetailView.as_view()),
+    path("pools", pools.PoolListView.as_view(), name="pools"),
+    re_path(r"^pools/(?P<pool_name>.+)$", pools.PoolDetailView.as_view()),
     re_path(r"^.*$", not_found, name="not-found"),
 ]

@@ -28,7 +28,11 @@ from assets_app.selectors.dags import (
     import_error_list,
     queued_events_query,
 )
-from assets_app.selectors.runs import dag_run_get, dag_run_state_counts
+from assets_app.selectors.runs import (
+    dag_run_get,
+    dag_run_state_counts,
+    task_instance_waiting_reason,
+)
 from assets_app.services.assets.events import asset_event_create_manual
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.inputs import KEEP
@@ -444,6 +448,28 @@ class TaskInstanceDetailView(PublicView):
                 f"task_id: `{task_id}` and map_index: `-1` was not found"
             )
         return Response(render.task_instance(found))
+
+
+class TaskInstanceDependenciesView(PublicView):
+    """Airflow's ``GET …/taskInstances/{task_id}/dependencies``: what keeps the task instance
+    from running. The registry reports the one dependency it checks outside the claim: its
+    pool (missing, or fewer slots than it takes), as Airflow's ``Pool Slots Available``."""
+
+    required_permissions: ClassVar = {"GET": [V + "taskinstance"]}
+
+    def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
+        run = _run(dag_id, dag_run_id)
+        found = selectors.task_instance_get(
+            dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id)
+        )
+        if found is None:
+            raise NotFound(
+                f"The Task Instance with dag_id: `{dag_id}`, run_id: `{dag_run_id}`, "
+                f"task_id: `{task_id}` and map_index: `-1` was not found"
+            )
+        reason = task_instance_waiting_reason(found)
+        pool = {"name": "Pool Slots Available", "reason": reason}
+        return Response({"dependencies": [] if reason is None else [pool]})
 
 
 class XComQuery(Query):

@@ -169,6 +169,26 @@ def _task(dag: Any, task: Any) -> dict[str, Any]:
         "email_on_retry": bool(task.email_on_retry),
         "outlets": [_leaf(o, f"{where}, outlets") for o in task.outlets],
         "inlets": [_leaf(i, f"{where}, inlets") for i in task.inlets],
+        **_pool_and_priority(task, where),
+    }
+
+
+def _pool_and_priority(task: Any, where: str) -> dict[str, Any]:
+    """The task's pool, priority and concurrency limits as the manifest keys (docs/pools.md)."""
+    rule = task.weight_rule
+    rule = str(getattr(rule, "value", rule))
+    if rule not in ("downstream", "upstream", "absolute"):
+        raise RefusedError(
+            f"{where}: weight_rule {rule!r} (a custom priority weight strategy) is not supported "
+            "by the registry (downstream, upstream and absolute are)"
+        )
+    return {
+        "pool": task.pool,
+        "pool_slots": int(task.pool_slots),
+        "priority_weight": int(task.priority_weight),
+        "weight_rule": rule,
+        "max_active_tis_per_dag": task.max_active_tis_per_dag,
+        "max_active_tis_per_dagrun": task.max_active_tis_per_dagrun,
     }
 
 

@@ -53,8 +53,8 @@ def airflow_workload(*, ti: TaskInstance, token: str, dag_rel_path: str) -> dict
             "try_number": ti.try_number,
             "map_index": ti.map_index,
             "dag_version_id": AIRFLOW_DAG_VERSION_ID,
-            "pool_slots": 1,
-            "priority_weight": 1,
+            "pool_slots": ti.pool_slots,
+            "priority_weight": ti.priority_weight,
             "queue": "default",
         },
     }

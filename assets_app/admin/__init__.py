@@ -6,6 +6,7 @@
   the asset DAG-run queue;
 - ``runs``: DAG runs and task instances;
 - ``secrets``: variables and connections (secrets write-only, through their services);
+- ``pools``: pools with their used and open slots (written through their services);
 - ``import_errors``: DAG files that failed to load (read-only);
 - ``state_stores``: the task and asset state stores (read-only);
 - ``common`` (links, pretty JSON, durations, mixins) and ``filters`` serve them all;
@@ -22,7 +23,16 @@ shows "deleted asset #id".
 
 from django.contrib import admin
 
-from assets_app.admin import assets, dags, events, import_errors, runs, secrets, state_stores
+from assets_app.admin import (
+    assets,
+    dags,
+    events,
+    import_errors,
+    pools,
+    runs,
+    secrets,
+    state_stores,
+)
 
 # the index opens with the overview (assets_app.admin.panels.overview) above the model list
 admin.site.index_template = "admin/assets_app/index.html"
@@ -30,4 +40,13 @@ admin.site.index_template = "admin/assets_app/index.html"
 # link every page
 admin.site.enable_nav_sidebar = False
 
-__all__ = ["assets", "dags", "events", "import_errors", "runs", "secrets", "state_stores"]
+__all__ = [
+    "assets",
+    "dags",
+    "events",
+    "import_errors",
+    "pools",
+    "runs",
+    "secrets",
+    "state_stores",
+]

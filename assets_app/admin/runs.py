@@ -49,6 +49,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceHistory,
 )
+from assets_app.selectors.runs import task_instance_waiting_reason
 from assets_app.services.runs.clearing import task_instances_clear
 from assets_app.services.runs.marking import dag_run_mark
 from assets_app.services.runs.past import task_instance_past_wait
@@ -421,6 +422,9 @@ class TaskInstanceAdmin(
         "max_tries",
         "state_badge",
         "waiting_for",
+        "pool",
+        "pool_slots",
+        "priority_weight",
         "failure_reason",
         "next_retry",
         "started",
@@ -460,8 +464,9 @@ class TaskInstanceAdmin(
 
     @admin.display(description="waiting for")
     def waiting_for(self, obj: TaskInstance) -> str:
-        """What a task instance without a state waits for in the past (depends_on_past)."""
-        return task_instance_past_wait(obj) or EMPTY
+        """Why a task instance waits: without a state, for the past (depends_on_past);
+        scheduled, for its pool (missing, or too few open slots)."""
+        return task_instance_past_wait(obj) or task_instance_waiting_reason(obj) or EMPTY
 
     @admin.display(description="earlier tries")
     def earlier_tries(self, obj: TaskInstance) -> SafeString | str:

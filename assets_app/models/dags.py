@@ -15,6 +15,12 @@ from .common import ID_LENGTH, NAME_LENGTH, composite_key
 DEFAULT_MAX_ACTIVE_RUNS = 16
 DEFAULT_MAX_ACTIVE_TASKS = 16
 
+#: The pool a task runs in unless it names another (Airflow's ``default_pool``), its length,
+#: and the weight rule a task's priority is computed with by default (``assets_app.weight_rules``).
+DEFAULT_POOL = "default_pool"
+POOL_NAME_LENGTH = 256
+DEFAULT_WEIGHT_RULE = "downstream"
+
 
 class Dag(models.Model):
     """A declared DAG. ``asset_expression`` is its asset schedule condition, if any;
@@ -83,6 +89,9 @@ class DagTask(models.Model):
     ``upstream`` lists the task ids it depends on directly (its edges) and ``trigger_rule``
     when it may run given their states (``assets_app.trigger_rules``); ``is_leaf`` says that
     no task of the DAG depends on it (the leaves decide a run's state, as in Airflow).
+    ``pool``, ``pool_slots``, ``priority_weight``, ``weight_rule``, ``max_active_tis_per_dag``
+    and ``max_active_tis_per_dagrun`` are Airflow's, honoured where task instances are claimed
+    (``services.runs.claims``).
     """
 
     dag = models.ForeignKey(
@@ -117,6 +126,16 @@ class DagTask(models.Model):
     email = models.JSONField(default=list, blank=True)
     email_on_failure = models.BooleanField(default=True)
     email_on_retry = models.BooleanField(default=True)
+    #: the pool it runs in and how many of its slots it takes (docs/pools.md)
+    pool = models.CharField(max_length=POOL_NAME_LENGTH, default=DEFAULT_POOL)
+    pool_slots = models.PositiveIntegerField(default=1)
+    #: its own weight; its task instances' priority applies ``weight_rule`` over the DAG's graph
+    priority_weight = models.IntegerField(default=1)
+    weight_rule = models.CharField(max_length=20, default=DEFAULT_WEIGHT_RULE)
+    #: how many of its task instances may be queued or running at once, over all runs and in
+    #: one run (``None``: no limit)
+    max_active_tis_per_dag = models.PositiveIntegerField(null=True, blank=True)
+    max_active_tis_per_dagrun = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "dag_task"

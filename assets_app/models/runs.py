@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from .assets import AssetEvent
 from .common import ID_LENGTH, PARTITION_KEY_LENGTH, composite_key
-from .dags import Dag
+from .dags import DEFAULT_POOL, POOL_NAME_LENGTH, Dag
 
 
 class DagRunState(models.TextChoices):
@@ -333,6 +333,12 @@ class TaskInstance(TaskTry):
     #: some task of the DAG depends on this one (set when the run is created): its finish
     #: hands over to its downstreams (``services.runs.advance.dag_run_progress``)
     has_downstream = models.BooleanField(default=False)
+    #: the pool it takes ``pool_slots`` of while queued or running, and its priority (its
+    #: task's weight rule applied over the DAG's graph, ``assets_app.weight_rules``), set when
+    #: it is created from its declared task
+    pool = models.CharField(max_length=POOL_NAME_LENGTH, default=DEFAULT_POOL)
+    pool_slots = models.IntegerField(default=1)
+    priority_weight = models.IntegerField(default=1)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -438,3 +444,32 @@ class DagCallbackRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} of {self.dag_id} run {self.dag_run_id}"
+
+
+class Pool(models.Model):
+    """A pool of slots task instances take while queued or running (Airflow's ``slot_pool``).
+
+    ``slots`` -1 is unlimited; ``include_deferred``: deferred task instances take slots too.
+    ``default_pool`` (128 slots) always exists: the migration creates it, a ``post_migrate``
+    hook re-creates it, and no face deletes it (``services.runs.pools``).
+    """
+
+    pool = models.CharField(max_length=POOL_NAME_LENGTH, unique=True)
+    slots = models.IntegerField(default=0)
+    description = models.TextField(null=True, blank=True)  # noqa: DJ001 - Airflow's: null
+    include_deferred = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "slot_pool"
+        ordering = ["pool"]
+
+    def __str__(self) -> str:
+        return self.pool
+
+
+#: ``default_pool``'s slots when it is created (Airflow's ``[core] default_pool_task_slot_count``).
+DEFAULT_POOL_SLOTS = 128
+#: ``default_pool``'s id: 0, below every id the sequence hands out, so that re-creating it
+#: never takes an id the sequence will give again (a test's ``reset_sequences`` restarts the
+#: sequence at 1 while ``default_pool``, made after every flush, is there)
+DEFAULT_POOL_ID = 0

@@ -1,14 +1,19 @@
-"""Read-side queries of DAG runs and task instances."""
+"""Read-side queries of DAG runs, task instances and pools."""
 
 from __future__ import annotations
 
-from django.db.models import Count, QuerySet
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-from assets_app.exceptions import DagRunNotFoundError
+from django.db.models import Count, QuerySet, Sum
+
+from assets_app.exceptions import DagRunNotFoundError, PoolNotFoundError
 from assets_app.models import (
     TOKEN_REFRESH_TI_STATES,
     DagRun,
+    Pool,
     TaskInstance,
+    TaskInstanceState,
 )
 
 
@@ -52,3 +57,76 @@ def dag_run_state_counts(*, dag_ids: list[str] | None = None) -> dict[str, dict[
     ):
         counts.setdefault(dag_id, {})[state] = count
     return counts
+
+
+@dataclass(frozen=True)
+class PoolSlots:
+    """A pool's slots as Airflow's ``Pool.slots_stats`` counts them (``open`` -1: unlimited)."""
+
+    running: int = 0
+    queued: int = 0
+    scheduled: int = 0
+    deferred: int = 0
+
+    def occupied(self, pool: Pool) -> int:
+        return self.running + self.queued + (self.deferred if pool.include_deferred else 0)
+
+    def open(self, pool: Pool) -> int:
+        return -1 if pool.slots == -1 else pool.slots - self.occupied(pool)
+
+
+_POOL_STATES = {
+    TaskInstanceState.RUNNING: "running",
+    TaskInstanceState.QUEUED: "queued",
+    TaskInstanceState.SCHEDULED: "scheduled",
+    TaskInstanceState.DEFERRED: "deferred",
+}
+
+
+def pool_list() -> QuerySet[Pool]:
+    """Every pool, by name."""
+    return Pool.objects.order_by("pool")
+
+
+def pool_get(*, name: str) -> Pool:
+    """The pool ``name``, else ``PoolNotFoundError``."""
+    found = Pool.objects.filter(pool=name).first()
+    if found is None:
+        raise PoolNotFoundError(f"The Pool with name: `{name}` was not found")
+    return found
+
+
+def pools_slots(names: Iterable[str]) -> dict[str, PoolSlots]:
+    """Each named pool's slots by the state of the task instances taking them (1 query)."""
+    names = list(names)
+    counts: dict[str, dict[str, int]] = {name: {} for name in names}
+    if names:
+        for name, state, used in (
+            TaskInstance.objects.filter(pool__in=names, state__in=list(_POOL_STATES))
+            .values("pool", "state")
+            .annotate(used=Sum("pool_slots"))
+            .order_by()
+            .values_list("pool", "state", "used")
+        ):
+            counts[name][_POOL_STATES[TaskInstanceState(str(state))]] = int(used or 0)
+    return {name: PoolSlots(**values) for name, values in counts.items()}
+
+
+def task_instance_waiting_reason(task_instance: TaskInstance) -> str | None:
+    """Why a ``scheduled`` task instance is not claimed by its pool (1 query), else ``None``:
+    its pool does not exist (it never runs until one is created, as in Airflow), or takes
+    more slots than the pool has."""
+    if task_instance.state != TaskInstanceState.SCHEDULED:
+        return None
+    pool = Pool.objects.filter(pool=task_instance.pool).first()
+    if pool is None:
+        return (
+            f"its pool {task_instance.pool!r} does not exist: it will not run until the pool "
+            "is created"
+        )
+    if pool.slots != -1 and task_instance.pool_slots > pool.slots:
+        return (
+            f"it takes {task_instance.pool_slots} slots of pool {pool.pool!r}, which has "
+            f"{pool.slots}: it will not run until the pool has as many"
+        )
+    return None

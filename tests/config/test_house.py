@@ -46,6 +46,7 @@ VALUES = {
     "conditions",
     "timetables",
     "trigger_rules",
+    "weight_rules",
     "outlets",
     "signals",
     "notify",

@@ -25,6 +25,7 @@ from assets_app.models import (
     Dag,
     DagRun,
     DagTask,
+    Pool,
     TaskInstance,
     Variable,
 )
@@ -72,6 +73,16 @@ def test_the_commands_examples(tmp_path):
     assert TaskInstance.objects.filter(dag_id="asset_s3_bucket_producer").count() == 1
     assert '"token": "' in result.stdout
     assert "Would delete 0 asset event(s)" in result.stdout
+
+
+def test_the_pools_examples(tmp_path):
+    result = run_shell_example("pools", tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Pool reports set: 4 slots" in result.stdout
+    assert "pool(s) exported" in result.stdout
+    assert "Pool reports deleted" in result.stdout
+    assert set(Pool.objects.values_list("pool", flat=True)) == {"default_pool", "deferring"}
 
 
 def test_the_operator_api_examples(server, tmp_path):

@@ -371,6 +371,12 @@ def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
             email=list(task.email),
             email_on_failure=task.email_on_failure,
             email_on_retry=task.email_on_retry,
+            pool=task.pool,
+            pool_slots=task.pool_slots,
+            priority_weight=task.priority_weight,
+            weight_rule=task.weight_rule,
+            max_active_tis_per_dag=task.max_active_tis_per_dag,
+            max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
         )
         for decl in dags
         for leaves in [decl.leaf_task_ids]
@@ -398,6 +404,12 @@ _DAG_TASK_FIELDS = (
     "email",
     "email_on_failure",
     "email_on_retry",
+    "pool",
+    "pool_slots",
+    "priority_weight",
+    "weight_rule",
+    "max_active_tis_per_dag",
+    "max_active_tis_per_dagrun",
 )
 
 

@@ -28,10 +28,16 @@ when the file name ends in ``.json``)::
           - task_id: report
             upstream: [produce_asset_events]   # optional: the tasks it waits for
             trigger_rule: all_done             # optional; one of Airflow's 13, default all_success
+            pool: reports                      # optional; default default_pool (docs/pools.md)
+            pool_slots: 1                      # optional; the pool slots it takes, default 1
+            priority_weight: 1                 # optional; default 1
+            weight_rule: downstream            # optional; downstream, upstream or absolute
+            max_active_tis_per_dag: 1          # optional; default no limit
+            max_active_tis_per_dagrun: 1       # optional; default no limit
       - dag_id: asset_s3_bucket_consumer
         schedule: {asset: {uri: "s3://bucket/my-task"}}
         max_active_runs: 1                   # optional; default 16 (Airflow's default)
-        max_active_tasks: 4                  # optional; default 16
+        max_active_tasks: 4                  # optional; default 16, per run (Airflow 3)
         one_run_per_event: false             # optional: one run per event instead of one for all
         dagrun_timeout: 3600                 # optional: seconds a run may run before it fails
       - dag_id: nightly
@@ -101,11 +107,22 @@ from assets_app.conditions import (
     node_kind,
 )
 from assets_app.exceptions import InvalidAssetExpression, ManifestError
-from assets_app.models import DEFAULT_MAX_ACTIVE_RUNS, DEFAULT_MAX_ACTIVE_TASKS
+from assets_app.models import (
+    DEFAULT_MAX_ACTIVE_RUNS,
+    DEFAULT_MAX_ACTIVE_TASKS,
+    DEFAULT_POOL,
+    POOL_NAME_LENGTH,
+)
 from assets_app.params import ParamSpec, params_check_defaults, params_parse
 from assets_app.timetables import Timetable, timetable_parse
 from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE, TRIGGER_RULE_VALUES
 from assets_app.validators import validate_id, validate_keys
+from assets_app.weight_rules import (
+    DEFAULT_WEIGHT_RULE,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    WEIGHT_RULE_VALUES,
+)
 from task_sdk.definitions import AssetAliasUniqueKey, AssetUniqueKey
 
 # --- declarations ----------------------------------------------------------------------------
@@ -157,6 +174,12 @@ class TaskDecl:
     email: tuple[str, ...] = ()
     email_on_failure: bool = True
     email_on_retry: bool = True
+    pool: str = DEFAULT_POOL
+    pool_slots: int = 1
+    priority_weight: int = 1
+    weight_rule: str = DEFAULT_WEIGHT_RULE.value
+    max_active_tis_per_dag: int | None = None
+    max_active_tis_per_dagrun: int | None = None
 
 
 @dataclass(frozen=True)
@@ -386,6 +409,12 @@ _TASK_KEYS = {
     "email",
     "email_on_failure",
     "email_on_retry",
+    "pool",
+    "pool_slots",
+    "priority_weight",
+    "weight_rule",
+    "max_active_tis_per_dag",
+    "max_active_tis_per_dagrun",
 }
 _DAG_KEYS = {
     "dag_id",
@@ -444,8 +473,36 @@ def _parse_task(
             f"{where}.trigger_rule: unknown trigger rule {trigger_rule!r}; one of "
             f"{', '.join(TRIGGER_RULE_VALUES)}"
         )
+    pool = spec.get("pool", DEFAULT_POOL)
+    if not isinstance(pool, str) or not 1 <= len(pool) <= POOL_NAME_LENGTH or "\x00" in pool:
+        raise ManifestError(
+            f"{where}.pool: expected a pool name of 1 to {POOL_NAME_LENGTH} characters"
+        )
+    weight_rule = spec.get("weight_rule", DEFAULT_WEIGHT_RULE.value)
+    if weight_rule not in WEIGHT_RULE_VALUES:
+        raise ManifestError(
+            f"{where}.weight_rule: unknown weight rule {weight_rule!r}; one of "
+            f"{', '.join(WEIGHT_RULE_VALUES)}"
+        )
+    priority_weight = spec.get("priority_weight", 1)
+    if (
+        isinstance(priority_weight, bool)
+        or not isinstance(priority_weight, int)
+        or not PRIORITY_MIN <= priority_weight <= PRIORITY_MAX
+    ):
+        raise ManifestError(f"{where}.priority_weight: expected a whole number (32-bit)")
     return TaskDecl(
         task_id=_check_id(spec["task_id"], f"{where}.task_id"),
+        pool=pool,
+        pool_slots=_parse_cap(spec.get("pool_slots", 1), f"{where}.pool_slots"),
+        priority_weight=priority_weight,
+        weight_rule=str(weight_rule),
+        max_active_tis_per_dag=_parse_optional_cap(
+            spec.get("max_active_tis_per_dag"), f"{where}.max_active_tis_per_dag"
+        ),
+        max_active_tis_per_dagrun=_parse_optional_cap(
+            spec.get("max_active_tis_per_dagrun"), f"{where}.max_active_tis_per_dagrun"
+        ),
         outlets=_parse_leaves(spec.get("outlets"), f"{where}.outlets", declared),
         inlets=_parse_leaves(spec.get("inlets"), f"{where}.inlets", declared),
         retries=retries,
@@ -702,6 +759,11 @@ def _parse_cap(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
         raise ManifestError(f"{where}: expected a whole number from 1 to 100000")
     return value
+
+
+def _parse_optional_cap(value: Any, where: str) -> int | None:
+    """``None`` (no limit) or :func:`_parse_cap`."""
+    return None if value is None else _parse_cap(value, where)
 
 
 def _parse_datetime(value: Any, where: str) -> datetime | None:

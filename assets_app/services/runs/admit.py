@@ -162,6 +162,9 @@ def dag_runs_insert(
                     "task_id": task_id,
                     "max_tries": plan.retries,
                     "has_downstream": (spec.dag_id, task_id) in depended_on,
+                    "pool": plan.pool,
+                    "pool_slots": plan.pool_slots,
+                    "priority_weight": plan.priority_weight,
                     # one that depends on the past waits for advance to ask the past
                     "state": TaskInstanceState.SCHEDULED.value
                     if runs and not plan.upstream and not plan.depends_on_past

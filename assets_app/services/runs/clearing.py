@@ -9,7 +9,8 @@ the operator API). In one transaction, with the task instances and their runs lo
   ``TaskInstanceHistory`` (an ``up_for_retry`` one's already is), gets a new id and loses its
   state (as Airflow's clear), with ``try_number + 1``; ``max_tries`` becomes the old
   ``try_number`` + the task's declared ``retries`` (Airflow's ``clear_task_instances``), so
-  it gets its retries again; without a declared task, ``max(max_tries, try_number)``;
+  it gets its retries again; without a declared task, ``max(max_tries, try_number)``; its
+  ``pool``, ``pool_slots`` and ``priority_weight`` become the task's as declared now;
 - other task instances (scheduled, queued, deferred …) are left alone: they will run anyway;
 - each finished or running run of a cleared task instance goes back to ``queued`` (no start or
   end date), as Airflow's clear.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -41,12 +43,12 @@ from assets_app.models import (
     Dag,
     DagRun,
     DagRunState,
-    DagTask,
     TaskInstance,
     TaskInstanceHistory,
     TaskInstanceState,
 )
 from assets_app.services.runs.admit import dag_runs_admit
+from assets_app.services.runs.plans import NO_PLAN, TaskPlan, dags_task_plans
 from assets_app.services.runs.tries import task_instance_history_record, task_instance_renew
 
 logger = logging.getLogger(__name__)
@@ -138,11 +140,13 @@ def task_instances_clear(
             )
         to_clear = [ti for ti in locked if ti.state in CLEARABLE_STATES]
         result.left_alone = [(ti.task_label, ti.state) for ti in locked if ti not in to_clear]
-        declared = _declared_retries(to_clear)
+        declared = dags_task_plans({ti.dag_id for ti in to_clear})
         for ti in to_clear:
-            retries = declared.get((ti.dag_id, ti.task_id))
+            plan = declared.get((ti.dag_id, ti.task_id))
             max_tries = (
-                ti.try_number + retries if retries is not None else max(ti.max_tries, ti.try_number)
+                ti.try_number + plan.retries
+                if plan is not None
+                else max(ti.max_tries, ti.try_number)
             )
             result.cleared.append(
                 ClearedTaskInstance(
@@ -159,7 +163,7 @@ def task_instances_clear(
         ]
         if dry_run or not to_clear:
             return result
-        _write(to_clear, result.cleared, run_ids=list(runs))
+        _write(to_clear, result.cleared, run_ids=list(runs), plans=declared)
     dag_runs_admit(dag_ids={run.dag_id for run in runs.values()})
     logger.info(
         "cleared %s task instance(s); %s run(s) back to queued",
@@ -169,17 +173,12 @@ def task_instances_clear(
     return result
 
 
-def _declared_retries(task_instances: list[TaskInstance]) -> dict[tuple[str, str], int]:
-    dag_ids = {ti.dag_id for ti in task_instances}
-    task_ids = {ti.task_id for ti in task_instances}
-    rows = DagTask.objects.filter(dag_id__in=dag_ids, task_id__in=task_ids).values_list(
-        "dag_id", "task_id", "retries"
-    )
-    return {(dag_id, task_id): retries for dag_id, task_id, retries in rows}
-
-
 def _write(
-    task_instances: list[TaskInstance], cleared: list[ClearedTaskInstance], *, run_ids: list[int]
+    task_instances: list[TaskInstance],
+    cleared: list[ClearedTaskInstance],
+    *,
+    run_ids: list[int],
+    plans: Mapping[tuple[str, str], TaskPlan],
 ) -> None:
     now = timezone.now()
     # an up_for_retry task instance's try is in the history already (since it failed)
@@ -191,6 +190,8 @@ def _write(
         ]
     )
     for ti, new in zip(task_instances, cleared, strict=True):
+        # the task as declared now, as Airflow's clear refreshes it (its pool and priority)
+        plan = plans.get((ti.dag_id, ti.task_id), NO_PLAN)
         task_instance_renew(
             ti,
             new_id=new.task_instance_id,
@@ -203,6 +204,9 @@ def _write(
             duration=None,
             next_retry_at=None,
             failure_reason="",
+            pool=plan.pool,
+            pool_slots=plan.pool_slots,
+            priority_weight=plan.priority_weight,
         )
     DagRun.objects.filter(pk__in=run_ids, state__in=REQUEUED_RUN_STATES).update(
         state=DagRunState.QUEUED, start_date=None, end_date=None

@@ -39,6 +39,7 @@ from assets_app.models import (
 )
 from assets_app.params import params_resolve
 from assets_app.services.runs.admit import RunSpec, dag_runs_insert
+from assets_app.services.runs.plans import NO_PLAN, dags_task_plans
 from assets_app.services.runs.settle import dag_run_start
 from assets_app.tokens import token_issue, ttl_problem
 from assets_app.validators import json_value_problem, validate_id
@@ -137,6 +138,7 @@ def task_instance_create(
         },
     )
     declared_task = _declared_task(dag_id, task_id)
+    plan = dags_task_plans([dag_id]).get((dag_id, task_id), NO_PLAN)
     task_instance, created = TaskInstance.objects.get_or_create(
         dag_id=dag_id,
         run_id=run_id,
@@ -147,6 +149,9 @@ def task_instance_create(
             "state": state,
             "max_tries": declared_task.retries if max_tries is None else max_tries,
             "has_downstream": not declared_task.is_leaf,
+            "pool": plan.pool,
+            "pool_slots": plan.pool_slots,
+            "priority_weight": plan.priority_weight,
             "start_date": now if state == TaskInstanceState.RUNNING else None,
         },
     )

@@ -1,7 +1,8 @@
 """What a task instance's scheduling reads of its declared task: its retries, its direct
-upstreams and its trigger rule (:class:`TaskPlan`), and the task instances a new run gets
-(:func:`dags_task_ids`). Read by the creating of runs (``admit.dag_runs_insert``) and by
-the deciding of waiting task instances (``advance.task_instances_advance``).
+upstreams, its trigger rule, its pool and priority (:class:`TaskPlan`), and the task instances
+a new run gets (:func:`dags_task_ids`). Read by the creating of runs
+(``admit.dag_runs_insert``) and by the deciding of waiting task instances
+(``advance.task_instances_advance``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,15 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from assets_app.models import DagTask, TaskInletAssetReference, TaskOutletAssetReference
+from assets_app.models import (
+    DEFAULT_POOL,
+    DagTask,
+    TaskInletAssetReference,
+    TaskOutletAssetReference,
+)
 from assets_app.services.sql import Dialect, column_values, of, statements_cursor, table
 from assets_app.trigger_rules import DEFAULT_TRIGGER_RULE
+from assets_app.weight_rules import WeightedTask, priority_weights
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,10 @@ class TaskPlan:
     retries: int = 0
     upstream: tuple[str, ...] = ()
     trigger_rule: str = DEFAULT_TRIGGER_RULE.value
+    pool: str = DEFAULT_POOL
+    pool_slots: int = 1
+    #: the task instance's priority: the task's weight rule applied (``weight_rules``)
+    priority_weight: int = 1
     #: waits for the same task in the previous run (``past``)
     depends_on_past: bool = False
     wait_for_downstream: bool = False
@@ -35,7 +46,8 @@ NO_PLAN = TaskPlan()
 def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]:
     """``(dag_id, task_id)`` → its declared :class:`TaskPlan` (1 statement, none without
     DAGs; prepared: the scheduler reads it per batch); a task no manifest declares has none
-    (the defaults: no retries, no upstreams)."""
+    (the defaults: no retries, no upstreams, ``default_pool``). Priorities are computed over
+    each DAG's tasks (``weight_rules.priority_weights``)."""
     if not dag_ids:
         return {}
     sql = Dialect.current()
@@ -46,7 +58,8 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
             cursor,
             f"""
             SELECT {t("dag")}, {t("task_id")}, {t("retries")}, {t("upstream")},
-                {t("trigger_rule")}, {t("depends_on_past")}, {t("wait_for_downstream")},
+                {t("trigger_rule")}, {t("pool")}, {t("pool_slots")}, {t("priority_weight")},
+                {t("weight_rule")}, {t("depends_on_past")}, {t("wait_for_downstream")},
                 {t("ignore_first_depends_on_past")}
             FROM {table(DagTask)} t WHERE {among}
             """,  # noqa: S608 - names from the models, values bound as parameters
@@ -55,11 +68,20 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
         rows = cursor.fetchall()
     # JSON converted as the ORM reads the column
     upstreams = column_values(DagTask, "upstream", [row[3] for row in rows])
+    graphs: dict[str, dict[str, WeightedTask]] = {}
+    for row, upstream in zip(rows, upstreams, strict=True):
+        graphs.setdefault(row[0], {})[row[1]] = WeightedTask(
+            upstream=tuple(upstream or ()), priority_weight=row[7], weight_rule=row[8]
+        )
+    weights = {dag_id: priority_weights(graph) for dag_id, graph in graphs.items()}
     return {
         (dag_id, task_id): TaskPlan(
             retries=retries,
-            upstream=tuple(upstream or ()),
+            upstream=graphs[dag_id][task_id].upstream,
             trigger_rule=trigger_rule,
+            pool=pool,
+            pool_slots=pool_slots,
+            priority_weight=weights[dag_id][task_id],
             depends_on_past=bool(past),
             wait_for_downstream=bool(downstream),
             ignore_first_depends_on_past=bool(ignore_first),
@@ -70,10 +92,14 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
             retries,
             _,
             trigger_rule,
+            pool,
+            pool_slots,
+            _,
+            _,
             past,
             downstream,
             ignore_first,
-        ), upstream in zip(rows, upstreams, strict=True)
+        ) in rows
     }
 
 

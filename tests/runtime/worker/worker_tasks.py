@@ -67,3 +67,10 @@ def step(*, ti_id, outlet_events):
 @task
 def fails_with_a_reason():
     raise ValueError("the input file orders.csv has no header row")
+
+
+@task
+def hold_a_slot(*, ti_id):
+    """Long enough that two claims overlap it: the pool tests watch the slots meanwhile."""
+    time.sleep(0.4)
+    _mark(ti_id, "done")
