@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from assets_app.models import (
@@ -18,6 +18,7 @@ from assets_app.models import (
     DagRunState,
     DagRunTriggeredBy,
     DagRunType,
+    DagTask,
     TaskInstance,
     XCom,
 )
@@ -215,6 +216,53 @@ def dag_details(row: Dag, *, active_runs: int) -> dict[str, Any]:
         "active_runs_count": active_runs,
         "concurrency": row.max_active_tasks,
         "latest_dag_version": None,
+    }
+
+
+def _timedelta(seconds: float | None) -> dict[str, Any] | None:
+    """Airflow's ``TimeDelta`` object of a number of seconds."""
+    if seconds is None:
+        return None
+    delta = timedelta(seconds=seconds)
+    return {
+        "__type": "TimeDelta",
+        "days": delta.days,
+        "seconds": delta.seconds,
+        "microseconds": delta.microseconds,
+    }
+
+
+def task(row: DagTask, *, dag: Dag, downstream: list[str]) -> dict[str, Any]:
+    """Airflow's ``TaskResponse``: a task as its DAG file or manifest declares it (what the
+    registry does not keep, as Airflow's defaults: no owner, queue, colours or templates)."""
+    return {
+        "task_id": row.task_id,
+        "task_display_name": row.task_id,
+        "owner": None,
+        "start_date": when(dag.start_date),
+        "end_date": when(dag.end_date),
+        "trigger_rule": row.trigger_rule,
+        "depends_on_past": row.depends_on_past,
+        "wait_for_downstream": row.wait_for_downstream,
+        "retries": row.retries,
+        "queue": None,
+        "pool": row.pool,
+        "pool_slots": row.pool_slots,
+        "execution_timeout": None,
+        "retry_delay": _timedelta(row.retry_delay),
+        "retry_exponential_backoff": row.retry_exponential_backoff,
+        "priority_weight": row.priority_weight,
+        "weight_rule": row.weight_rule,
+        "ui_color": None,
+        "ui_fgcolor": None,
+        "template_fields": None,
+        "downstream_task_ids": downstream,
+        "doc_md": None,
+        "operator_name": None,
+        "params": None,
+        "class_ref": None,
+        "is_mapped": False,
+        "extra_links": [],
     }
 
 

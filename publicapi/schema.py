@@ -96,6 +96,8 @@ SERVED: dict[str, dict[str, list[str]]] = {
     },
     "/api/v2/dags/{dag_id}": {"get": [], "patch": ["update_mask"]},
     "/api/v2/dags/{dag_id}/details": {"get": []},
+    "/api/v2/dags/{dag_id}/tasks": {"get": ["order_by"]},
+    "/api/v2/dags/{dag_id}/tasks/{task_id}": {"get": []},
     "/api/v2/dagSources/{dag_id}": {"get": ["version_number", "accept"]},
     "/api/v2/dagStats": {"get": ["dag_ids"]},
     "/api/v2/importErrors": {

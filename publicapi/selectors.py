@@ -19,6 +19,7 @@ from assets_app.models import (
     DagImportError,
     DagRun,
     DagRunState,
+    DagTask,
     TaskInstance,
     XCom,
 )
@@ -123,6 +124,17 @@ def xcom_list(*, dag_id: str, run_id: str, task_id: str) -> QuerySet[XCom]:
 def dag_active_run_count(*, dag_id: str) -> int:
     """The DAG's running runs (Airflow's ``active_runs_count``)."""
     return DagRun.objects.filter(dag_id=dag_id, state=DagRunState.RUNNING).count()
+
+
+def dag_tasks(*, dag_id: str) -> tuple[list[DagTask], dict[str, list[str]]]:
+    """The DAG's tasks by id, and each task's direct downstream task ids (one query)."""
+    tasks = list(DagTask.objects.filter(dag_id=dag_id).order_by("task_id"))
+    downstream: dict[str, list[str]] = {t.task_id: [] for t in tasks}
+    for t in tasks:
+        for up in t.upstream:
+            if up in downstream:
+                downstream[up].append(t.task_id)
+    return tasks, {task_id: sorted(ids) for task_id, ids in downstream.items()}
 
 
 def import_error_get(*, import_error_id: int) -> DagImportError | None:

@@ -47,6 +47,8 @@ urlpatterns = [
     path("dagStats", views.DagStatsView.as_view(), name="dag-stats"),
     re_path(rf"^dags/(?P<dag_id>{KEY})$", views.DagDetailView.as_view()),
     re_path(rf"^dags/(?P<dag_id>{KEY})/details$", views.DagDetailsView.as_view()),
+    re_path(rf"^dags/(?P<dag_id>{KEY})/tasks$", views.TaskListView.as_view()),
+    re_path(rf"^dags/(?P<dag_id>{KEY})/tasks/(?P<task_id>{KEY})$", views.TaskDetailView.as_view()),
     re_path(rf"^dags/(?P<dag_id>{KEY})/dagRuns$", views.DagRunListView.as_view()),
     re_path(rf"{RUN}$", views.DagRunDetailView.as_view()),
     re_path(rf"{RUN}/clear$", views.DagRunClearView.as_view()),

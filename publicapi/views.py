@@ -272,6 +272,62 @@ class DagDetailsView(PublicView):
         )
 
 
+#: What Airflow's ``get_tasks`` sorts by (``-`` for descending); the fields the registry has
+#: no notion of sort as their Airflow defaults (all alike).
+TASK_ORDER = (
+    "task_id", "task_display_name", "owner", "start_date", "end_date", "trigger_rule",
+    "depends_on_past", "wait_for_downstream", "retries", "queue", "pool", "pool_slots",
+    "execution_timeout", "retry_delay", "retry_exponential_backoff", "priority_weight",
+    "weight_rule", "ui_color", "ui_fgcolor", "operator_name",
+)  # fmt: skip
+
+
+class TaskOrderQuery(Query):
+    order_by: Text = "task_id"
+
+
+class TaskListView(PublicView):
+    """Airflow's ``get_tasks``: the DAG's tasks as declared, sorted by ``order_by``."""
+
+    required_permissions: ClassVar = {"GET": [V + "dag"]}
+
+    def get(self, request: Request, dag_id: str) -> Response:
+        order_by = parse(TaskOrderQuery, request.query_params).order_by
+        field = order_by.lstrip("-")
+        if field not in TASK_ORDER:
+            raise BadRequest(
+                f"Ordering with '{field}' is disallowed or the attribute does not exist on the "
+                "model"
+            )
+        found = _dag(dag_id)
+        tasks, downstream = selectors.dag_tasks(dag_id=found.dag_id)
+        rendered = [render.task(t, dag=found, downstream=downstream[t.task_id]) for t in tasks]
+
+        def key(item: dict[str, Any]) -> tuple[bool, Any]:
+            # Airflow's: unset values last; a TimeDelta by its length
+            value = item[field]
+            if isinstance(value, dict):
+                value = (value["days"], value["seconds"], value["microseconds"])
+            return value is None, value if value is not None else 0
+
+        rendered.sort(key=key, reverse=order_by.startswith("-"))
+        return Response({"tasks": rendered, "total_entries": len(rendered)})
+
+
+class TaskDetailView(PublicView):
+    """Airflow's ``get_task``."""
+
+    required_permissions: ClassVar = {"GET": [V + "dag"]}
+
+    def get(self, request: Request, dag_id: str, task_id: str) -> Response:
+        found = _dag(dag_id)
+        tasks, downstream = selectors.dag_tasks(dag_id=found.dag_id)
+        for t in tasks:
+            if t.task_id == path_key(task_id):
+                return Response(render.task(t, dag=found, downstream=downstream[t.task_id]))
+        raise NotFound(f"Task with id {task_id} was not found")
+
+
 class DagSourceView(PublicView):
     """Airflow's ``get_dag_source``: the text of the file the DAG was last loaded from (its
     one version: ``version_number`` 1 or none), as JSON or, for ``Accept: text/plain``, as is."""

@@ -19,12 +19,13 @@ from airflow_client.client.api.dag_api import DAGApi
 from airflow_client.client.api.dag_run_api import DagRunApi
 from airflow_client.client.api.dag_source_api import DagSourceApi
 from airflow_client.client.api.dag_stats_api import DagStatsApi
+from airflow_client.client.api.task_api import TaskApi
 from airflow_client.client.exceptions import ForbiddenException, UnauthorizedException
 from airflow_client.client.models.create_asset_events_body import CreateAssetEventsBody
 from airflow_client.client.models.dag_patch_body import DAGPatchBody
 from django.contrib.auth.models import Group, Permission, User
 
-from assets_app.models import AssetDagRunQueue, AssetEvent, Dag, DagRun
+from assets_app.models import AssetDagRunQueue, AssetEvent, Dag, DagRun, DagTask
 from assets_app.services.dags.code import dag_code_store
 from tests.factories import AssetFactory, DagFactory, DagRunFactory
 from tests.publicapi.conftest import READ_PERMISSIONS
@@ -78,6 +79,14 @@ def test_airflows_client_drives_the_registry(server):
         "consumer",
         False,
         0,
+    )
+
+    DagTask.objects.create(dag_id="consumer", task_id="summarise", retries=2)
+    (listed_task,) = TaskApi(client).get_tasks("consumer").tasks
+    assert (listed_task.task_id, listed_task.retries, listed_task.pool) == (
+        "summarise",
+        2,
+        "default_pool",
     )
 
     # the DAG's file as loaded
