@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any, TypedDict
 
 from django.contrib import admin, messages
-from django.db.models import Model, QuerySet
+from django.db.models import Case, IntegerField, Model, QuerySet, Value, When
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -37,11 +37,12 @@ from assets_app.admin.common import (
 )
 from assets_app.admin.filters import DagIdFilter, TaskInstanceDagFilter
 from assets_app.admin.logs import TaskLogAdminMixin
-from assets_app.admin.panels import run_panel
+from assets_app.admin.panels import run_panel, task_ids_in_graph_order
 from assets_app.exceptions import AssetsError
 from assets_app.models import (
     DAG_RUN_SUMMARY_FIELDS,
     FAILED_TI_STATES,
+    Dag,
     DagCallbackRequest,
     DagRun,
     DagRunAssetEvent,
@@ -198,6 +199,23 @@ class RunTaskInstanceInline(_TryColumnsMixin, ReadOnlyTabularInline[TaskInstance
     readonly_fields = fields
     show_change_link = True
     verbose_name_plural = "task instances"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[TaskInstance]:
+        """The run's task instances in its DAG's graph order (each after its upstream tasks,
+        as Airflow's grid lists them), mapped ones by index."""
+        rows = super().get_queryset(request)
+        match = request.resolver_match
+        run_pk = match.kwargs.get("object_id") if match is not None else None
+        dag = Dag.objects.filter(runs__pk=run_pk).first() if str(run_pk).isdigit() else None
+        if dag is None:
+            return rows
+        order = task_ids_in_graph_order(dag)
+        position = Case(
+            *(When(task_id=task_id, then=Value(n)) for n, task_id in enumerate(order)),
+            default=Value(len(order)),
+            output_field=IntegerField(),
+        )
+        return rows.order_by(position, "task_id", "map_index")
 
     @admin.display(description="task")
     def task(self, obj: TaskInstance) -> SafeString:

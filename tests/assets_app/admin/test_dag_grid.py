@@ -11,7 +11,7 @@ import pytest
 
 from assets_app.admin.panels import GRID_RUNS, dag_grid, task_ids_in_graph_order
 from assets_app.models import DagRun, DagTask
-from tests.assets_app.admin import change, query_count
+from tests.assets_app.admin import change, page_text, query_count
 from tests.factories import DagFactory, DagRunFactory, TaskInstanceFactory
 
 pytestmark = pytest.mark.django_db
@@ -114,3 +114,15 @@ def test_the_dag_page_shows_the_grid_oldest_run_first_in_a_fixed_number_of_queri
     assert "extract_orders" in rows[0]
     assert "publish_to_finance_mart" in rows[-1]
     assert rows[0].count("ar-grid-running") == GRID_RUNS
+
+
+def test_the_run_page_lists_its_task_instances_in_graph_order(admin_client):
+    dag = _dag(TASKS)
+    (run,) = _runs(dag, [dict.fromkeys(TASKS, "success")])
+
+    text = page_text(admin_client, change("dagrun", run.pk))  # ids read whole
+
+    inline = text[text.index('id="task_instances-group"') :]  # after the graph and the Gantt
+    positions = [inline.index(f">{task_id}<") for task_id in task_ids_in_graph_order(dag)]
+    assert positions == sorted(positions)
+    assert inline.index(">extract_orders<") < inline.index(">publish_to_finance_mart<")
