@@ -48,5 +48,5 @@ urlpatterns = [
         name="docs",
     ),
     *router.urls,
-    re_path(r"(?s)^.*$", not_found, name="not-found"),  # a path holding a newline too
+    re_path(r"^[\s\S]*$", not_found, name="not-found"),  # a path holding a newline too
 ]

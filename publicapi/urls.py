@@ -68,11 +68,11 @@ urlpatterns = [
         logs.TaskInstanceLogView.as_view(),
     ),
     path("variables", secrets.VariableListView.as_view(), name="variables"),
-    # (?s): a key or name may hold a newline; it is then looked up (404 JSON), not unrouted
-    re_path(r"(?s)^variables/(?P<variable_key>.+)$", secrets.VariableDetailView.as_view()),
+    # [\s\S], not ".": a key or name may hold a newline; it is then looked up (404 JSON)
+    re_path(r"^variables/(?P<variable_key>[\s\S]+)$", secrets.VariableDetailView.as_view()),
     path("connections", secrets.ConnectionListView.as_view(), name="connections"),
     re_path(rf"^connections/(?P<connection_id>{KEY})$", secrets.ConnectionDetailView.as_view()),
     path("pools", pools.PoolListView.as_view(), name="pools"),
-    re_path(r"(?s)^pools/(?P<pool_name>.+)$", pools.PoolDetailView.as_view()),
-    re_path(r"(?s)^.*$", not_found, name="not-found"),
+    re_path(r"^pools/(?P<pool_name>[\s\S]+)$", pools.PoolDetailView.as_view()),
+    re_path(r"^[\s\S]*$", not_found, name="not-found"),
 ]

@@ -205,8 +205,8 @@ class RunTaskInstanceInline(_TryColumnsMixin, ReadOnlyTabularInline[TaskInstance
         as Airflow's grid lists them), mapped ones by index."""
         rows = super().get_queryset(request)
         match = request.resolver_match
-        run_pk = match.kwargs.get("object_id") if match is not None else None
-        dag = Dag.objects.filter(runs__pk=run_pk).first() if str(run_pk).isdigit() else None
+        run_pk = str(match.kwargs.get("object_id", "")) if match is not None else ""
+        dag = Dag.objects.filter(runs__pk=int(run_pk)).first() if run_pk.isdigit() else None
         if dag is None:
             return rows
         order = task_ids_in_graph_order(dag)
