@@ -210,6 +210,8 @@ class RunTaskInstanceInline(_TryColumnsMixin, ReadOnlyTabularInline[TaskInstance
         if dag is None:
             return rows
         order = task_ids_in_graph_order(dag)
+        if not order:  # no declared tasks (a CASE of no WHEN would be ORDER BY a constant)
+            return rows
         position = Case(
             *(When(task_id=task_id, then=Value(n)) for n, task_id in enumerate(order)),
             default=Value(len(order)),
