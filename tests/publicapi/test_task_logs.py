@@ -315,11 +315,13 @@ def test_reading_logs_needs_the_log_permission(reader_api, anonymous_api, ti):
     reader.user_permissions.add(Permission.objects.get(codename="view_tasklog"))
     allowed = get(Api(user_token_issue(user=User.objects.get(pk=reader.pk))), url(ti))
     anonymous = get(anonymous_api, url(ti))
+    forged = get(Api("not-a-token"), url(ti))
 
     assert refused.status_code == 403
     assert refused.json() == {"detail": "Forbidden: needs the permission assets_app.view_tasklog"}
     assert allowed.status_code == 200
     assert anonymous.status_code == 401
+    assert forged.status_code == 401
 
 
 def test_a_capped_log_is_streamed_with_its_marker(admin_api, ti, settings):

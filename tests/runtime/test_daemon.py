@@ -69,6 +69,20 @@ class FakeListener:
         self.calls.append("close")
 
 
+@pytest.fixture(autouse=True)
+def python_ctrl_c():
+    """Ctrl-C as a fresh Python has it (``KeyboardInterrupt``, SIGINT not blocked), whatever an
+    earlier test in the same process left: these tests send SIGINT to themselves, and one left
+    ignored or blocked would leave a daemon waiting until the test's timeout."""
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
+
+
 @pytest.fixture
 def fake_listener(monkeypatch):
     FakeListener.instances = []
