@@ -104,7 +104,11 @@ NODE_HEIGHT = 38
 COLUMN_GAP = 110
 ROW_GAP = 18
 PADDING = 12
-LABEL_CHARS = 33  # longer labels are cut (the full name is the node's tooltip)
+LABEL_CHARS = 33  # per line: longer labels wrap (see _wrap)
+LINE_HEIGHT = 15
+#: lines a label may take: a DAG id of Airflow's 250 characters fits whole; a longer label (an
+#: asset's URI may be 1,500) is cut there with "…" (the full name is the node's tooltip)
+LABEL_LINES = 12
 
 
 @dataclass(frozen=True)
@@ -146,26 +150,69 @@ Direction = Literal["right", "down"]
 
 class _Box:
     """The size grandalf lays out (it lays layers out top to bottom: ``w`` is across a
-    layer, ``h`` along the edges)."""
+    layer, ``h`` along the edges); ``height`` is the box's own, which grows with its lines."""
 
-    def __init__(self, direction: Direction) -> None:
+    def __init__(self, direction: Direction, height: float = NODE_HEIGHT) -> None:
+        self.w: float
+        self.h: float
         if direction == "right":  # drawn left to right: its width is our height
-            self.w, self.h = NODE_HEIGHT, NODE_WIDTH
+            self.w, self.h = height, NODE_WIDTH
         else:
-            self.w, self.h = GRAPH_NODE_WIDTH, NODE_HEIGHT
+            self.w, self.h = GRAPH_NODE_WIDTH, height
+        self.height = height
         self.xy: tuple[float, float] = (0.0, 0.0)
 
 
-def _positions_down(lineage: Lineage) -> tuple[dict[str, tuple[float, float]], int, int]:
-    """Pixel centres of the nodes laid out top to bottom, and the drawing's width and height;
-    the connected parts side by side."""
+def _wrap(text: str, chars: int) -> list[str]:
+    """``text`` in lines of at most ``chars`` characters, broken after a separator (``_ . - /
+    : @`` or a space) where one falls in a line's second half, else at ``chars``; at most
+    ``LABEL_LINES`` lines, the last one cut with "…" when more is left."""
+    lines: list[str] = []
+    rest = text
+    while rest and len(lines) < LABEL_LINES:
+        if len(rest) <= chars:
+            lines.append(rest)
+            rest = ""
+            break
+        cut = max(rest.rfind(sep, chars // 2, chars) for sep in "_.-/:@ ") + 1 or chars
+        lines.append(rest[:cut])
+        rest = rest[cut:]
+    if rest:
+        lines[-1] = lines[-1][: chars - 1] + "…"
+    return lines or [""]
+
+
+def _cut(text: str, chars: int = LABEL_CHARS) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _node_lines(node: Node, chars: int) -> tuple[list[str], str]:
+    """A node's label lines and its note (one line, cut)."""
+    return _wrap(node.label, chars), _cut(node.note, chars + 6)
+
+
+def _node_height(lines: int) -> float:
+    return max(NODE_HEIGHT, lines * LINE_HEIGHT + 8)
+
+
+def _graph(lineage: Lineage, direction: Direction, chars: int) -> Graph:
     vertices = {key: Vertex(key) for key in lineage.nodes}
-    for vertex in vertices.values():
-        vertex.view = _Box("down")
-    graph = Graph(
+    for key, vertex in vertices.items():
+        label, note = _node_lines(lineage.nodes[key], chars)
+        vertex.view = _Box(direction, _node_height(len(label) + bool(note)))
+    return Graph(
         list(vertices.values()), [Edge(vertices[a], vertices[b]) for a, b in lineage.edges]
     )
+
+
+def _positions_down(
+    lineage: Lineage, chars: int
+) -> tuple[dict[str, tuple[float, float]], dict[str, float], int, int]:
+    """Pixel centres and heights of the nodes laid out top to bottom, and the drawing's width
+    and height; the connected parts side by side."""
+    graph = _graph(lineage, "down", chars)
     centres: dict[str, tuple[float, float]] = {}
+    heights: dict[str, float] = {}
     left = 0.0
     for component in graph.C:
         layout = SugiyamaLayout(component)
@@ -177,23 +224,23 @@ def _positions_down(lineage: Lineage) -> tuple[dict[str, tuple[float, float]], i
         low = min(xs) - GRAPH_NODE_WIDTH / 2
         for v in component.sV:
             centres[v.data] = (v.view.xy[0] - low + left + PADDING, v.view.xy[1])
+            heights[v.data] = v.view.height
         left += max(xs) - low + GRAPH_NODE_WIDTH / 2 + ROW_GAP
-    top = min(y for _, y in centres.values()) - NODE_HEIGHT / 2 - PADDING
+    top = min(y - heights[key] / 2 for key, (_, y) in centres.items()) - PADDING
     centres = {key: (x, y - top) for key, (x, y) in centres.items()}
     width = max(x for x, _ in centres.values()) + GRAPH_NODE_WIDTH / 2 + PADDING
-    height = max(y for _, y in centres.values()) + NODE_HEIGHT / 2 + PADDING
-    return centres, int(width), int(height)
+    height = max(y + heights[key] / 2 for key, (_, y) in centres.items()) + PADDING
+    return centres, heights, int(width), int(height)
 
 
-def _positions(lineage: Lineage) -> tuple[dict[str, tuple[float, float]], int, int]:
-    """Pixel centres of the nodes (left to right), and the drawing's width and height."""
-    vertices = {key: Vertex(key) for key in lineage.nodes}
-    for vertex in vertices.values():
-        vertex.view = _Box("right")
-    graph = Graph(
-        list(vertices.values()), [Edge(vertices[a], vertices[b]) for a, b in lineage.edges]
-    )
+def _positions(
+    lineage: Lineage, chars: int
+) -> tuple[dict[str, tuple[float, float]], dict[str, float], int, int]:
+    """Pixel centres and heights of the nodes (left to right), and the drawing's width and
+    height."""
+    graph = _graph(lineage, "right", chars)
     centres: dict[str, tuple[float, float]] = {}
+    heights: dict[str, float] = {}
     top = 0.0
     for component in graph.C:  # one layout per connected part, stacked
         layout = SugiyamaLayout(component)
@@ -201,17 +248,17 @@ def _positions(lineage: Lineage) -> tuple[dict[str, tuple[float, float]], int, i
         layout.yspace = COLUMN_GAP
         layout.init_all()
         layout.draw()
-        across = [v.view.xy[0] for v in component.sV]
-        low = min(across) - NODE_HEIGHT / 2
+        low = min(v.view.xy[0] - v.view.height / 2 for v in component.sV)
         for v in component.sV:
             along, across_ = v.view.xy[1], v.view.xy[0]
             centres[v.data] = (along + PADDING, across_ - low + top + PADDING)
-        top += max(across) - low + NODE_HEIGHT / 2 + ROW_GAP
+            heights[v.data] = v.view.height
+        top += max(v.view.xy[0] + v.view.height / 2 for v in component.sV) - low + ROW_GAP
     left = min(x for x, _ in centres.values()) - NODE_WIDTH / 2 - PADDING
     centres = {key: (x - left, y) for key, (x, y) in centres.items()}
     width = max(x for x, _ in centres.values()) + NODE_WIDTH / 2 + PADDING
-    height = max(y for _, y in centres.values()) + NODE_HEIGHT / 2 + PADDING
-    return centres, int(width), int(height)
+    height = max(y + heights[key] / 2 for key, (_, y) in centres.items()) + PADDING
+    return centres, heights, int(width), int(height)
 
 
 def _n(*numbers: float) -> tuple[str, ...]:
@@ -219,12 +266,13 @@ def _n(*numbers: float) -> tuple[str, ...]:
     return tuple(f"{number:.1f}" for number in numbers)
 
 
-def _cut(text: str, chars: int = LABEL_CHARS) -> str:
-    return text if len(text) <= chars else text[: chars - 1] + "…"
-
-
 def _edge_path(
-    start: tuple[float, float], end: tuple[float, float], *, direction: Direction, half_w: float
+    start: tuple[float, float],
+    end: tuple[float, float],
+    *,
+    direction: Direction,
+    half_w: float,
+    half_heights: tuple[float, float],
 ) -> tuple[str, ...]:
     """The eight numbers of a curved edge's ``M x,y C x,y x,y x,y`` from ``start`` to ``end``
     (box centres), leaving and entering the boxes on the side the drawing flows to."""
@@ -234,9 +282,28 @@ def _edge_path(
             x1 + half_w, y1, x1 + half_w + COLUMN_GAP / 2, y1,
             x2 - half_w - COLUMN_GAP / 2, y2, x2 - half_w - 4, y2,
         )  # fmt: skip
-    half_h = NODE_HEIGHT / 2
+    out, into = half_heights
     bend = ROW_GAP_DOWN / 2
-    return _n(x1, y1 + half_h, x1, y1 + half_h + bend, x2, y2 - half_h - bend, x2, y2 - half_h - 4)
+    return _n(x1, y1 + out, x1, y1 + out + bend, x2, y2 - into - bend, x2, y2 - into - 4)
+
+
+def _node_text(x: float, y: float, lines: list[str], note: str) -> SafeString:
+    """A box's lines of text, centred on ``y`` (its centre) from ``x``, the note last."""
+    count = len(lines) + bool(note)
+    first = y - count * LINE_HEIGHT / 2 + 11.5
+    texts = format_html_join(
+        "",
+        '<text x="{}" y="{}">{}</text>',
+        ((*_n(x, first + i * LINE_HEIGHT), line) for i, line in enumerate(lines)),
+    )
+    if not note:
+        return texts
+    return format_html(
+        '{}<text class="ar-note" x="{}" y="{}">{}</text>',
+        texts,
+        *_n(x, first + len(lines) * LINE_HEIGHT),
+        note,
+    )
 
 
 def lineage_svg(lineage: Lineage, *, title: str, direction: Direction = "right") -> SafeString:
@@ -244,14 +311,14 @@ def lineage_svg(lineage: Lineage, *, title: str, direction: Direction = "right")
     left to right, or top to bottom (``direction="down"``, a task graph)."""
     if not lineage.nodes:
         return SafeString("")
+    chars = LABEL_CHARS if direction == "right" else LABEL_CHARS * GRAPH_NODE_WIDTH // NODE_WIDTH
     if direction == "right":
-        centres, width, height = _positions(lineage)
+        centres, heights, width, height = _positions(lineage, chars)
         box_width = NODE_WIDTH
     else:
-        centres, width, height = _positions_down(lineage)
+        centres, heights, width, height = _positions_down(lineage, chars)
         box_width = GRAPH_NODE_WIDTH
-    half_w, half_h = box_width / 2, NODE_HEIGHT / 2
-    chars = LABEL_CHARS if direction == "right" else LABEL_CHARS * GRAPH_NODE_WIDTH // NODE_WIDTH
+    half_w = box_width / 2
     edges = format_html_join(
         "",
         '<path class="ar-edge{}" d="M{},{} C{},{} {},{} {},{}" marker-end="url(#ar-arrow)"/>',
@@ -260,7 +327,13 @@ def lineage_svg(lineage: Lineage, *, title: str, direction: Direction = "right")
                 " ar-edge-waiting"
                 if lineage.nodes[source].waiting or lineage.nodes[target].waiting
                 else "",
-                *_edge_path(centres[source], centres[target], direction=direction, half_w=half_w),
+                *_edge_path(
+                    centres[source],
+                    centres[target],
+                    direction=direction,
+                    half_w=half_w,
+                    half_heights=(heights[source] / 2, heights[target] / 2),
+                ),
             )
             for source, target in lineage.edges
         ),
@@ -268,8 +341,7 @@ def lineage_svg(lineage: Lineage, *, title: str, direction: Direction = "right")
     nodes = format_html_join(
         "",
         '<a href="{}" class="ar-node ar-{}{}{}{}"><title>{}</title>'
-        '<rect x="{}" y="{}" width="{}" height="{}" rx="6"/>'
-        '<text x="{}" y="{}">{}</text>{}</a>',
+        '<rect x="{}" y="{}" width="{}" height="{}" rx="6"/>{}</a>',
         (
             (
                 node.url,
@@ -278,16 +350,8 @@ def lineage_svg(lineage: Lineage, *, title: str, direction: Direction = "right")
                 " ar-waiting" if node.waiting else "",
                 f" ar-ti ar-ti-{node.state}" if node.state else "",
                 f"{node.kind}: {node.label}" + (f" ({node.note})" if node.note else ""),
-                *_n(x - half_w, y - half_h, box_width, NODE_HEIGHT),
-                *_n(x - half_w + 10, y - (2 if node.note else -4)),
-                _cut(node.label, chars),
-                format_html(
-                    '<text class="ar-note" x="{}" y="{}">{}</text>',
-                    *_n(x - half_w + 10, y + 13),
-                    _cut(node.note, chars + 6),
-                )
-                if node.note
-                else "",
+                *_n(x - half_w, y - heights[key] / 2, box_width, heights[key]),
+                _node_text(x - half_w + 10, y, *_node_lines(node, chars)),
             )
             for key, node in lineage.nodes.items()
             for (x, y) in [centres[key]]
