@@ -105,6 +105,28 @@ class AliasFilter(Page):
         return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="id"))
 
 
+class DagTagFilter(Page):
+    """``GET /dagTags``: tag names, not rows (a DAG's tags are a list on its row)."""
+
+    tag_name_pattern: Text | None = None
+    tag_name_prefix_pattern: Text | None = None
+    order_by: list[Text] | None = None
+
+    ORDER: ClassVar = {"name": "name"}
+
+    def select(self, names: set[str]) -> list[str]:
+        """The names these parameters choose, in their order (the page is cut by the caller)."""
+        ordering = order_by_parse(self.order_by, allowed=self.ORDER, default="name")
+        chosen = sorted(names, reverse=ordering[0].startswith("-"))
+        pattern, prefix = self.tag_name_pattern, self.tag_name_prefix_pattern
+        if pattern is not None and pattern != "~":
+            terms = [t.strip().lower() for t in pattern.split("|") if t.strip()] or [pattern]
+            chosen = [n for n in chosen if any(term in n.lower() for term in terms)]
+        if prefix is not None and prefix != "~":
+            chosen = [n for n in chosen if n.startswith(prefix)]
+        return chosen
+
+
 class EventFilter(Page):
     """``GET /assets/events``."""
 

@@ -100,6 +100,7 @@ SERVED: dict[str, dict[str, list[str]]] = {
     "/api/v2/dags/{dag_id}/tasks/{task_id}": {"get": []},
     "/api/v2/dagSources/{dag_id}": {"get": ["version_number", "accept"]},
     "/api/v2/dagStats": {"get": ["dag_ids"]},
+    "/api/v2/dagTags": {"get": [*_PAGE, "order_by", "tag_name_pattern", "tag_name_prefix_pattern"]},
     "/api/v2/importErrors": {
         "get": [
             *_PAGE,
@@ -188,6 +189,7 @@ EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     ("/api/v2/variables", "post"): {"400": "Bad Request"},
     ("/api/v2/connections", "post"): {"400": "Bad Request"},
     ("/api/v2/importErrors", "get"): {"400": "Bad Request"},
+    ("/api/v2/dagTags", "get"): {"400": "Bad Request"},
     # a continuation token the server did not sign (Airflow's, undeclared); an Accept header
     # that is none of the log's media types (Airflow's 406, undeclared)
     (LOG_ROUTE, "get"): {"400": "Bad Request", "406": "Not Acceptable"},

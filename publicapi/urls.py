@@ -45,6 +45,7 @@ urlpatterns = [
     path("dags", views.DagListView.as_view(), name="dags"),
     re_path(rf"^dagSources/(?P<dag_id>{KEY})$", views.DagSourceView.as_view()),
     path("dagStats", views.DagStatsView.as_view(), name="dag-stats"),
+    path("dagTags", views.DagTagListView.as_view(), name="dag-tags"),
     re_path(rf"^dags/(?P<dag_id>{KEY})$", views.DagDetailView.as_view()),
     re_path(rf"^dags/(?P<dag_id>{KEY})/details$", views.DagDetailsView.as_view()),
     re_path(rf"^dags/(?P<dag_id>{KEY})/tasks$", views.TaskListView.as_view()),

@@ -25,6 +25,7 @@ from assets_app.selectors.assets import (
 from assets_app.selectors.dags import (
     dag_code_get,
     dag_list,
+    dag_tag_names,
     import_error_list,
     queued_events_query,
 )
@@ -67,6 +68,7 @@ from publicapi.filters import (
     AssetFilter,
     DagFilter,
     DagRunFilter,
+    DagTagFilter,
     EventFilter,
     ImportErrorFilter,
     QueuedEventsFilter,
@@ -369,6 +371,17 @@ class DagStatsView(PublicView):
         counts = dag_run_state_counts(dag_ids=q.dag_ids)
         dags = [render.dag_stats(dag_id, by_state) for dag_id, by_state in counts.items()]
         return Response({"dags": dags, "total_entries": len(dags)})
+
+
+class DagTagListView(PublicView):
+    """Airflow's ``get_dag_tags``: the tags of DAGs that are not stale, by name."""
+
+    required_permissions: ClassVar = {"GET": [V + "dag"]}
+
+    def get(self, request: Request) -> Response:
+        q = parse(DagTagFilter, request.query_params, lists=("order_by",))
+        names = q.select(dag_tag_names(with_stale=False))
+        return Response({"tags": names[q.bounds], "total_entries": len(names)})
 
 
 # --- DAG runs ---------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from assets_app.models import (
     DagRun,
     TaskInstance,
 )
+from assets_app.selectors.dags import dag_tag_names
 
 
 class FieldFilter(admin.SimpleListFilter):
@@ -167,8 +168,7 @@ class DagTagFilter(admin.SimpleListFilter):
     parameter_name = "tag"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        tags = {tag for row in Dag.objects.values_list("tags", flat=True) for tag in row or ()}
-        return [(tag, tag) for tag in sorted(tags, key=str)]
+        return [(tag, tag) for tag in sorted(dag_tag_names(), key=str)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if not self.value():

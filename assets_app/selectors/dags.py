@@ -34,6 +34,14 @@ def queued_events_query(
     return rows.order_by("created_at", "id")
 
 
+def dag_tag_names(*, with_stale: bool = True) -> set[str]:
+    """Every tag some DAG has (not those only stale DAGs have, when not ``with_stale``: as
+    Airflow's tag list). The DAG table is small: its tags are read whole, on both databases
+    alike."""
+    rows = Dag.objects.all() if with_stale else Dag.objects.filter(is_stale=False)
+    return {tag for tags in rows.values_list("tags", flat=True) for tag in tags or ()}
+
+
 def import_error_list() -> QuerySet[DagImportError]:
     """DAG files that failed to load, for both operator faces (``/api/v1/import-errors`` and
     ``/api/v2/importErrors``)."""
