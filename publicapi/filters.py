@@ -35,6 +35,12 @@ RANGES = ("gte", "gt", "lte", "lt")
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
 
 
+def pattern_terms(pattern: str) -> list[str]:
+    """The alternatives of an Airflow ``*_pattern`` (``|`` between them), each matched as a
+    case-insensitive substring."""
+    return [term.strip() for term in pattern.split("|") if term.strip()] or [pattern]
+
+
 def search(rows: QuerySet[Any], field: str, pattern: str | None, *, prefix: bool) -> QuerySet[Any]:
     """Airflow's ``*_pattern`` (case-insensitive substring, ``|`` for or, ``~`` for all) and
     ``*_prefix_pattern`` (case-sensitive prefix) filters."""
@@ -42,9 +48,8 @@ def search(rows: QuerySet[Any], field: str, pattern: str | None, *, prefix: bool
         return rows
     if prefix:
         return rows.filter(**{f"{field}__startswith": pattern})
-    terms = [term.strip() for term in pattern.split("|") if term.strip()] or [pattern]
     match = Q()
-    for term in terms:
+    for term in pattern_terms(pattern):
         match |= Q(**{f"{field}__icontains": term})
     return rows.filter(match)
 
@@ -120,7 +125,7 @@ class DagTagFilter(Page):
         chosen = sorted(names, reverse=ordering[0].startswith("-"))
         pattern, prefix = self.tag_name_pattern, self.tag_name_prefix_pattern
         if pattern is not None and pattern != "~":
-            terms = [t.strip().lower() for t in pattern.split("|") if t.strip()] or [pattern]
+            terms = [term.lower() for term in pattern_terms(pattern)]
             chosen = [n for n in chosen if any(term in n.lower() for term in terms)]
         if prefix is not None and prefix != "~":
             chosen = [n for n in chosen if n.startswith(prefix)]
