@@ -45,6 +45,7 @@ from assets_app.models import (
 from assets_app.params import params_dump
 from assets_app.services.dags.code import dag_code_store
 from assets_app.services.dags.manifest import (
+    TASK_SETTINGS,
     AliasDecl,
     AssetDecl,
     DagDecl,
@@ -394,22 +395,8 @@ _DAG_TASK_FIELDS = (
     "airflow_dag_file",
     "airflow_dags_folder",
     "upstream",
-    "trigger_rule",
     "is_leaf",
-    "retry_exponential_backoff",
-    "max_retry_delay",
-    "depends_on_past",
-    "wait_for_downstream",
-    "ignore_first_depends_on_past",
-    "email",
-    "email_on_failure",
-    "email_on_retry",
-    "pool",
-    "pool_slots",
-    "priority_weight",
-    "weight_rule",
-    "max_active_tis_per_dag",
-    "max_active_tis_per_dagrun",
+    *TASK_SETTINGS,
 )
 
 

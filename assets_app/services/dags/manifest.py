@@ -392,14 +392,9 @@ def _parse_leaves(value: Any, where: str, declared: list[Declaration]) -> tuple[
 # --- tasks and DAGs --------------------------------------------------------------------------
 
 
-_TASK_KEYS = {
-    "task_id",
-    "outlets",
-    "inlets",
-    "retries",
-    "retry_delay",
-    "callable",
-    "upstream",
+#: A task's settings that a manifest gives under their Airflow names and ``dag_task`` keeps
+#: under the same names (``declare`` compares them to tell an unchanged declaration).
+TASK_SETTINGS = (
     "trigger_rule",
     "retry_exponential_backoff",
     "max_retry_delay",
@@ -415,6 +410,16 @@ _TASK_KEYS = {
     "weight_rule",
     "max_active_tis_per_dag",
     "max_active_tis_per_dagrun",
+)
+_TASK_KEYS = {
+    "task_id",
+    "outlets",
+    "inlets",
+    "retries",
+    "retry_delay",
+    "callable",
+    "upstream",
+    *TASK_SETTINGS,
 }
 _DAG_KEYS = {
     "dag_id",
