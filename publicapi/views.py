@@ -16,7 +16,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assets_app.models import Dag, DagRun, DagRunTriggeredBy
+from assets_app.models import Dag, DagRun, DagRunTriggeredBy, TaskInstance
 from assets_app.selectors.assets import (
     asset_events_detailed,
     asset_list_detailed,
@@ -503,19 +503,24 @@ class TaskInstanceListView(PublicView):
         )
 
 
+def _task_instance(dag_id: str, dag_run_id: str, task_id: str) -> TaskInstance:
+    run = _run(dag_id, dag_run_id)
+    found = selectors.task_instance_get(
+        dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id)
+    )
+    if found is None:
+        raise NotFound(
+            f"The Task Instance with dag_id: `{dag_id}`, run_id: `{dag_run_id}`, "
+            f"task_id: `{task_id}` and map_index: `-1` was not found"
+        )
+    return found
+
+
 class TaskInstanceDetailView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "taskinstance"]}
 
     def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
-        run = _run(dag_id, dag_run_id)
-        found = selectors.task_instance_get(
-            dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id)
-        )
-        if found is None:
-            raise NotFound(
-                f"The Task Instance with dag_id: `{dag_id}`, run_id: `{dag_run_id}`, "
-                f"task_id: `{task_id}` and map_index: `-1` was not found"
-            )
+        found = _task_instance(dag_id, dag_run_id, task_id)
         return Response(render.task_instance(found))
 
 
@@ -527,15 +532,7 @@ class TaskInstanceDependenciesView(PublicView):
     required_permissions: ClassVar = {"GET": [V + "taskinstance"]}
 
     def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
-        run = _run(dag_id, dag_run_id)
-        found = selectors.task_instance_get(
-            dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id)
-        )
-        if found is None:
-            raise NotFound(
-                f"The Task Instance with dag_id: `{dag_id}`, run_id: `{dag_run_id}`, "
-                f"task_id: `{task_id}` and map_index: `-1` was not found"
-            )
+        found = _task_instance(dag_id, dag_run_id, task_id)
         reason = task_instance_waiting_reason(found)
         pool = {"name": "Pool Slots Available", "reason": reason}
         return Response({"dependencies": [] if reason is None else [pool]})
