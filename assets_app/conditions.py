@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import chain
 from typing import Any
 
@@ -96,7 +97,10 @@ class DeclaredLeaf:
 
 def node_kind(node: Any) -> Any:
     """The one key of a one-key mapping (a node's kind), ``None`` for anything else."""
-    return next(iter(node)) if isinstance(node, Mapping) and len(node) == 1 else None
+    # a dict first: the stored form is decoded JSON, and ``Mapping``'s check is slow
+    if (type(node) is dict or isinstance(node, Mapping)) and len(node) == 1:
+        return next(iter(node))
+    return None
 
 
 def condition_parse(
@@ -120,7 +124,7 @@ def condition_parse(
         parsed = _children(children, f"{where}.{kind}", declared)
         return AllOf(parsed) if kind == "all" else AnyOf(parsed)
     if kind in LEAF_KINDS:
-        leaf = leaf_parse(expression, where=where)
+        leaf = _leaf(kind, expression[kind], where)
         if declared is not None:
             declared.append(leaf)
         return leaf.leaf
@@ -145,7 +149,11 @@ def leaf_parse(node: Any, *, where: str) -> DeclaredLeaf:
     kind = node_kind(node)
     if kind not in LEAF_KINDS:
         raise InvalidAssetExpression(f"{where}: expected one of {LEAF_FORMS}")
-    body, where = node[kind], f"{where}.{kind}"
+    return _leaf(kind, node[kind], where)
+
+
+def _leaf(kind: str, body: Any, where: str) -> DeclaredLeaf:
+    where = f"{where}.{kind}"
     if kind == "asset":
         return _asset(body, where)
     if kind == "alias":
@@ -175,14 +183,24 @@ def _asset(body: Any, where: str) -> DeclaredLeaf:
         except (TypeError, ValueError) as exc:
             raise InvalidAssetExpression(f"{where}: extra is not JSON-serializable: {exc}") from exc
     try:
-        asset = SdkAsset(name=spec.get("name"), uri=spec.get("uri"), group=spec.get("group"))
+        fields = (spec.get("name"), spec.get("uri"), spec.get("group"))
+        try:
+            key, group = _asset_key(*fields)
+        except TypeError:  # a field that is no string (unhashable): refused by the rules below
+            key, group = _asset_key.__wrapped__(*fields)
     except (TypeError, ValueError) as exc:
         raise InvalidAssetExpression(f"{where}: {exc}") from exc
-    return DeclaredLeaf(
-        AssetUniqueKey(name=asset.name, uri=asset.uri),
-        group=asset.group if "group" in spec else None,
-        extra=extra,
-    )
+    return DeclaredLeaf(key, group=group if "group" in spec else None, extra=extra)
+
+
+@lru_cache(maxsize=65536)
+def _asset_key(name: Any, uri: Any, group: Any) -> tuple[AssetUniqueKey, str]:
+    """An asset's key and group by Airflow's rules (``task_sdk.definitions.Asset``: checked
+    names, a normalized uri): a pure function, remembered, because every DAG's stored condition
+    names its assets again (a scheduler's first pass reads thousands). A refusal is not
+    remembered: it raises each time."""
+    asset = SdkAsset(name=name, uri=uri, group=group)
+    return AssetUniqueKey(name=asset.name, uri=asset.uri), asset.group
 
 
 def _alias(body: Any, where: str) -> DeclaredLeaf:

@@ -44,16 +44,15 @@ def validate_keys(
     Raises ``ValueError`` saying what is wrong without naming the field; callers prefix the
     field's name and raise their own domain error.
     """
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # a dict: the fast check
         raise ValueError(f"expected a mapping, got {value_describe(value)}")
-    unknown = sorted(str(key) for key in value.keys() - set(allowed))
+    unknown = value.keys() - allowed  # any iterable: no set built per call
     if unknown:
-        raise ValueError(
-            f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
-        )
-    missing = sorted(key for key in required if key not in value)
+        listed = ", ".join(sorted(str(key) for key in unknown))
+        raise ValueError(f"unknown key(s) {listed} (allowed: {', '.join(sorted(allowed))})")
+    missing = [key for key in required if key not in value]
     if missing:
-        raise ValueError(f"missing required key(s) {', '.join(missing)}")
+        raise ValueError(f"missing required key(s) {', '.join(sorted(missing))}")
     return value
 
 

@@ -131,6 +131,16 @@ REFUSED = [
     pytest.param(
         {"asset": {}}, Refused(".asset", "an asset needs a name or a uri"), id="empty-asset"
     ),
+    # (an asset's key is remembered per name, uri and group: a name that cannot be a key of
+    # that memory, or can but is no string, is refused all the same, each time)
+    pytest.param(
+        {"asset": {"name": ["a"]}},
+        Refused(".asset", "Asset name must be a string"),
+        id="asset-name-a-list",
+    ),
+    pytest.param(
+        {"asset": {"name": 5}}, Refused(".asset", "Asset name must be a string"), id="name-a-number"
+    ),
     pytest.param(
         {"asset": {"name": "a", "extra": []}},
         Refused(".asset", "extra must be a mapping"),
