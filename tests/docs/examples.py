@@ -40,33 +40,39 @@ class Block:
     language: str
     body: str
     name: str | None
+    root: Path = REPO  # the checkout the page is in
 
     def __str__(self) -> str:
-        return f"{self.page.relative_to(REPO)}:{self.line}"
+        return f"{self.page.relative_to(self.root)}:{self.line}"
 
 
-def doc_pages() -> list[Path]:
-    """The README and every page of the manual."""
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+def doc_pages(root: Path = REPO) -> list[Path]:
+    """The README and every page of the manual (of this checkout, or of ``root``)."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
-def doc_blocks() -> list[Block]:
+def page_blocks(page: Path, root: Path = REPO) -> list[Block]:
+    """The code blocks of one page of the checkout at ``root``, in page order."""
+    text = page.read_text()
     blocks = []
-    for page in doc_pages():
-        text = page.read_text()
-        for match in FENCE.finditer(text):
-            before = text[: match.start()]
-            marker = MARKER.search(before[-200:])
-            blocks.append(
-                Block(
-                    page=page,
-                    line=before.count("\n") + 1,
-                    language=match.group(1),
-                    body=match.group(2),
-                    name=marker.group(1) if marker else None,
-                )
+    for match in FENCE.finditer(text):
+        before = text[: match.start()]
+        marker = MARKER.search(before[-200:])
+        blocks.append(
+            Block(
+                page=page,
+                line=before.count("\n") + 1,
+                language=match.group(1),
+                body=match.group(2),
+                name=marker.group(1) if marker else None,
+                root=root,
             )
+        )
     return blocks
+
+
+def doc_blocks(root: Path = REPO) -> list[Block]:
+    return [block for page in doc_pages(root) for block in page_blocks(page, root)]
 
 
 def _one(found: list[Block], what: str) -> Block:
@@ -167,7 +173,8 @@ def assert_shows(example: str, output: str) -> None:
 NOT_RUN_AS_WRITTEN = {
     "make run     # venv + install + migrate + load examples/dags.yaml and examples/dags/ + admin "
     "login, serves 127.0.0.1:8000": (
-        "the set-up itself: CI runs `make test`; tests/config/test_makefile.py the targets"
+        "the set-up itself: CI runs `make test`; tests/config/test_makefile.py the targets; "
+        "tests/docs/test_fresh_checkout.py runs `make run` from a fresh clone"
     ),
     "make test-fast                               # every test that starts no process or "
     "browser": "what CI runs (make test, of which this is a lane; tests/config/test_lanes.py)",
@@ -179,7 +186,7 @@ NOT_RUN_AS_WRITTEN = {
     '.venv/bin/pip install -e ".[docs]"': "the set-up test_docs_site.py runs under",
     ".venv/bin/python bench/bench_http.py": "benchmarks are not tests",
     "make demo      # = manage.py migrate && manage.py demo": (
-        "tests/task_sdk_e2e runs `manage.py demo`"
+        "tests/docs/test_fresh_checkout.py runs it from a fresh `make run`"
     ),
     "make screenshots        # = .venv/bin/python manage.py screenshots --out docs/screenshots": (
         "tests/browser/test_screenshots.py runs `manage.py screenshots`"
@@ -201,7 +208,7 @@ NOT_RUN_AS_WRITTEN = {
         "needs a registry host; tests/executionapi/test_real_worker.py runs the same workload"
     ),
     "TOKEN=$(curl -s -X POST localhost:8000/auth/token -H 'Content-Type: application/json' \\": (
-        "a user's password left out; tests/publicapi runs Airflow's client and airflowctl"
+        "tests/docs/test_fresh_checkout.py runs it from a fresh `make run`, with its password"
     ),
     "export DATABASE_URL=postgres://registry:secret@db.internal:5432/asset_registry": (
         "production hosts and secrets"
