@@ -102,8 +102,8 @@ def clone(tmp_path: Path) -> Path:
     missing = [str(s) for s in stamps if not s.exists()]
     assert not missing, f"the environment was not installed by make install-test: no {missing}"
     # the clone's pyproject.toml is as old as the oldest stamp: nothing to reinstall
-    oldest = min(s.stat().st_mtime for s in stamps)
-    os.utime(root / "pyproject.toml", (oldest, oldest))
+    oldest = min(s.stat().st_mtime_ns for s in stamps)  # to the nanosecond, as make compares
+    os.utime(root / "pyproject.toml", ns=(oldest, oldest))
     return root
 
 
