@@ -54,11 +54,10 @@ def changelist_url(model_name: str, **params: Any) -> str:
 
 
 #: Where a long id may wrap: after a run of ``_``, after ``/`` or ``://``, after a ``.`` not
-#: followed by a digit, after a ``-`` between two non-digits, and between a timestamp's date
-#: and its time (so ``asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz`` may wrap
-#: after ``__``, before ``T19`` and before its suffix, never inside a date, a time, a word or a
-#: number).
-_ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D)|(?<=\D)-(?=\D)|(?<=\d{4}-\d\d-\d\d)(?=T\d\d:))")
+#: followed by a digit, and after a ``-`` between two non-digits. So a timestamp in a run id is
+#: one unbreakable part: ``asset_triggered__2026-12-01T19:25:28.244731+00:00_AbC12xYz`` may
+#: wrap after ``__`` and before its suffix, never inside its date-time, a word or a number.
+_ID_BREAK = re.compile(r"(_+|:?/+|\.(?=\D)|(?<=\D)-(?=\D))")
 
 
 #: Ids up to this long wrap at one place at most (two lines); longer ones wherever they may.
@@ -135,17 +134,23 @@ def run_link(run_pk: int | None, run_id: str | None) -> SafeString | str:
     return change_link("dagrun", run_pk, run_id)
 
 
+#: A separator that starts a stacked line (``.task``, ``@ run``): it never wraps away from the
+#: id after it (``.ar-line > .ar-sep`` keeps its words on one line).
+_LINE = '<span class="ar-line">{}</span>'
+
+
 def source_links(
     dag_id: str | None, task_id: str | None, run_pk: int | None, run_id: str | None
 ) -> SafeString | str:
-    """Where an event came from: ``DAG . task @ run``, each a link, or ``manual``."""
+    """Where an event came from, stacked: ``DAG`` / ``.task`` / ``@ run``, each a link on a
+    line of its own (an ``ident``: two lines at most), or ``manual``."""
     if not dag_id:
         return "manual"
     return format_html(
-        '{}<span class="ar-sep">.</span><wbr>{}<span class="ar-sep"> @ </span>{}',
+        '<span class="ar-stack">' + _LINE + _LINE + _LINE + "</span>",
         dag_link(dag_id),
-        task_link(dag_id, task_id),
-        run_link(run_pk, run_id),
+        format_html('<span class="ar-sep">.</span>{}', task_link(dag_id, task_id)),
+        format_html('<span class="ar-sep"> @ </span>{}', run_link(run_pk, run_id)),
     )
 
 
@@ -237,11 +242,19 @@ class WaitingDag:
 def consumers(runs: Iterable[DagRun], waiting: Iterable[WaitingDag]) -> SafeString | str:
     """An event's consumers: the runs it triggered (links), then the DAGs still waiting on it
     (``waiting: dag (paused)``), or ``EMPTY``; the overview and the event list say the same."""
+    # each run stacked as the producer is: ``DAG`` / ``@ run``, one block per run
     run_links: SafeString | str = (
         format_html_join(
-            ", ",
-            '<a href="{}">{}<span class="ar-sep"> @ </span>{}</a>',
-            ((change_url("dagrun", run.pk), ident(run.dag_id), ident(run.run_id)) for run in runs),
+            "",
+            '<a class="ar-stack" href="{}">' + _LINE + _LINE + "</a>",
+            (
+                (
+                    change_url("dagrun", run.pk),
+                    ident(run.dag_id),
+                    format_html('<span class="ar-sep"> @ </span>{}', ident(run.run_id)),
+                )
+                for run in runs
+            ),
         )
         or EMPTY
     )
@@ -260,10 +273,10 @@ def consumers(runs: Iterable[DagRun], waiting: Iterable[WaitingDag]) -> SafeStri
             for dag in waiting
         ),
     )
-    waiting_html = format_html('<span class="ar-waiting-list">waiting: {}</span>', dags)
     if run_links == EMPTY:
-        return waiting_html
-    return format_html('{}<span class="ar-sep"> · </span>{}', run_links, waiting_html)
+        return format_html('<span class="ar-waiting-list">waiting: {}</span>', dags)
+    # under the runs, on a line of its own (.ar-stack + .ar-waiting-list)
+    return format_html('{}<span class="ar-waiting-list">waiting: {}</span>', run_links, dags)
 
 
 def source_run_pk(*, event: str = "") -> Subquery:
