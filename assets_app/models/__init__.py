@@ -8,6 +8,7 @@ one module per subdomain, side by side with ``services/<subdomain>/`` and ``sele
 - ``state``: XComs and the task and asset state stores;
 - ``logs``: what each try of a task printed, as its worker shipped it;
 - ``secrets``: variables and connections;
+- ``audit``: the event log (who triggered, paused, cleared, marked or changed a secret);
 - ``common``: the id lengths and the composite-key constraint they share.
 
 Association tables carry a surrogate ``id`` plus the unique constraint Airflow uses as its
@@ -16,6 +17,7 @@ the models through this module, which imports them all.
 """
 
 from .accounts import LoginFailures
+from .audit import EventLog
 from .assets import (
     Asset,
     AssetActive,
@@ -136,6 +138,7 @@ __all__ = [
     "DagScheduleAssetUriReference",
     "DagScheduleReference",
     "DagTask",
+    "EventLog",
     "LoginFailures",
     "Pool",
     "TaskAssetReference",
