@@ -117,7 +117,7 @@ def connection_extra(**fields: Any) -> dict[str, Any]:
                 result[key] = "Encountered non-JSON in `extra` field"
                 continue
             result[key] = (
-                {name: REPLACEMENT for name in parsed}
+                dict.fromkeys(parsed, REPLACEMENT)
                 if isinstance(parsed, dict)
                 else "Expected JSON object in `extra` field, got non-dict JSON"
             )

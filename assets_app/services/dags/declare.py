@@ -43,6 +43,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.params import params_dump
+from assets_app.services.audit import Actor, event_log_record
 from assets_app.services.dags.code import dag_code_store
 from assets_app.services.dags.manifest import (
     TASK_SETTINGS,
@@ -254,13 +255,24 @@ def _aliases_unchanged(wanted: Mapping[str, AliasDecl]) -> bool:
 
 
 @transaction.atomic
-def dags_set_paused(*, dag_ids: Iterable[str], is_paused: bool) -> int:
-    """Pause or unpause DAGs; returns how many rows changed."""
-    return (
-        Dag.objects.filter(dag_id__in=list(dag_ids))
+@transaction.atomic
+def dags_set_paused(*, dag_ids: Iterable[str], is_paused: bool, actor: Actor | None = None) -> int:
+    """Pause or unpause DAGs; returns how many rows changed. ``actor``: one ``patch_dag``
+    event per DAG named that exists (changed or not, as Airflow records each request)."""
+    dag_ids = list(dag_ids)
+    changed = (
+        Dag.objects.filter(dag_id__in=dag_ids)
         .exclude(is_paused=is_paused)
         .update(is_paused=is_paused)
     )
+    if actor is not None:
+        for dag_id in (
+            Dag.objects.filter(dag_id__in=dag_ids)
+            .order_by("dag_id")
+            .values_list("dag_id", flat=True)
+        ):
+            event_log_record(actor, "patch_dag", dag_id=dag_id, extra={"is_paused": is_paused})
+    return changed
 
 
 # --- DAG rows --------------------------------------------------------------------------------

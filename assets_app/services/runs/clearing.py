@@ -26,6 +26,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -47,6 +48,7 @@ from assets_app.models import (
     TaskInstanceHistory,
     TaskInstanceState,
 )
+from assets_app.services.audit import Actor, event_log_record
 from assets_app.services.runs.admit import dag_runs_admit
 from assets_app.services.runs.plans import NO_PLAN, TaskPlan, dags_task_plans
 from assets_app.services.runs.tries import task_instance_history_record, task_instance_renew
@@ -114,9 +116,21 @@ def task_instances_select(
 
 
 def task_instances_clear(
-    *, task_instances: QuerySet[TaskInstance], dry_run: bool = False
+    *,
+    task_instances: QuerySet[TaskInstance],
+    dry_run: bool = False,
+    actor: Actor | None = None,
+    event: str = "post_clear_task_instances",
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    task_id: str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> ClearResult:
-    """Clear the selected task instances (see the module's docstring)."""
+    """Clear the selected task instances (see the module's docstring).
+
+    ``actor``: recorded as ``event`` (``post_clear_task_instances``, or ``clear_dag_run`` for
+    a run's clear) with ``dag_id``, ``run_id``, ``task_id`` and ``extra`` as the caller's
+    request named them; a dry run records nothing, as in Airflow."""
     result = ClearResult(dry_run=dry_run)
     with transaction.atomic():
         locked = list(
@@ -161,6 +175,15 @@ def task_instances_clear(
         result.runs_requeued = [
             str(run) for run in runs.values() if run.state in REQUEUED_RUN_STATES
         ]
+        if not dry_run:
+            event_log_record(
+                actor,
+                event,
+                dag_id=dag_id,
+                run_id=run_id,
+                task_id=task_id,
+                extra={**(extra or {}), "dry_run": False},
+            )
         if dry_run or not to_clear:
             return result
         _write(to_clear, result.cleared, run_ids=list(runs), plans=declared)

@@ -38,6 +38,7 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.params import params_resolve
+from assets_app.services.audit import Actor, event_log_record
 from assets_app.services.runs.admit import RunSpec, dag_runs_insert
 from assets_app.services.runs.plans import NO_PLAN, dags_task_plans
 from assets_app.services.runs.settle import dag_run_start
@@ -185,6 +186,7 @@ def dag_run_trigger(
     partition_key: str | None = None,
     triggered_by: DagRunTriggeredBy | None = None,
     triggering_user_name: str | None = None,
+    actor: Actor | None = None,
 ) -> DagRun:
     """Trigger a run of a declared DAG, as Airflow's ``airflow dags trigger`` and
     ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run with ``logical_date`` and data
@@ -202,7 +204,13 @@ def dag_run_trigger(
     a naive logical date, a conf that is not an object) and ``DagRunConfError`` (the conf does
     not satisfy the DAG's params: a value its schema refuses, a required param missing;
     ``assets_app.params``).
+
+    ``actor`` (a face acting for someone): recorded as ``trigger_dag_run``; it gives
+    ``triggered_by`` (its ``via``) and ``triggering_user_name`` (its name) when those are not.
     """
+    if actor is not None:
+        triggered_by = triggered_by or actor.triggered_by
+        triggering_user_name = triggering_user_name or actor.name
     now = timezone.now()
     if logical_date is None:
         logical_date = now
@@ -250,6 +258,17 @@ def dag_run_trigger(
         now=now,
     )
     dag_run = DagRun.objects.get(pk=created.dag_run_pk)
+    event_log_record(
+        actor,
+        "trigger_dag_run",
+        dag_id=dag_id,
+        run_id=run_id,
+        logical_date=logical_date,
+        extra={
+            "conf": dict(conf or {}),
+            **({} if partition_key is None else {"partition_key": partition_key}),
+        },
+    )
     count = len(created.task_ids)
     transaction.on_commit(
         lambda: logger.info("triggered %s run %s (%d task instance(s))", dag_id, run_id, count)

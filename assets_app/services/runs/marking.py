@@ -41,6 +41,7 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
+from assets_app.services.audit import Actor, event_log_record
 from assets_app.services.inputs import KEEP, Keep, checked_text
 from assets_app.services.runs.admit import dag_runs_admit
 
@@ -75,10 +76,13 @@ def dag_run_mark(
     state: str | None = None,
     note: str | Keep | None = KEEP,
     user_id: str | None = None,
+    actor: Actor | None = None,
 ) -> MarkResult:
     """Mark the run ``state`` (one of ``MARKABLE_RUN_STATES``; ``None``: leave it) and/or set
     its ``note`` (``KEEP``: leave it; ``None`` clears it), written by ``user_id``; the note
     first, as Airflow's route. See the module's docstring for what each state does.
+
+    ``actor``: recorded as ``patch_dag_run`` (Airflow's event for a run's state or note).
 
     Raises ``DagRunNotFoundError`` and ``InvalidInputError`` (naming ``state`` or ``note``).
     """
@@ -98,6 +102,17 @@ def dag_run_mark(
         elif state == DagRunState.QUEUED:
             _requeue(dag_run)
         marked = [(t.label, t.state) for t in result.task_instances]
+        event_log_record(
+            actor,
+            "patch_dag_run",
+            dag_id=dag_id,
+            run_id=run_id,
+            logical_date=dag_run.logical_date,
+            extra={
+                **({"state": state} if state is not None else {}),
+                **({} if isinstance(note, Keep) else {"note": note}),
+            },
+        )
         transaction.on_commit(
             lambda: logger.info(
                 "DAG run %s marked %s; task instances: %s", dag_run, state or "(note)", marked

@@ -22,6 +22,7 @@ from assets_app.exceptions import ConnectionExistsError, ConnectionNotFoundError
 from assets_app.masking import REPLACEMENT, redacted_merge
 from assets_app.models import SECRET_ID_LENGTH, Connection
 from assets_app.selectors.secrets import connection_secrets
+from assets_app.services.audit import Actor, connection_extra, event_log_record
 from assets_app.services.inputs import KEEP, Keep, checked_text
 
 logger = logging.getLogger(__name__)
@@ -125,7 +126,9 @@ def _apply(connection: Connection, changes: ConnectionFields, *, old_extra: str 
         connection.is_extra_encrypted = extra is not None
 
 
-def connection_create(*, conn_id: str, values: ConnectionFields) -> Connection:
+def connection_create(
+    *, conn_id: str, values: ConnectionFields, actor: Actor | None = None
+) -> Connection:
     """Store a new connection; ``ConnectionExistsError`` when ``conn_id`` is taken. Fields
     left at ``KEEP`` are empty; ``conn_type`` is required."""
     connection_id_check(conn_id)
@@ -137,6 +140,9 @@ def connection_create(*, conn_id: str, values: ConnectionFields) -> Connection:
     try:
         with transaction.atomic():
             connection.save(force_insert=True)
+            event_log_record(
+                actor, "post_connection", extra=_audit_fields(conn_id=conn_id, given=values)
+            )
             transaction.on_commit(lambda: logger.info("connection %s created", conn_id))
     except IntegrityError as exc:
         if Connection.objects.filter(conn_id=conn_id).exists():
@@ -147,7 +153,9 @@ def connection_create(*, conn_id: str, values: ConnectionFields) -> Connection:
     return connection
 
 
-def connection_update(*, conn_id: str, changes: ConnectionFields) -> Connection:
+def connection_update(
+    *, conn_id: str, changes: ConnectionFields, actor: Actor | None = None
+) -> Connection:
     """Change the fields of ``changes`` that are not ``KEEP``; ``ConnectionNotFoundError``
     when there is no such connection. Locks the row for the read-merge-write of the extra.
 
@@ -167,14 +175,28 @@ def connection_update(*, conn_id: str, changes: ConnectionFields) -> Connection:
             old_extra = checked_extra(connection_secrets(connection).extra)
         _apply(connection, changes, old_extra=old_extra)
         connection.save()
+        event_log_record(
+            actor, "patch_connection", extra=_audit_fields(conn_id=conn_id, given=changes)
+        )
         transaction.on_commit(lambda: logger.info("connection %s updated", conn_id))
     return connection
 
 
-def connection_delete(*, conn_id: str) -> None:
+def connection_delete(*, conn_id: str, actor: Actor | None = None) -> None:
     """Delete the connection ``conn_id``; ``ConnectionNotFoundError`` when there is none."""
     with transaction.atomic():
         deleted, _ = Connection.objects.filter(conn_id=conn_id).delete()
         if not deleted:
             raise ConnectionNotFoundError(f"Connection with ID {conn_id} not found")
+        event_log_record(actor, "delete_connection", extra={"connection_id": conn_id})
         transaction.on_commit(lambda: logger.info("connection %s deleted", conn_id))
+
+
+def _audit_fields(*, conn_id: str, given: ConnectionFields) -> dict[str, Any]:
+    """The fields given, for the event log: the password and the extra's values masked."""
+    values = {
+        f.name: getattr(given, f.name)
+        for f in fields(given)
+        if not isinstance(getattr(given, f.name), Keep)
+    }
+    return connection_extra(connection_id=conn_id, **values)

@@ -16,6 +16,7 @@ from assets_app.exceptions import VariableExistsError, VariableNotFoundError
 from assets_app.masking import REPLACEMENT, is_sensitive, redacted_merge
 from assets_app.models import SECRET_ID_LENGTH, Variable
 from assets_app.selectors.secrets import variable_value
+from assets_app.services.audit import Actor, event_log_record, variable_extra
 from assets_app.services.inputs import KEEP, Keep, checked_text
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ def variable_set(
     value: str | None,
     description: str | Keep | None = KEEP,
     keep_masked: bool = False,
+    actor: Actor | None = None,
 ) -> Variable:
     """Store ``value`` under ``key``, creating or replacing it (a race-safe upsert).
 
@@ -39,13 +41,15 @@ def variable_set(
     ``None`` by default: the execution API passes it), kept as stored when ``KEEP``.
     ``keep_masked`` (the operator faces, which show values masked): a ``***`` left where the
     masked value had one keeps the stored secret (:func:`masked_value_merge`), so a value read
-    and written back loses nothing.
+    and written back loses nothing. ``actor``: recorded as ``post_variable`` (a new key) or
+    ``patch_variable``, the value masked.
     """
     variable_key_check(key)
     checked_text(value, field="value")
     if not isinstance(description, Keep):
         checked_text(description, field="description")
     with transaction.atomic():
+        existed = actor is not None and Variable.objects.filter(key=key).exists()
         if keep_masked and value is not None:
             stored = Variable.objects.select_for_update().filter(key=key).first()
             if stored is not None:
@@ -68,11 +72,22 @@ def variable_set(
             [row], update_conflicts=True, unique_fields=["key"], update_fields=update_fields
         )
         variable = Variable.objects.get(key=key)
+        event_log_record(
+            actor,
+            "patch_variable" if existed else "post_variable",
+            extra=variable_extra(
+                key=key,
+                value=value,
+                **({} if isinstance(description, Keep) else {"description": description}),
+            ),
+        )
         transaction.on_commit(lambda: logger.info("variable %s set", key))
     return variable
 
 
-def variable_create(*, key: str, value: str | None, description: str | None) -> Variable:
+def variable_create(
+    *, key: str, value: str | None, description: str | None, actor: Actor | None = None
+) -> Variable:
     """Store a new variable; ``VariableExistsError`` when ``key`` is taken (race-safe: the
     unique key decides)."""
     variable_key_check(key)
@@ -90,6 +105,11 @@ def variable_create(*, key: str, value: str | None, description: str | None) -> 
     try:
         with transaction.atomic():
             variable.save(force_insert=True)
+            event_log_record(
+                actor,
+                "post_variable",
+                extra=variable_extra(key=key, value=value, description=description),
+            )
             transaction.on_commit(lambda: logger.info("variable %s created", key))
     except IntegrityError as exc:
         if Variable.objects.filter(key=key).exists():
@@ -100,23 +120,29 @@ def variable_create(*, key: str, value: str | None, description: str | None) -> 
     return variable
 
 
-def variable_update_description(*, key: str, description: str | None) -> Variable:
+def variable_update_description(
+    *, key: str, description: str | None, actor: Actor | None = None
+) -> Variable:
     """Change only the description of the variable ``key`` (``VariableNotFoundError``)."""
     checked_text(description, field="description")
     with transaction.atomic():
         updated = Variable.objects.filter(key=key).update(description=description)
         if not updated:
             raise VariableNotFoundError(f"Variable with key '{key}' not found")
+        event_log_record(
+            actor, "patch_variable", extra=variable_extra(key=key, description=description)
+        )
         transaction.on_commit(lambda: logger.info("variable %s description changed", key))
     return Variable.objects.get(key=key)
 
 
-def variable_delete(*, key: str) -> int:
+def variable_delete(*, key: str, actor: Actor | None = None) -> int:
     """Delete the variable ``key``; the number of rows removed (0 when there was none, as
     Airflow's ``Variable.delete``)."""
     with transaction.atomic():
         deleted, _ = Variable.objects.filter(key=key).delete()
         if deleted:
+            event_log_record(actor, "delete_variable", extra={"variable_key": key})
             transaction.on_commit(lambda: logger.info("variable %s deleted", key))
     return deleted
 
