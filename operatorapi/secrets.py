@@ -37,6 +37,7 @@ from assets_app.selectors.secrets import (
     variable_list,
     variable_masked_value,
 )
+from assets_app.services.audit import Actor
 from assets_app.services.inputs import KEEP
 from assets_app.services.secrets.connections import (
     ConnectionFields,
@@ -256,7 +257,10 @@ class VariableViewSet(SecretViewSet):
         data = payload.validated_data
         variable = _field_errors(
             lambda: variable_create(
-                key=data["key"], value=data["value"], description=data.get("description")
+                actor=Actor.of_request(request, "rest_api"),
+                key=data["key"],
+                value=data["value"],
+                description=data.get("description"),
             )
         )
         location = reverse("operatorapi:variable-detail", args=[variable.key], request=request)
@@ -281,6 +285,7 @@ class VariableViewSet(SecretViewSet):
             description = data.get("description", KEEP)
             variable = _field_errors(
                 lambda: variable_set(
+                    actor=Actor.of_request(request, "rest_api"),
                     key=variable.key,
                     value=data["value"],
                     description=description,
@@ -290,7 +295,9 @@ class VariableViewSet(SecretViewSet):
         elif "description" in data:
             variable = _field_errors(
                 lambda: variable_update_description(
-                    key=variable.key, description=data["description"]
+                    actor=Actor.of_request(request, "rest_api"),
+                    key=variable.key,
+                    description=data["description"],
                 )
             )
         return Response(VariableSerializer(variable).data)
@@ -302,7 +309,7 @@ class VariableViewSet(SecretViewSet):
     )
     def destroy(self, request: Request, key: str) -> Response:
         variable = self.get_object()
-        variable_delete(key=variable.key)
+        variable_delete(actor=Actor.of_request(request, "rest_api"), key=variable.key)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -335,7 +342,11 @@ class ConnectionViewSet(SecretViewSet):
         payload.is_valid(raise_exception=True)
         conn_id = payload.validated_data["conn_id"]
         values = payload.fields_given()
-        connection = _field_errors(lambda: connection_create(conn_id=conn_id, values=values))
+        connection = _field_errors(
+            lambda: connection_create(
+                actor=Actor.of_request(request, "rest_api"), conn_id=conn_id, values=values
+            )
+        )
         location = reverse("operatorapi:connection-detail", args=[conn_id], request=request)
         return Response(
             ConnectionSerializer(connection).data,
@@ -356,7 +367,11 @@ class ConnectionViewSet(SecretViewSet):
         payload.is_valid(raise_exception=True)
         changes = payload.fields_given()
         updated = _field_errors(
-            lambda: connection_update(conn_id=connection.conn_id, changes=changes)
+            lambda: connection_update(
+                actor=Actor.of_request(request, "rest_api"),
+                conn_id=connection.conn_id,
+                changes=changes,
+            )
         )
         return Response(ConnectionSerializer(updated).data)
 
@@ -367,5 +382,5 @@ class ConnectionViewSet(SecretViewSet):
     )
     def destroy(self, request: Request, conn_id: str) -> Response:
         connection = self.get_object()
-        connection_delete(conn_id=connection.conn_id)
+        connection_delete(actor=Actor.of_request(request, "rest_api"), conn_id=connection.conn_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -30,6 +30,7 @@ from assets_app.models import DagRunTriggeredBy
 from assets_app.selectors.dags import dag_list, import_error_list
 from assets_app.selectors.runs import dag_run_list
 from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.audit import Actor
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
 from assets_app.services.runs.dag_runs import dag_run_trigger
@@ -185,7 +186,11 @@ class DagViewSet(ReadOnlyViewSet):
         dag = self.get_object()
         payload = s.DagPatchSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        dags_set_paused(dag_ids=[dag.dag_id], is_paused=payload.validated_data["is_paused"])
+        dags_set_paused(
+            dag_ids=[dag.dag_id],
+            is_paused=payload.validated_data["is_paused"],
+            actor=Actor.of_request(request, "rest_api"),
+        )
         dag.refresh_from_db()
         return Response(s.DagSerializer(dag).data)
 
@@ -218,6 +223,7 @@ class DagViewSet(ReadOnlyViewSet):
             dag_id=dag.dag_id,
             triggered_by=DagRunTriggeredBy.REST_API,
             triggering_user_name=request.user.get_username(),
+            actor=Actor.of_request(request, "rest_api"),
             **payload.validated_data,
         )
         return Response(s.DagRunSerializer(dag_run).data, status=status.HTTP_201_CREATED)
@@ -271,7 +277,15 @@ class DagRunViewSet(ReadOnlyViewSet):
         )
         if "task_ids" in options:
             selected = selected.filter(task_id__in=options["task_ids"])
-        result = task_instances_clear(task_instances=selected, dry_run=options["dry_run"])
+        result = task_instances_clear(
+            task_instances=selected,
+            dry_run=options["dry_run"],
+            actor=Actor.of_request(request, "rest_api"),
+            event="clear_dag_run",
+            dag_id=run.dag_id,
+            run_id=run.run_id,
+            extra={"only_failed": options["only_failed"], "task_ids": options.get("task_ids")},
+        )
         return Response(
             s.ClearResultSerializer(
                 {

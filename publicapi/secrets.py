@@ -35,6 +35,7 @@ from assets_app.selectors.secrets import (
     variable_list,
     variable_masked_value,
 )
+from assets_app.services.audit import Actor
 from assets_app.services.inputs import KEEP
 from assets_app.services.secrets.connections import (
     ConnectionFields,
@@ -135,7 +136,10 @@ class VariableListView(PublicView):
         body = body_parse(VariableBody, request)
         try:
             variable = variable_create(
-                key=body.key, value=body.value_text(), description=body.description
+                actor=Actor.of_request(request, "rest_api"),
+                key=body.key,
+                value=body.value_text(),
+                description=body.description,
             )
         except VariableExistsError as exc:
             raise Conflict(f"The Variable with key: `{body.key}` already exists") from exc
@@ -161,17 +165,24 @@ class VariableDetailView(PublicView):
         if "value" in given:
             description = body.description if "description" in given else KEEP
             variable = variable_set(
+                actor=Actor.of_request(request, "rest_api"),
                 key=variable.key,
                 value=body.value_text(),
                 description=description,
                 keep_masked=True,
             )
         elif "description" in given:
-            variable = variable_update_description(key=variable.key, description=body.description)
+            variable = variable_update_description(
+                actor=Actor.of_request(request, "rest_api"),
+                key=variable.key,
+                description=body.description,
+            )
         return Response(render_variable(variable))
 
     def delete(self, request: Request, variable_key: str) -> Response:
-        if not variable_delete(key=path_key(variable_key)):
+        if not variable_delete(
+            actor=Actor.of_request(request, "rest_api"), key=path_key(variable_key)
+        ):
             raise NotFound(f"The Variable with key: `{variable_key}` was not found")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -256,7 +267,11 @@ class ConnectionListView(PublicView):
         body = body_parse(ConnectionBody, request)
         given = set(body.model_fields_set) | {"conn_type"}
         try:
-            connection = connection_create(conn_id=body.connection_id, values=body.fields(given))
+            connection = connection_create(
+                actor=Actor.of_request(request, "rest_api"),
+                conn_id=body.connection_id,
+                values=body.fields(given),
+            )
         except ConnectionExistsError as exc:
             # Airflow's unique-violation 409 (its statement and error hidden, as by default)
             raise Conflict(
@@ -289,10 +304,16 @@ class ConnectionDetailView(PublicView):
         found = _connection(connection_id)
         changes = body.fields(_given(body, request, immutable="connection_id"))
         return Response(
-            render_connection(connection_update(conn_id=found.conn_id, changes=changes))
+            render_connection(
+                connection_update(
+                    actor=Actor.of_request(request, "rest_api"),
+                    conn_id=found.conn_id,
+                    changes=changes,
+                )
+            )
         )
 
     def delete(self, request: Request, connection_id: str) -> Response:
         found = _connection(connection_id)
-        connection_delete(conn_id=found.conn_id)
+        connection_delete(actor=Actor.of_request(request, "rest_api"), conn_id=found.conn_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -35,6 +35,7 @@ from assets_app.selectors.runs import (
     task_instance_waiting_reason,
 )
 from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.audit import Actor
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.inputs import KEEP
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
@@ -113,7 +114,12 @@ class MaterializeView(PublicView):
         if len(dag_ids) > 1:
             raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
         body = body_parse(MaterializeBody, request, optional=True)
-        run = _trigger(dag_ids[0], body, user_name=request.user.get_username())
+        run = _trigger(
+            dag_ids[0],
+            body,
+            actor=Actor.of_request(request, "rest_api"),
+            event="materialize_asset",
+        )
         return Response(render.dag_run(run))
 
 
@@ -231,7 +237,9 @@ class DagListView(PublicView):
         if q.dag_id_pattern is None:
             raise BadRequest("dag_id_pattern is required")
         selected = [d.dag_id for d in page_rows(q.filter_queryset(dag_list()), q)]
-        dags_set_paused(dag_ids=selected, is_paused=body.is_paused)
+        dags_set_paused(
+            dag_ids=selected, is_paused=body.is_paused, actor=Actor.of_request(request, "rest_api")
+        )
         dags = selectors.dags_by_id(dag_ids=selected)
         return Response({"dags": [render.dag(d) for d in dags], "total_entries": len(dags)})
 
@@ -255,7 +263,11 @@ class DagDetailView(PublicView):
     def patch(self, request: Request, dag_id: str) -> Response:
         found = _dag(dag_id)
         body = _patch_body(request)
-        dags_set_paused(dag_ids=[found.dag_id], is_paused=body.is_paused)
+        dags_set_paused(
+            dag_ids=[found.dag_id],
+            is_paused=body.is_paused,
+            actor=Actor.of_request(request, "rest_api"),
+        )
         return Response(render.dag(_dag(dag_id)))
 
 
@@ -391,7 +403,9 @@ def _run(dag_id: str, run_id: str) -> DagRun:
     return dag_run_get(dag_id=path_key(dag_id), run_id=path_key(run_id))
 
 
-def _trigger(dag_id: str, body: TriggerBody, *, user_name: str) -> DagRun:
+def _trigger(
+    dag_id: str, body: TriggerBody, *, actor: Actor, event: str = "trigger_dag_run"
+) -> DagRun:
     """``dag_run_trigger`` with the body's fields; a null ``logical_date`` is now (the
     registry's runs always have one)."""
     interval = None
@@ -408,7 +422,9 @@ def _trigger(dag_id: str, body: TriggerBody, *, user_name: str) -> DagRun:
         run_after=body.run_after,
         partition_key=body.partition_key,
         triggered_by=DagRunTriggeredBy.REST_API,
-        triggering_user_name=user_name,
+        triggering_user_name=actor.name,
+        actor=actor,
+        event=event,
     )
 
 
@@ -423,7 +439,7 @@ class DagRunListView(PublicView):
         if dag_id == "~" or not selectors.dag_exists(dag_id=path_key(dag_id)):
             raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
         body = body_parse(TriggerBody, request)
-        run = _trigger(dag_id, body, user_name=request.user.get_username())
+        run = _trigger(dag_id, body, actor=Actor.of_request(request, "rest_api"))
         return Response(render.dag_run(run))
 
     def get(self, request: Request, dag_id: str) -> Response:
@@ -458,6 +474,7 @@ class DagRunDetailView(PublicView):
             state=body.state if "state" in given else None,
             note=body.note if "note" in given else KEEP,
             user_id=str(request.user.pk),
+            actor=Actor.of_request(request, "rest_api"),
         )
         return Response(render.dag_run(_run(dag_id, dag_run_id)))
 
@@ -471,7 +488,15 @@ class DagRunClearView(PublicView):
         selected = task_instances_select(
             dag_id=run.dag_id, run_id=run.run_id, only_failed=body.only_failed
         )
-        result = task_instances_clear(task_instances=selected, dry_run=body.dry_run)
+        result = task_instances_clear(
+            task_instances=selected,
+            dry_run=body.dry_run,
+            actor=Actor.of_request(request, "rest_api"),
+            event="clear_dag_run",
+            dag_id=run.dag_id,
+            run_id=run.run_id,
+            extra={"only_failed": body.only_failed},
+        )
         if body.dry_run:
             affected = selectors.task_instances_by_id(
                 dag_id=run.dag_id,

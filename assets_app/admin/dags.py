@@ -45,6 +45,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.selectors.dags import dag_schedule_description
+from assets_app.services.audit import Actor
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.dag_runs import dag_run_trigger
 
@@ -163,7 +164,9 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
         return {"panel": dag_panel(obj)}  # the lineage and the recent runs
 
     def save_model(self, request: HttpRequest, obj: Dag, form: Any, change: bool) -> None:
-        dags_set_paused(dag_ids=[obj.dag_id], is_paused=obj.is_paused)
+        dags_set_paused(
+            dag_ids=[obj.dag_id], is_paused=obj.is_paused, actor=Actor.of_request(request, "ui")
+        )
 
     def object_actions_for(self, request: HttpRequest, obj: Dag) -> list[tuple[str, str]]:
         # a paused DAG offers "Unpause", an active one "Pause"
@@ -257,6 +260,7 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
                     dag_id=dag.dag_id,
                     triggered_by=DagRunTriggeredBy.UI,
                     triggering_user_name=request.user.get_username(),
+                    actor=Actor.of_request(request, "ui"),
                 )
             except AssetsError as exc:
                 self.message_user(request, f"{dag.dag_id} not triggered: {exc}", messages.ERROR)
@@ -287,7 +291,11 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
         self, request: HttpRequest, queryset: QuerySet[Dag], *, is_paused: bool
     ) -> None:
         dags = list(queryset.exclude(is_paused=is_paused).order_by("dag_id"))
-        changed = dags_set_paused(dag_ids=[dag.dag_id for dag in dags], is_paused=is_paused)
+        changed = dags_set_paused(
+            dag_ids=[dag.dag_id for dag in dags],
+            is_paused=is_paused,
+            actor=Actor.of_request(request, "ui"),
+        )
         verb = "Paused" if is_paused else "Unpaused"
         for dag in dags:
             self.log_change(request, dag, verb)

@@ -51,6 +51,7 @@ from assets_app.models import (
     TaskInstanceHistory,
 )
 from assets_app.selectors.runs import task_instance_waiting_reason
+from assets_app.services.audit import Actor
 from assets_app.services.runs.clearing import task_instances_clear
 from assets_app.services.runs.marking import dag_run_mark
 from assets_app.services.runs.past import task_instance_past_wait
@@ -85,7 +86,9 @@ def _clear(
     runs the operator picked), or else of each new try (a cleared task instance is a new row:
     its History starts with how it came to be)."""
     try:
-        result = task_instances_clear(task_instances=selected)
+        result = task_instances_clear(
+            task_instances=selected, actor=Actor.of_request(request, "ui")
+        )
     except AssetsError as exc:
         modeladmin.message_user(request, f"Nothing cleared: {exc}", messages.ERROR)
         return []
@@ -347,6 +350,7 @@ class DagRunAdmin(
                 run_id=obj.run_id,
                 state=state,
                 user_id=request.user.get_username(),
+                actor=Actor.of_request(request, "ui"),
             )
         except AssetsError as exc:
             self.message_user(request, str(exc), messages.ERROR)

@@ -22,6 +22,7 @@ from assets_app.exceptions import AssetsError, InvalidInputError
 from assets_app.masking import is_sensitive
 from assets_app.models import Connection, Variable
 from assets_app.selectors.secrets import variable_masked_value, variable_value
+from assets_app.services.audit import Actor
 from assets_app.services.inputs import Keep
 from assets_app.services.secrets.connections import (
     ConnectionFields,
@@ -84,16 +85,22 @@ class VariableAdmin(admin.ModelAdmin[Variable]):
         if form.value_hidden and not value:
             saved = Variable.objects.get(pk=obj.pk)
             value = variable_value(saved)
-        saved = variable_set(key=obj.key, value=value, description=description, keep_masked=True)
+        saved = variable_set(
+            actor=Actor.of_request(request, "ui"),
+            key=obj.key,
+            value=value,
+            description=description,
+            keep_masked=True,
+        )
         obj.pk = saved.pk
         obj.is_encrypted = saved.is_encrypted
 
     def delete_model(self, request: HttpRequest, obj: Variable) -> None:
-        variable_delete(key=obj.key)
+        variable_delete(actor=Actor.of_request(request, "ui"), key=obj.key)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Variable]) -> None:
         for key in queryset.values_list("key", flat=True):
-            variable_delete(key=key)
+            variable_delete(actor=Actor.of_request(request, "ui"), key=key)
 
 
 class ConnectionForm(forms.ModelForm[Connection]):
@@ -170,21 +177,25 @@ class ConnectionAdmin(admin.ModelAdmin[Connection]):
     def save_model(self, request: HttpRequest, obj: Connection, form: Any, change: bool) -> None:
         changes = form.changes()
         if change:
-            saved = connection_update(conn_id=obj.conn_id, changes=changes)
+            saved = connection_update(
+                actor=Actor.of_request(request, "ui"), conn_id=obj.conn_id, changes=changes
+            )
         else:
             if isinstance(changes.password, Keep):
                 changes.password = None
             if isinstance(changes.extra, Keep):
                 changes.extra = None
-            saved = connection_create(conn_id=obj.conn_id, values=changes)
+            saved = connection_create(
+                actor=Actor.of_request(request, "ui"), conn_id=obj.conn_id, values=changes
+            )
         obj.pk = saved.pk
 
     def delete_model(self, request: HttpRequest, obj: Connection) -> None:
         try:
-            connection_delete(conn_id=obj.conn_id)
+            connection_delete(actor=Actor.of_request(request, "ui"), conn_id=obj.conn_id)
         except AssetsError as error:
             self.message_user(request, error.message, messages.ERROR)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Connection]) -> None:
         for conn_id in queryset.values_list("conn_id", flat=True):
-            connection_delete(conn_id=conn_id)
+            connection_delete(actor=Actor.of_request(request, "ui"), conn_id=conn_id)

@@ -17,7 +17,6 @@ the models through this module, which imports them all.
 """
 
 from .accounts import LoginFailures
-from .audit import EventLog
 from .assets import (
     Asset,
     AssetActive,
@@ -26,6 +25,7 @@ from .assets import (
     AssetAliasAssetEvent,
     AssetEvent,
 )
+from .audit import EventLog
 from .common import (
     ID_LENGTH,
     NAME_LENGTH,

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from assets_app.management.base import domain_errors
+from assets_app.services.audit import Actor
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
 
 
@@ -41,6 +42,11 @@ class Command(BaseCommand):
                     only_failed=options["only_failed"],
                 ),
                 dry_run=options["dry_run"],
+                actor=Actor.of_command(),
+                dag_id=options["dag_id"],
+                run_id=options["run_id"],
+                task_id=options["task_id"],
+                extra={"only_failed": options["only_failed"]},
             )
         verb = "would clear" if result.dry_run else "cleared"
         for cleared in result.cleared:

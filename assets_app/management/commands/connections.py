@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from assets_app.management.base import domain_errors
 from assets_app.masking import REPLACEMENT
 from assets_app.selectors.secrets import connection_list, connection_masked_extra
+from assets_app.services.audit import Actor
 from assets_app.services.secrets.connections import (
     ConnectionFields,
     connection_create,
@@ -120,11 +121,13 @@ class Command(BaseCommand):
         )
 
     def _add(self, options: dict[str, Any]) -> None:
-        connection_create(conn_id=options["conn_id"], values=self._fields(options))
+        connection_create(
+            conn_id=options["conn_id"], values=self._fields(options), actor=Actor.of_command()
+        )
         self.stdout.write(self.style.SUCCESS(f"Connection {options['conn_id']} added"))
 
     def _delete(self, options: dict[str, Any]) -> None:
-        connection_delete(conn_id=options["conn_id"])
+        connection_delete(conn_id=options["conn_id"], actor=Actor.of_command())
         self.stdout.write(self.style.SUCCESS(f"Connection {options['conn_id']} deleted"))
 
     def _list(self, options: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors
 from assets_app.models import DagRunTriggeredBy
+from assets_app.services.audit import Actor
 from assets_app.services.runs.dag_runs import dag_run_trigger
 
 
@@ -58,6 +59,7 @@ class Command(BaseCommand):
                 logical_date=logical_date,
                 triggered_by=DagRunTriggeredBy.CLI,
                 triggering_user_name=getpass.getuser(),  # as Airflow's CLI records it
+                actor=Actor.of_command(),
             )
         count = dag_run.task_instances.count()
         self.stdout.write(

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from assets_app.exceptions import VariableNotFoundError
 from assets_app.management.base import domain_errors
 from assets_app.selectors.secrets import variable_get, variable_list, variable_value
+from assets_app.services.audit import Actor
 from assets_app.services.secrets.variables import variable_delete, variable_set
 
 
@@ -54,7 +55,12 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"VALUE is not valid JSON ({exc}); drop --json to store text"
                 ) from exc
-        variable_set(key=options["key"], value=value, description=options["description"])
+        variable_set(
+            key=options["key"],
+            value=value,
+            description=options["description"],
+            actor=Actor.of_command(),
+        )
         self.stdout.write(self.style.SUCCESS(f"Variable {options['key']} set"))
 
     def _get(self, options: dict[str, Any]) -> None:
@@ -74,7 +80,7 @@ class Command(BaseCommand):
         self.stdout.write("" if value is None else value)
 
     def _delete(self, options: dict[str, Any]) -> None:
-        if not variable_delete(key=options["key"]):
+        if not variable_delete(key=options["key"], actor=Actor.of_command()):
             raise CommandError(f"Variable with key '{options['key']}' not found")
         self.stdout.write(self.style.SUCCESS(f"Variable {options['key']} deleted"))
 

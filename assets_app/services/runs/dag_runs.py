@@ -187,6 +187,7 @@ def dag_run_trigger(
     triggered_by: DagRunTriggeredBy | None = None,
     triggering_user_name: str | None = None,
     actor: Actor | None = None,
+    event: str = "trigger_dag_run",
 ) -> DagRun:
     """Trigger a run of a declared DAG, as Airflow's ``airflow dags trigger`` and
     ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run with ``logical_date`` and data
@@ -205,7 +206,8 @@ def dag_run_trigger(
     not satisfy the DAG's params: a value its schema refuses, a required param missing;
     ``assets_app.params``).
 
-    ``actor`` (a face acting for someone): recorded as ``trigger_dag_run``; it gives
+    ``actor`` (a face acting for someone): recorded as ``event`` (``trigger_dag_run``, or
+    ``materialize_asset`` for ``POST /assets/{id}/materialize``); it gives
     ``triggered_by`` (its ``via``) and ``triggering_user_name`` (its name) when those are not.
     """
     if actor is not None:
@@ -260,7 +262,7 @@ def dag_run_trigger(
     dag_run = DagRun.objects.get(pk=created.dag_run_pk)
     event_log_record(
         actor,
-        "trigger_dag_run",
+        event,
         dag_id=dag_id,
         run_id=run_id,
         logical_date=logical_date,
