@@ -23,6 +23,7 @@ from assets_app.models import (
     Dag,
     DagImportError,
     DagRun,
+    EventLog,
     Variable,
     XCom,
 )
@@ -354,6 +355,71 @@ class ImportErrorFilter(Page):
         if self.bundle_name is not None and self.bundle_name != "dags-folder":
             rows = rows.none()
         return rows.order_by(*order_by_parse(self.order_by, allowed=self.ORDER, default="id"))
+
+
+# --- event logs -------------------------------------------------------------------------------
+
+
+class EventLogFilter(Page):
+    """``GET /eventLogs``: Airflow 3.3's exact filters, ``before``/``after`` strict on
+    ``when``, the ``*_pattern`` and ``*_prefix_pattern`` searches."""
+
+    dag_id: Text | None = None
+    task_id: Text | None = None
+    run_id: Text | None = None
+    map_index: int | None = None
+    try_number: int | None = None
+    owner: Text | None = None
+    event: Text | None = None
+    excluded_events: list[Text] | None = None
+    included_events: list[Text] | None = None
+    before: UtcDatetime | None = None
+    after: UtcDatetime | None = None
+    dag_id_pattern: Text | None = None
+    task_id_pattern: Text | None = None
+    run_id_pattern: Text | None = None
+    owner_pattern: Text | None = None
+    event_pattern: Text | None = None
+    dag_id_prefix_pattern: Text | None = None
+    task_id_prefix_pattern: Text | None = None
+    run_id_prefix_pattern: Text | None = None
+    owner_prefix_pattern: Text | None = None
+    event_prefix_pattern: Text | None = None
+    order_by: list[Text] | None = None
+
+    LISTS: ClassVar = ("excluded_events", "included_events", "order_by")
+    EXACT: ClassVar = ("dag_id", "task_id", "run_id", "map_index", "try_number", "owner", "event")
+    SEARCHED: ClassVar = ("dag_id", "task_id", "run_id", "owner", "event")
+    ORDER: ClassVar = {
+        "id": "id",
+        "event_log_id": "id",
+        "dttm": "dttm",
+        "when": "dttm",
+        "dag_id": "dag_id",
+        "task_id": "task_id",
+        "run_id": "run_id",
+        "event": "event",
+        "logical_date": "logical_date",
+        "owner": "owner",
+        "extra": "extra",
+    }
+
+    def filter_queryset(self, rows: QuerySet[EventLog]) -> QuerySet[EventLog]:
+        exact = {f: getattr(self, f) for f in self.EXACT if getattr(self, f) is not None}
+        rows = rows.filter(**exact)
+        if self.excluded_events is not None:
+            rows = rows.exclude(event__in=self.excluded_events)
+        if self.included_events is not None:
+            rows = rows.filter(event__in=self.included_events)
+        if self.before is not None:
+            rows = rows.filter(dttm__lt=self.before)
+        if self.after is not None:
+            rows = rows.filter(dttm__gt=self.after)
+        for field in self.SEARCHED:
+            rows = search(rows, field, getattr(self, f"{field}_pattern"), prefix=False)
+            rows = search(rows, field, getattr(self, f"{field}_prefix_pattern"), prefix=True)
+        ordering = order_by_parse(self.order_by, allowed=self.ORDER, default="id")
+        return rows.order_by(*ordering, "id")
 
 
 # --- variables and connections ----------------------------------------------------------------

@@ -19,6 +19,7 @@ from assets_app.models import (
     DagRunTriggeredBy,
     DagRunType,
     DagTask,
+    EventLog,
     TaskInstance,
     XCom,
 )
@@ -45,6 +46,26 @@ def import_error(row: DagImportError) -> dict[str, Any]:
         "filename": row.filename,
         "bundle_name": "dags-folder",
         "stack_trace": row.stacktrace,
+    }
+
+
+def event_log(row: EventLog) -> dict[str, Any]:
+    """Airflow's ``EventLogResponse``; display names are the ids (the registry has none
+    other), null where Airflow's join finds no DAG or task."""
+    return {
+        "event_log_id": row.pk,
+        "when": when(row.dttm),
+        "dag_id": row.dag_id,
+        "task_id": row.task_id,
+        "run_id": row.run_id,
+        "map_index": row.map_index,
+        "try_number": row.try_number,
+        "event": row.event,
+        "logical_date": when(row.logical_date),
+        "owner": row.owner,
+        "extra": row.extra,
+        "dag_display_name": row.dag_id,
+        "task_display_name": row.task_id,
     }
 
 

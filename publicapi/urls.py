@@ -73,6 +73,8 @@ urlpatterns = [
     re_path(r"^variables/(?P<variable_key>[\s\S]+)$", secrets.VariableDetailView.as_view()),
     path("connections", secrets.ConnectionListView.as_view(), name="connections"),
     re_path(rf"^connections/(?P<connection_id>{KEY})$", secrets.ConnectionDetailView.as_view()),
+    path("eventLogs", views.EventLogListView.as_view(), name="event-logs"),
+    re_path(rf"^eventLogs/(?P<event_log_id>{KEY})$", views.EventLogDetailView.as_view()),
     path("pools", pools.PoolListView.as_view(), name="pools"),
     re_path(r"^pools/(?P<pool_name>[\s\S]+)$", pools.PoolDetailView.as_view()),
     re_path(r"^[\s\S]*$", not_found, name="not-found"),

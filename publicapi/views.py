@@ -22,6 +22,7 @@ from assets_app.selectors.assets import (
     asset_list_detailed,
     asset_producing_dag_ids,
 )
+from assets_app.selectors.audit import event_log_get, event_log_list
 from assets_app.selectors.dags import (
     dag_code_get,
     dag_list,
@@ -71,6 +72,7 @@ from publicapi.filters import (
     DagRunFilter,
     DagTagFilter,
     EventFilter,
+    EventLogFilter,
     ImportErrorFilter,
     QueuedEventsFilter,
     XComFilter,
@@ -631,6 +633,31 @@ class ImportErrorDetailView(PublicView):
                 f"The ImportError with import_error_id: `{import_error_id}` was not found"
             )
         return Response(render.import_error(found))
+
+
+# --- event logs -------------------------------------------------------------------------------
+
+
+class EventLogListView(PublicView):
+    required_permissions: ClassVar = {"GET": [V + "eventlog"]}
+
+    def get(self, request: Request) -> Response:
+        """2 queries: the count and the page."""
+        q = parse(EventLogFilter, request.query_params, lists=EventLogFilter.LISTS)
+        rows, total = page(q.filter_queryset(event_log_list()), q)
+        return Response(
+            {"event_logs": [render.event_log(row) for row in rows], "total_entries": total}
+        )
+
+
+class EventLogDetailView(PublicView):
+    required_permissions: ClassVar = {"GET": [V + "eventlog"]}
+
+    def get(self, request: Request, event_log_id: str) -> Response:
+        found = event_log_get(event_log_id=path_id(event_log_id))
+        if found is None:
+            raise NotFound(f"The Event Log with id: `{event_log_id}` not found")
+        return Response(render.event_log(found))
 
 
 # --- monitoring -------------------------------------------------------------------------------
