@@ -141,6 +141,29 @@ SERVED: dict[str, dict[str, list[str]]] = {
         "post": [],
     },
     "/api/v2/variables/{variable_key}": {"get": [], "patch": ["update_mask"], "delete": []},
+    "/api/v2/eventLogs": {
+        "get": [
+            *_PAGE,
+            "order_by",
+            "dag_id",
+            "task_id",
+            "run_id",
+            "map_index",
+            "try_number",
+            "owner",
+            "event",
+            "excluded_events",
+            "included_events",
+            "before",
+            "after",
+            *(
+                f"{field}_{kind}"
+                for field in ("dag_id", "task_id", "run_id", "owner", "event")
+                for kind in ("pattern", "prefix_pattern")
+            ),
+        ],
+    },
+    "/api/v2/eventLogs/{event_log_id}": {"get": []},
     "/api/v2/pools": {
         "get": [*_PAGE, "order_by", "pool_name_pattern", "pool_name_prefix_pattern"],
         "post": [],
@@ -183,6 +206,7 @@ EXTRA_RESPONSES: dict[tuple[str, str], dict[str, str]] = {
     ("/api/v2/variables", "get"): {"400": "Bad Request"},
     ("/api/v2/connections", "get"): {"400": "Bad Request"},
     ("/api/v2/pools", "get"): {"400": "Bad Request"},
+    ("/api/v2/eventLogs", "get"): {"400": "Bad Request"},
     # a name, slots or description the service refuses (a NUL, default_pool's description)
     ("/api/v2/pools", "post"): {"400": "Bad Request"},
     # a value the database cannot hold (longer than its column, a NUL in a JSON string)
