@@ -18,6 +18,7 @@ READ_PERMISSIONS = [
         "assetdagrunqueue",
         "dag",
         "dagrun",
+        "eventlog",
         "taskinstance",
         "xcom",
     )

@@ -23,9 +23,11 @@ from assets_app.models import (
     DagImportError,
     DagRunNote,
     DagRunTriggeredBy,
+    EventLog,
     TaskInstance,
     XCom,
 )
+from assets_app.services.audit import Actor
 from assets_app.services.dags.code import dag_code_store
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.logs import task_log_append
@@ -61,6 +63,10 @@ dags:
 CODE = "from airflow.sdk import DAG\n\nwith DAG('finance_emea_orders_daily_export'):\n    ...\n"
 
 
+#: the person the fixture's writes are recorded for
+OPS = Actor(name="ops", via="rest_api", display_name="Ops")
+
+
 @pytest.fixture
 def registry(tmp_path) -> dict[str, Any]:
     """The path parameters of every route, each naming a row of real-looking data."""
@@ -77,6 +83,7 @@ def registry(tmp_path) -> dict[str, Any]:
         conf={"region": "emea", "day": "2026-12-03"},
         triggered_by=DagRunTriggeredBy.REST_API,
         triggering_user_name="ops",
+        actor=OPS,
     )
     DagRunNote.objects.create(dag_run=run, content="re-run after the late ledger", user_id="1")
     ti = TaskInstance.objects.get(dag_run=run, task_id="extract_orders")
@@ -93,12 +100,17 @@ def registry(tmp_path) -> dict[str, Any]:
         offset=0,
         content='{"event": "extracting 1204 rows", "level": "info"}\n',
     )
-    variable_set(key="warehouse_settings", value='{"schema": "analytics", "api_token": "s3cr3t"}')
+    variable_set(
+        key="warehouse_settings",
+        value='{"schema": "analytics", "api_token": "s3cr3t"}',
+        actor=OPS,
+    )
     connection_create(
         conn_id="warehouse_db",
         values=ConnectionFields(
             conn_type="postgres", host="db.internal", login="etl", password="hunter2"
         ),
+        actor=OPS,
     )
     error = DagImportError.objects.create(
         filename="/srv/dags/finance/broken_ledger.py",
@@ -118,6 +130,7 @@ def registry(tmp_path) -> dict[str, Any]:
         "import_error_id": error.pk,
         "pool_name": "warehouse",
         "variable_key": "warehouse_settings",
+        "event_log_id": EventLog.objects.get(event="trigger_dag_run").pk,
         # the one route about a (DAG, asset) queue row
         "queued": {"dag_id": queued.target_dag_id, "asset_id": queued.asset_id},
     }
@@ -183,6 +196,7 @@ def test_the_fixture_fills_the_lists(registry, admin_api):
         ("pools", "pools"),
         ("variables", "variables"),
         ("connections", "connections"),
+        ("eventLogs", "event_logs"),
         ("dagTags", "tags"),
         ("dagStats", "dags"),
     ]:

@@ -22,6 +22,7 @@ from assets_app.models import (
     DagRun,
     DagRunAssetEvent,
     DagScheduleAssetReference,
+    EventLog,
     TaskInletAssetReference,
     TaskOutletAssetReference,
     Variable,
@@ -112,6 +113,12 @@ def add_connections(n: int) -> None:
         )
 
 
+def add_event_logs(n: int) -> None:
+    EventLog.objects.bulk_create(
+        EventLog(event="patch_dag", dag_id="d", owner="admin", extra="{}") for _ in range(n)
+    )
+
+
 LISTS = [
     # scheduled DAGs, producing tasks, consuming tasks, aliases: four prefetches
     pytest.param("assets?only_active=false", add_assets, AUTH + PAGE + 4, id="assets"),
@@ -129,6 +136,7 @@ LISTS = [
     pytest.param("assets/1/queuedEvents", add_queue_rows, AUTH + 1, id="queued-events"),
     pytest.param("variables", add_variables, AUTH + PAGE, id="variables"),
     pytest.param("connections", add_connections, AUTH + PAGE, id="connections"),
+    pytest.param("eventLogs?dag_id=d", add_event_logs, AUTH + PAGE, id="event-logs"),
 ]
 
 
@@ -161,6 +169,7 @@ def _details() -> dict[str, str]:
     add_import_errors(1)
     add_variables(1)
     add_connections(1)
+    add_event_logs(1)
     asset = AssetActive.objects.get().asset_id
     queued = AssetDagRunQueue.objects.get().asset_id
     return {
@@ -175,6 +184,7 @@ def _details() -> dict[str, str]:
         "queued-of-pair": f"dags/d/assets/{queued}/queuedEvents",
         "variable": "variables/v0",
         "connection": "connections/c0",
+        "event-log": f"eventLogs/{EventLog.objects.get().pk}",
     }
 
 
@@ -192,6 +202,7 @@ DETAILS = [
     pytest.param("queued-of-pair", AUTH + 1, id="queued-of-pair"),
     pytest.param("variable", AUTH + 1, id="variable"),
     pytest.param("connection", AUTH + 1, id="connection"),
+    pytest.param("event-log", AUTH + 1, id="event-log"),
 ]
 
 
