@@ -8,6 +8,8 @@
 - ``secrets``: variables and connections (secrets write-only, through their services);
 - ``pools``: pools with their used and open slots (written through their services);
 - ``import_errors``: DAG files that failed to load (read-only);
+- ``audit``: the Audit log, who triggered, paused, cleared or marked what and who changed a
+  variable or connection (read-only; a DAG's page links to its events);
 - ``state_stores``: the task and asset state stores (read-only);
 - ``common`` (links, pretty JSON, durations, mixins) and ``filters`` serve them all;
 - ``panels`` reads what the index (an overview), the asset page and the DAG page show beyond
@@ -25,6 +27,7 @@ from django.contrib import admin
 
 from assets_app.admin import (
     assets,
+    audit,
     dags,
     events,
     import_errors,
@@ -42,6 +45,7 @@ admin.site.enable_nav_sidebar = False
 
 __all__ = [
     "assets",
+    "audit",
     "dags",
     "events",
     "import_errors",

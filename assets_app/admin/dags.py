@@ -242,9 +242,11 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
     @admin.display(description="runs")
     def runs(self, obj: Dag) -> SafeString:
         return format_html(
-            '<a href="{}">runs of this DAG</a> · <a href="{}">its queued assets</a>',
+            '<a href="{}">runs of this DAG</a> · <a href="{}">its queued assets</a>'
+            ' · <a href="{}">its audit log</a>',
             changelist_url("dagrun", dag_id=obj.dag_id),
             changelist_url("assetdagrunqueue", target_dag=obj.dag_id),
+            changelist_url("eventlog", dag_id=obj.dag_id),
         )
 
     @admin.action(description="Trigger a run of each selected DAG", permissions=["change"])

@@ -250,3 +250,27 @@ def test_api_v2_records_a_trigger_and_a_connection_via_rest_api(admin_user):
     ]
     assert all(json.loads(r.extra)["via"] == "rest_api" for r in rows)
     assert "hunter2" not in rows[1].extra
+
+
+# --- the Audit log page -----------------------------------------------------------------------
+
+
+def test_the_audit_log_is_read_only_and_linked_from_the_dag_page(admin_user):
+    DagFactory(dag_id="d")
+    DagFactory(dag_id="other")
+    dags_set_paused(dag_ids=["d", "other"], is_paused=True, actor=OPS)
+    client = Client()
+    client.force_login(admin_user)
+    listing = reverse("admin:assets_app_eventlog_changelist")
+
+    page = client.get(reverse("admin:assets_app_dag_change", args=["d"])).content.decode()
+    filtered = client.get(listing, {"dag_id": "d"})
+    detail = client.get(
+        reverse("admin:assets_app_eventlog_change", args=[EventLog.objects.first().pk])
+    )
+
+    assert f"{listing}?dag_id=d" in page
+    assert filtered.status_code == 200
+    assert [r.dag_id for r in filtered.context["cl"].result_list] == ["d"]
+    assert detail.status_code == 200
+    assert client.get(reverse("admin:assets_app_eventlog_add")).status_code == 403
