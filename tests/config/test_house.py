@@ -57,7 +57,18 @@ VALUES = {
     "paginators",
     "params",
 }
-SERVICES = ["sql", "inputs", "accounts", "state", "secrets", "assets", "runs", "scheduling", "dags"]
+SERVICES = [
+    "sql",
+    "inputs",
+    "audit",
+    "accounts",
+    "state",
+    "secrets",
+    "assets",
+    "runs",
+    "scheduling",
+    "dags",
+]
 ROOMS_BELOW: dict[str, set[str]] = {
     "models": set(),
     "selectors.assets": {"models"},
@@ -65,11 +76,14 @@ ROOMS_BELOW: dict[str, set[str]] = {
     "selectors.runs": {"models"},
     "selectors.secrets": {"models"},
     "selectors.logs": {"models"},
+    "selectors.audit": {"models"},
     "services.sql": {"models"},
     "services.inputs": set(),
+    # the event log every writing service records its use case in
+    "services.audit": {"models"},
     "services.accounts": {"models"},
     "services.state": {"models", "services.sql"},
-    "services.secrets": {"models", "selectors.secrets", "services.inputs"},
+    "services.secrets": {"models", "selectors.secrets", "services.inputs", "services.audit"},
     "services.assets": {"models", "selectors.assets", "services.sql"},
     "services.runs": {
         "models",
@@ -80,6 +94,7 @@ ROOMS_BELOW: dict[str, set[str]] = {
         "services.inputs",
         "services.assets",
         "services.state",
+        "services.audit",
     },
     "services.scheduling": {
         "models",
@@ -96,6 +111,7 @@ ROOMS_BELOW: dict[str, set[str]] = {
         "services.assets",
         "services.state",
         "services.scheduling",
+        "services.audit",
     },
 }
 #: The faces of the domain (pages, commands, checks) may use every room; no room uses them.
