@@ -19,6 +19,7 @@ from airflow_client.client.api.dag_api import DAGApi
 from airflow_client.client.api.dag_run_api import DagRunApi
 from airflow_client.client.api.dag_source_api import DagSourceApi
 from airflow_client.client.api.dag_stats_api import DagStatsApi
+from airflow_client.client.api.event_log_api import EventLogApi
 from airflow_client.client.api.task_api import TaskApi
 from airflow_client.client.exceptions import ForbiddenException, UnauthorizedException
 from airflow_client.client.models.create_asset_events_body import CreateAssetEventsBody
@@ -107,6 +108,18 @@ def test_airflows_client_drives_the_registry(server):
     assert [e.asset_id for e in queued.queued_events] == [asset.pk]
     assets.delete_dag_asset_queued_events("consumer")
     assert not AssetDagRunQueue.objects.filter(target_dag_id="consumer").exists()
+
+    # the pause above, in the event log, read back through the client's models
+    event_logs = EventLogApi(client)
+    logged = event_logs.get_event_logs(dag_id="consumer", event="patch_dag")
+    assert logged.total_entries == 1
+    (entry,) = logged.event_logs
+    assert (entry.owner, entry.dag_id, json.loads(entry.extra)["via"]) == (
+        "ops",
+        "consumer",
+        "rest_api",
+    )
+    assert event_logs.get_event_log(entry.event_log_id).event == "patch_dag"
 
 
 def test_the_client_is_refused_without_a_token_or_permission(server):
