@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.http import HttpResponse, HttpResponseBase
-from django.utils import timezone
 from pydantic import Field
 from rest_framework import status
 from rest_framework.renderers import BaseRenderer, JSONRenderer

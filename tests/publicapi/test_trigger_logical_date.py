@@ -34,7 +34,8 @@ def test_a_null_logical_date_is_kept_null_with_airflows_run_id(admin_api):
     assert run.run_id == f"manual__{run.run_after.isoformat()}"
     assert body["dag_run_id"] == run.run_id
     assert body["logical_date"] is None
-    assert body["data_interval_start"] is None and body["data_interval_end"] is None
+    assert body["data_interval_start"] is None
+    assert body["data_interval_end"] is None
     assert run.task_instances.count() == 1
 
 
@@ -109,7 +110,8 @@ def test_the_service_default_still_dates_the_run_now():
 
     run = dag_run_trigger(dag_id="d")
 
-    assert run.logical_date is not None and before <= run.logical_date <= timezone.now()
+    assert run.logical_date is not None
+    assert before <= run.logical_date <= timezone.now()
     assert run.data_interval_start == run.logical_date == run.data_interval_end
     assert run.run_id == f"manual__{run.logical_date.isoformat()}"
     assert dag_run_trigger(dag_id="d", run_id="none", logical_date=None).logical_date is None

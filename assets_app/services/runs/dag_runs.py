@@ -53,7 +53,7 @@ INTEGER_MAX = 2**31 - 1
 CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
 
 
-class _Now:
+class Now:
     """The type of ``NOW``: ``dag_run_trigger``'s default logical date."""
 
     def __repr__(self) -> str:
@@ -63,7 +63,7 @@ class _Now:
 #: ``dag_run_trigger(logical_date=NOW)`` (the default): the run is dated now, as the admin,
 #: ``/api/v1`` and ``manage.py trigger_dag`` date it; ``logical_date=None`` is Airflow 3's
 #: run without a logical date (``/api/v2``, the execution API).
-NOW = _Now()
+NOW = Now()
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def dag_run_trigger(
     dag_id: str,
     run_id: str | None = None,
     conf: Mapping[str, Any] | None = None,
-    logical_date: datetime | _Now | None = NOW,
+    logical_date: datetime | Now | None = NOW,
     data_interval: tuple[datetime, datetime] | None = None,
     run_after: datetime | None = None,
     partition_key: str | None = None,
@@ -219,7 +219,7 @@ def dag_run_trigger(
     ``assets_app.params``).
     """
     now = timezone.now()
-    if isinstance(logical_date, _Now):
+    if isinstance(logical_date, Now):
         logical_date = now
     elif logical_date is not None and timezone.is_naive(logical_date):
         raise TaskInstanceInputError("logical date must have a timezone (e.g. +00:00)")
