@@ -115,3 +115,28 @@ def test_the_service_default_still_dates_the_run_now():
     assert run.data_interval_start == run.logical_date == run.data_interval_end
     assert run.run_id == f"manual__{run.logical_date.isoformat()}"
     assert dag_run_trigger(dag_id="d", run_id="none", logical_date=None).logical_date is None
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_airflows_client_triggers_without_a_logical_date_and_parses_the_run(server):
+    from airflow_client.client.api.dag_run_api import DagRunApi
+    from airflow_client.client.models.trigger_dag_run_post_body import TriggerDAGRunPostBody
+    from django.contrib.auth.models import User
+
+    from tests.publicapi.test_airflow_client import api_client, login
+
+    DagFactory(dag_id="d", task_ids=["t"])
+    User.objects.create_superuser("ops", "ops@example.com", "s3cret")
+    runs = DagRunApi(api_client(server.url, login(server.url, "ops", "s3cret")))
+
+    triggered = runs.trigger_dag_run("d", TriggerDAGRunPostBody(logical_date=None))
+    dated = runs.trigger_dag_run("d", TriggerDAGRunPostBody(logical_date=AT))
+
+    assert triggered.logical_date is None
+    assert triggered.data_interval_start is None
+    assert triggered.dag_run_id == f"manual__{triggered.run_after.isoformat()}"
+    assert dated.logical_date == AT
+    assert dated.dag_run_id == "manual__2026-03-04T05:06:07+00:00"
+    fetched = runs.get_dag_run("d", triggered.dag_run_id)
+    assert (fetched.dag_run_id, fetched.logical_date) == (triggered.dag_run_id, None)
