@@ -1,7 +1,8 @@
 """A run without a logical date (``/api/v2``'s ``"logical_date": null``, as Airflow 3 makes
 it) runs its real Airflow DAG file's tasks to success under a real ``manage.py worker``: the
 task context has no logical date, as Airflow's task SDK gives it (no ``ds``/``ts``), its
-run id is ``manual__<run_after>``. Skipped without Airflow's task SDK and core."""
+run id is ``manual__<run_after>``. Its ``default_args`` owner is its task's owner and its
+DAG's owners on ``/api/v2``. Skipped without Airflow's task SDK and core."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import textwrap
 import pytest
 from django.contrib.auth.models import User
 
-from assets_app.models import Dag, DagRun, TaskInstance, XCom
+from assets_app.models import Dag, DagRun, DagTask, TaskInstance, XCom
 from assets_app.services.dags.declare import dags_set_paused
 from publicapi.auth import user_token_issue
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
@@ -56,6 +57,10 @@ def test_a_run_without_a_logical_date_runs_its_dag_file_task_to_success(
     assert Dag.objects.filter(dag_id="undated").exists(), out
     dags_set_paused(dag_ids=["undated"], is_paused=False)
     api = Api(user_token_issue(user=User.objects.create_superuser("a", "a@example.com", "pw")))
+    # the DAG file's default_args owner is its task's, and so its DAG's owners
+    assert DagTask.objects.get(dag_id="undated", task_id="look").owner == "data-eng"
+    assert api.get("dags/undated").json()["owners"] == ["data-eng"]
+    assert api.get("dags/undated/tasks/look").json()["owner"] == "data-eng"
 
     response = api.post("dags/undated/dagRuns", {"logical_date": None})
     assert response.status_code == 200, response.json()
