@@ -140,3 +140,16 @@ def test_airflows_client_triggers_without_a_logical_date_and_parses_the_run(serv
     assert dated.dag_run_id == "manual__2026-03-04T05:06:07+00:00"
     fetched = runs.get_dag_run("d", triggered.dag_run_id)
     assert (fetched.dag_run_id, fetched.logical_date) == (triggered.dag_run_id, None)
+
+
+def test_the_admin_shows_a_run_without_a_logical_date(admin_client):
+    from django.urls import reverse
+
+    DagFactory(dag_id="d", task_ids=["t"])
+    run = dag_run_trigger(dag_id="d", logical_date=None)
+
+    listed = admin_client.get(reverse("admin:assets_app_dagrun_changelist"))
+    one = admin_client.get(reverse("admin:assets_app_dagrun_change", args=[run.pk]))
+
+    assert (listed.status_code, one.status_code) == (200, 200)
+    assert run.run_id in listed.content.decode()
