@@ -117,7 +117,7 @@ class DagRunView(ExecutionAPIView):
         summary="Trigger a Dag run",
         description=(
             "A queued run with one scheduled task instance per task. Without a "
-            "`logical_date` the run's logical date is now (Airflow leaves it empty)."
+            "`logical_date` the run has none (and no data interval), as in Airflow."
         ),
         request=dr_s.TriggerDAGRunPayloadSerializer,
         responses={

@@ -188,7 +188,7 @@ def dag(row: Dag) -> dict[str, Any]:
         "next_dagrun_data_interval_end": when(row.next_dagrun),
         "next_dagrun_run_after": when(row.next_dagrun_create_after),
         "allowed_run_types": None,
-        "owners": [],
+        "owners": list(row.owners),
         "is_backfillable": False,
         "file_token": "",
     }
@@ -259,7 +259,7 @@ def task(row: DagTask, *, dag: Dag, downstream: list[str]) -> dict[str, Any]:
     return {
         "task_id": row.task_id,
         "task_display_name": row.task_id,
-        "owner": None,
+        "owner": row.owner,
         "start_date": when(dag.start_date),
         "end_date": when(dag.end_date),
         "trigger_rule": row.trigger_rule,

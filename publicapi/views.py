@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.http import HttpResponse, HttpResponseBase
-from django.utils import timezone
 from pydantic import Field
 from rest_framework import status
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -408,12 +407,14 @@ def _run(dag_id: str, run_id: str) -> DagRun:
 def _trigger(
     dag_id: str, body: TriggerBody, *, actor: Actor, event: str = "trigger_dag_run"
 ) -> DagRun:
-    """``dag_run_trigger`` with the body's fields; a null ``logical_date`` is now (the
-    registry's runs always have one)."""
+    """``dag_run_trigger`` with the body's fields; a null ``logical_date`` stays null, as in
+    Airflow 3 (no data interval, run id ``manual__<run_after>``)."""
     interval = None
-    if body.data_interval_start is not None or body.data_interval_end is not None:
+    if body.logical_date is not None and (
+        body.data_interval_start is not None or body.data_interval_end is not None
+    ):
         # an end not given is the logical date's, as the interval's default
-        at = body.logical_date or timezone.now()
+        at = body.logical_date
         interval = (body.data_interval_start or at, body.data_interval_end or at)
     return dag_run_trigger(
         dag_id=dag_id,

@@ -159,7 +159,7 @@ CONTRACT: dict[str, Attribute] = {
     "DAG.last_loaded": _i("the registry records its own parse time (last_parsed_time)"),
     # --- BaseOperator ------------------------------------------------------------------------
     "BaseOperator.task_id": _h("the task's id"),
-    "BaseOperator.owner": _i(_UI),
+    "BaseOperator.owner": _h("the task's owner, and its DAG's owners, on /api/v2"),
     "BaseOperator.email": _h("where email_on_failure and email_on_retry send (Django's email)"),
     "BaseOperator.email_on_retry": _h("an email when a try fails and will be retried"),
     "BaseOperator.email_on_failure": _h("an email when the task fails"),

@@ -21,6 +21,10 @@ DEFAULT_POOL = "default_pool"
 POOL_NAME_LENGTH = 256
 DEFAULT_WEIGHT_RULE = "downstream"
 
+#: Airflow's default task owner (``[operators] default_owner``) and the longest one kept.
+DEFAULT_OWNER = "airflow"
+OWNER_LENGTH = 500
+
 
 class Dag(models.Model):
     """A declared DAG. ``asset_expression`` is its asset schedule condition, if any;
@@ -47,6 +51,8 @@ class Dag(models.Model):
     #: one asset-triggered run per event instead of one run for all the events queued
     one_run_per_event = models.BooleanField(default=False)
     tags = models.JSONField(default=list, blank=True)
+    #: its tasks' owners, sorted, each once (Airflow's ``DagModel.owners``)
+    owners = models.JSONField(default=list, blank=True)
     #: the DAG's params (Airflow's ``Param``s) as ``[[name, {default, description, schema}]]``,
     #: which a run's conf is checked against when it is triggered (``assets_app.params``)
     params = models.JSONField(default=list, blank=True)
@@ -132,6 +138,8 @@ class DagTask(models.Model):
     #: its own weight; its task instances' priority applies ``weight_rule`` over the DAG's graph
     priority_weight = models.IntegerField(default=1)
     weight_rule = models.CharField(max_length=20, default=DEFAULT_WEIGHT_RULE)
+    #: who owns it (Airflow's ``BaseOperator.owner``, default ``airflow``)
+    owner = models.CharField(max_length=OWNER_LENGTH, default=DEFAULT_OWNER)
     #: how many of its task instances may be queued or running at once, over all runs and in
     #: one run (``None``: no limit)
     max_active_tis_per_dag = models.PositiveIntegerField(null=True, blank=True)

@@ -108,7 +108,8 @@ class DagRunCountQuerySerializer(serializers.Serializer[Any]):
 
 
 class DagResponseSerializer(serializers.Serializer[Dag]):
-    """``DagResponse``. The registry keeps no bundles and no owners; a DAG loaded from a file
+    """``DagResponse``. The registry keeps no bundles; ``owners`` is its tasks' owners
+    joined by ``", "`` (Airflow's ``DagModel.owners``, sorted here); a DAG loaded from a file
     names the file (its name: the registry keeps no bundle root to be relative to)."""
 
     dag_id = serializers.CharField()
@@ -133,8 +134,8 @@ class DagResponseSerializer(serializers.Serializer[Dag]):
         return PurePath(dag.fileloc).name if dag.fileloc.endswith(".py") else None
 
     @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_owners(self, dag: Dag) -> None:
-        return None
+    def get_owners(self, dag: Dag) -> str | None:
+        return ", ".join(dag.owners) or None
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_tags(self, dag: Dag) -> list[str]:

@@ -400,3 +400,20 @@ def test_every_answer_names_the_api_version(caller):
 )
 def test_dag_run_routes_need_a_token(url):
     assert APIClient().get(url).status_code == 401
+
+
+def test_trigger_without_a_logical_date_makes_a_run_without_one(caller, target):
+    """Airflow 3.3's execution API leaves the run's logical date (and data interval) null."""
+    response = caller.post("/execution/dag-runs/target/no_date", {"conf": {}}, format="json")
+    null = caller.post(
+        "/execution/dag-runs/target/null_date", {"logical_date": None}, format="json"
+    )
+
+    assert (response.status_code, null.status_code) == (204, 204), response.content
+    runs = DagRun.objects.filter(dag_id="target").order_by("run_id")
+    assert [(r.run_id, r.logical_date, r.data_interval_start) for r in runs] == [
+        ("no_date", None, None),
+        ("null_date", None, None),
+    ]
+    state = caller.get("/execution/dag-runs/target/no_date/state")
+    assert state.status_code == 200

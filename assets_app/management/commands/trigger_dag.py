@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from assets_app.management.base import domain_errors
 from assets_app.models import DagRunTriggeredBy
 from assets_app.services.audit import Actor
-from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.runs.dag_runs import NOW, Now, dag_run_trigger
 
 
 class Command(BaseCommand):
@@ -43,7 +43,7 @@ class Command(BaseCommand):
                 raise CommandError(f"--conf is not valid JSON: {exc}") from exc
             if not isinstance(conf, dict):
                 raise CommandError(f"--conf must be a JSON object, got {type(conf).__name__}")
-        logical_date = None
+        logical_date: datetime | Now = NOW  # dated now, as before
         if options["logical_date"] is not None:
             try:
                 logical_date = datetime.fromisoformat(options["logical_date"])

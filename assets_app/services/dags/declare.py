@@ -334,6 +334,7 @@ def _dag_row(decl: DagDecl, *, is_paused: bool, fileloc: str, now: datetime) -> 
         max_active_tasks=decl.max_active_tasks,
         one_run_per_event=decl.one_run_per_event,
         tags=list(decl.tags),
+        owners=sorted({task.owner for task in decl.tasks}),
         params=params_dump(decl.params),
         dagrun_timeout=decl.dagrun_timeout,
         has_on_success_callback=decl.has_on_success_callback,
@@ -355,6 +356,7 @@ DECLARED_SCHEDULE_FIELDS = (
     "max_active_tasks",
     "one_run_per_event",
     "tags",
+    "owners",
     "params",
     "dagrun_timeout",
     "has_on_success_callback",
@@ -388,6 +390,7 @@ def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
             pool_slots=task.pool_slots,
             priority_weight=task.priority_weight,
             weight_rule=task.weight_rule,
+            owner=task.owner,
             max_active_tis_per_dag=task.max_active_tis_per_dag,
             max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
         )

@@ -32,6 +32,7 @@ when the file name ends in ``.json``)::
             pool_slots: 1                      # optional; the pool slots it takes, default 1
             priority_weight: 1                 # optional; default 1
             weight_rule: downstream            # optional; downstream, upstream or absolute
+            owner: data-eng                    # optional; default airflow
             max_active_tis_per_dag: 1          # optional; default no limit
             max_active_tis_per_dagrun: 1       # optional; default no limit
       - dag_id: asset_s3_bucket_consumer
@@ -110,7 +111,9 @@ from assets_app.exceptions import InvalidAssetExpression, ManifestError
 from assets_app.models import (
     DEFAULT_MAX_ACTIVE_RUNS,
     DEFAULT_MAX_ACTIVE_TASKS,
+    DEFAULT_OWNER,
     DEFAULT_POOL,
+    OWNER_LENGTH,
     POOL_NAME_LENGTH,
 )
 from assets_app.params import ParamSpec, params_check_defaults, params_parse
@@ -180,6 +183,7 @@ class TaskDecl:
     weight_rule: str = DEFAULT_WEIGHT_RULE.value
     max_active_tis_per_dag: int | None = None
     max_active_tis_per_dagrun: int | None = None
+    owner: str = DEFAULT_OWNER
 
 
 @dataclass(frozen=True)
@@ -410,6 +414,7 @@ TASK_SETTINGS = (
     "weight_rule",
     "max_active_tis_per_dag",
     "max_active_tis_per_dagrun",
+    "owner",
 )
 _TASK_KEYS = {
     "task_id",
@@ -489,6 +494,9 @@ def _parse_task(
             f"{where}.weight_rule: unknown weight rule {weight_rule!r}; one of "
             f"{', '.join(WEIGHT_RULE_VALUES)}"
         )
+    owner = spec.get("owner", DEFAULT_OWNER)
+    if not isinstance(owner, str) or not 1 <= len(owner) <= OWNER_LENGTH or "\x00" in owner:
+        raise ManifestError(f"{where}.owner: expected a name of 1 to {OWNER_LENGTH} characters")
     priority_weight = spec.get("priority_weight", 1)
     if (
         isinstance(priority_weight, bool)
@@ -502,6 +510,7 @@ def _parse_task(
         pool_slots=_parse_cap(spec.get("pool_slots", 1), f"{where}.pool_slots"),
         priority_weight=priority_weight,
         weight_rule=str(weight_rule),
+        owner=owner,
         max_active_tis_per_dag=_parse_optional_cap(
             spec.get("max_active_tis_per_dag"), f"{where}.max_active_tis_per_dag"
         ),

@@ -54,6 +54,19 @@ INTEGER_MAX = 2**31 - 1
 CREATABLE_STATES = (TaskInstanceState.QUEUED, TaskInstanceState.RUNNING)
 
 
+class Now:
+    """The type of ``NOW``: ``dag_run_trigger``'s default logical date."""
+
+    def __repr__(self) -> str:
+        return "NOW"
+
+
+#: ``dag_run_trigger(logical_date=NOW)`` (the default): the run is dated now, as the admin,
+#: ``/api/v1`` and ``manage.py trigger_dag`` date it; ``logical_date=None`` is Airflow 3's
+#: run without a logical date (``/api/v2``, the execution API).
+NOW = Now()
+
+
 @dataclass(frozen=True)
 class CreatedTaskInstance:
     task_instance: TaskInstance
@@ -180,7 +193,7 @@ def dag_run_trigger(
     dag_id: str,
     run_id: str | None = None,
     conf: Mapping[str, Any] | None = None,
-    logical_date: datetime | None = None,
+    logical_date: datetime | Now | None = NOW,
     data_interval: tuple[datetime, datetime] | None = None,
     run_after: datetime | None = None,
     partition_key: str | None = None,
@@ -191,8 +204,10 @@ def dag_run_trigger(
 ) -> DagRun:
     """Trigger a run of a declared DAG, as Airflow's ``airflow dags trigger`` and
     ``POST /dags/{dag_id}/dagRuns`` do: a ``manual`` run with ``logical_date`` and data
-    interval = ``logical_date`` (default now), ``run_after`` now, run id
-    ``manual__<logical date>`` unless given (``data_interval``, ``run_after`` and
+    interval = ``logical_date`` (default ``NOW``: now), ``run_after`` now, run id
+    ``manual__<logical date>`` unless given. ``logical_date=None`` is Airflow 3's run without
+    a logical date: logical date and data interval null, run id ``manual__<run_after>``
+    (``data_interval``, ``run_after`` and
     ``partition_key`` as given, if given; ``triggered_by`` the face, ``triggering_user_name``
     the person, as Airflow 3 records them), and one task instance per declared task
     (``max_tries`` = its ``retries``), created by ``admit.dag_runs_insert``: ``running``
@@ -214,9 +229,9 @@ def dag_run_trigger(
         triggered_by = triggered_by or actor.triggered_by
         triggering_user_name = triggering_user_name or actor.name
     now = timezone.now()
-    if logical_date is None:
+    if isinstance(logical_date, Now):
         logical_date = now
-    elif timezone.is_naive(logical_date):
+    elif logical_date is not None and timezone.is_naive(logical_date):
         raise TaskInstanceInputError("logical date must have a timezone (e.g. +00:00)")
     if any(timezone.is_naive(value) for value in (*(data_interval or ()), run_after) if value):
         raise TaskInstanceInputError("data interval and run after must have a timezone")
@@ -225,7 +240,9 @@ def dag_run_trigger(
     if conf is not None and (problem := json_value_problem(conf)) is not None:
         raise TaskInstanceInputError(f"cannot be stored: {problem.describe('conf')}")
     if run_id is None:
-        run_id = DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=logical_date)
+        run_id = DagRun.generate_run_id(  # Airflow's timetable run id: ``manual__<run_after>``
+            run_type=DagRunType.MANUAL, logical_date=logical_date or run_after or now
+        )
     _check_id("run id", run_id, pattern=False)
     dag = Dag.objects.select_for_update().filter(dag_id=dag_id).first()
     if dag is None:
