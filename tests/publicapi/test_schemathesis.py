@@ -76,6 +76,20 @@ CONFIG = {
             },
         },
         {
+            # the same for the event log's excluded_events and included_events: a "negative"
+            # true arrives as the string "true", a valid event name, as it does in Airflow's
+            "include-path": "/api/v2/eventLogs",
+            "include-method": "GET",
+            "checks": {
+                "negative_data_rejection": {
+                    "expected-statuses": [
+                        *("2xx", "400", "401", "403", "404", "405", "406", "409", "414"),
+                        *("415", "422", "428", "429", "5xx"),
+                    ]
+                }
+            },
+        },
+        {
             # the log route declares a header parameter (Accept), and schemathesis then counts
             # the configured Authorization header among the generated ones and calls a 200
             # "generated auth likely invalid"; that this route answers 401 without a token or
