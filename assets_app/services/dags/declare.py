@@ -255,7 +255,6 @@ def _aliases_unchanged(wanted: Mapping[str, AliasDecl]) -> bool:
 
 
 @transaction.atomic
-@transaction.atomic
 def dags_set_paused(*, dag_ids: Iterable[str], is_paused: bool, actor: Actor | None = None) -> int:
     """Pause or unpause DAGs; returns how many rows changed. ``actor``: one ``patch_dag``
     event per DAG named that exists (changed or not, as Airflow records each request)."""
