@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import getpass
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -81,19 +81,44 @@ def event_log_record(
     (:func:`variable_extra`, :func:`connection_extra`)."""
     if actor is None:
         return None
-    fields = {key: redact(value, key) for key, value in (extra or {}).items()}
-    fields["via"] = actor.via
-    return EventLog.objects.create(
-        event=event,
+    row = _event_log(
+        actor,
+        event,
         dag_id=dag_id,
         task_id=task_id,
         run_id=run_id,
         map_index=map_index,
         try_number=try_number,
         logical_date=logical_date,
+        extra=extra,
+    )
+    row.save(force_insert=True)
+    return row
+
+
+def event_logs_record(
+    actor: Actor | None, event: str, *, dag_ids: Iterable[str], extra: Mapping[str, Any]
+) -> None:
+    """Record ``event`` once per DAG of ``dag_ids`` (a pause of many DAGs) in one statement;
+    nothing when ``actor`` is ``None``."""
+    if actor is None:
+        return
+    EventLog.objects.bulk_create(
+        [_event_log(actor, event, dag_id=dag_id, extra=extra) for dag_id in dag_ids]
+    )
+
+
+def _event_log(
+    actor: Actor, event: str, *, extra: Mapping[str, Any] | None, **columns: Any
+) -> EventLog:
+    fields = {key: redact(value, key) for key, value in (extra or {}).items()}
+    fields["via"] = actor.via
+    return EventLog(
+        event=event,
         owner=actor.name,
         owner_display_name=actor.display_name,
         extra=json.dumps(fields, default=str),
+        **columns,
     )
 
 

@@ -10,7 +10,9 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -67,6 +69,22 @@ def test_pausing_records_one_patch_dag_per_dag():
         ("patch_dag", "b", "ops"),
     ]
     assert json.loads(rows[0].extra) == {"is_paused": True, "via": "rest_api"}
+
+
+def test_pausing_many_dags_records_their_events_in_one_statement():
+    for n in range(6):
+        DagFactory(dag_id=f"warehouse_orders_daily_export_{n}")
+    counts = []
+    for dag_ids in (
+        ["warehouse_orders_daily_export_0"],
+        [f"warehouse_orders_daily_export_{n}" for n in range(1, 6)],
+    ):
+        with CaptureQueriesContext(connection) as queries:
+            dags_set_paused(dag_ids=dag_ids, is_paused=True, actor=OPS)
+        counts.append(len(queries))
+
+    assert counts[0] == counts[1]
+    assert EventLog.objects.filter(event="patch_dag").count() == 6
 
 
 def test_trigger_records_the_run_and_fills_triggered_by_from_the_actor():

@@ -43,7 +43,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.params import params_dump
-from assets_app.services.audit import Actor, event_log_record
+from assets_app.services.audit import Actor, event_logs_record
 from assets_app.services.dags.code import dag_code_store
 from assets_app.services.dags.manifest import (
     TASK_SETTINGS,
@@ -265,12 +265,13 @@ def dags_set_paused(*, dag_ids: Iterable[str], is_paused: bool, actor: Actor | N
         .update(is_paused=is_paused)
     )
     if actor is not None:
-        for dag_id in (
-            Dag.objects.filter(dag_id__in=dag_ids)
-            .order_by("dag_id")
-            .values_list("dag_id", flat=True)
-        ):
-            event_log_record(actor, "patch_dag", dag_id=dag_id, extra={"is_paused": is_paused})
+        found = Dag.objects.filter(dag_id__in=dag_ids).order_by("dag_id")
+        event_logs_record(
+            actor,
+            "patch_dag",
+            dag_ids=found.values_list("dag_id", flat=True),
+            extra={"is_paused": is_paused},
+        )
     return changed
 
 
