@@ -207,9 +207,9 @@ def dag_run_trigger(
     interval = ``logical_date`` (default ``NOW``: now), ``run_after`` now, run id
     ``manual__<logical date>`` unless given. ``logical_date=None`` is Airflow 3's run without
     a logical date: logical date and data interval null, run id ``manual__<run_after>``
-    (``data_interval``, ``run_after`` and
-    ``partition_key`` as given, if given; ``triggered_by`` the face, ``triggering_user_name``
-    the person, as Airflow 3 records them), and one task instance per declared task
+    (``data_interval``, ``run_after`` and ``partition_key`` as given, if given;
+    ``triggered_by`` the face, ``triggering_user_name`` the person, as Airflow 3 records
+    them), and one task instance per declared task
     (``max_tries`` = its ``retries``), created by ``admit.dag_runs_insert``: ``running``
     at once with its first tasks ``scheduled`` when the DAG has room (``max_active_runs``),
     else ``queued`` until it has. A paused DAG's run waits ``queued``, as in Airflow, until
