@@ -33,6 +33,9 @@ from assets_app.models import (
     TaskInstance,
     TaskInstanceState,
 )
+from assets_app.services.audit import Actor
+from assets_app.services.dags.declare import dags_set_paused
+from assets_app.services.runs.marking import dag_run_mark
 from devtools.processes import REPO
 
 MANIFEST = REPO / "examples" / "dags.yaml"
@@ -212,12 +215,24 @@ def showcase_seed(*, now: datetime | None = None) -> Showcase:
         run_type=DagRunType.MANUAL,
     )
     graph_run = _graph_runs(now)
+    _operator_actions(graph_run)
     return Showcase(
         asset=asset,
         alias=alias,
         newest_event=newest,
         waiting_dag_id=CONSUMER[0],
         graph_run=graph_run,
+    )
+
+
+def _operator_actions(run: DagRun) -> None:
+    """What an operator did through the admin and a command, as the audit log records it: the
+    graph DAG paused and unpaused again, a note on its running run."""
+    ui = Actor(name=USERNAME, via="ui", display_name="Operator")
+    dags_set_paused(dag_ids=[GRAPH_DAG], is_paused=True, actor=ui)
+    dags_set_paused(dag_ids=[GRAPH_DAG], is_paused=False, actor=Actor.of_command())
+    dag_run_mark(
+        dag_id=run.dag_id, run_id=run.run_id, note="waits on the warehouse's nightly load", actor=ui
     )
 
 

@@ -23,6 +23,7 @@ ADMIN_MODELS = (
     "dagrun",
     "taskinstance",
     "assetdagrunqueue",
+    "eventlog",
 )
 
 

@@ -17,7 +17,10 @@ from assets_app.models import (
     AssetEvent,
     Dag,
     DagRunAssetEvent,
+    EventLog,
 )
+from assets_app.services.audit import Actor
+from assets_app.services.dags.declare import dags_set_paused
 from tests.assets_app.admin import EXAMPLE
 from tests.factories import AssetEventFactory, AssetFactory, DagRunFactory, TaskInstanceFactory
 
@@ -58,6 +61,12 @@ def world(db) -> dict[str, object]:
     doomed = AssetFactory(name="doomed", uri="s3://bucket/doomed")
     orphan = AssetEventFactory(asset=doomed)
     doomed.delete()
+    # an operator sent a DAG's pause flag from the admin (as it was): the audit log's row
+    dags_set_paused(
+        dag_ids=["asset_s3_bucket_consumer"],
+        is_paused=Dag.objects.get(dag_id="asset_s3_bucket_consumer").is_paused,
+        actor=Actor(name="operator", via="ui", display_name="Operator"),
+    )
     return {
         "asset": asset,
         "assetalias": alias,
@@ -70,4 +79,5 @@ def world(db) -> dict[str, object]:
         "dagrun": consumer_run,
         "taskinstance": producer_ti,
         "assetdagrunqueue": queue,
+        "eventlog": EventLog.objects.get(event="patch_dag"),
     }

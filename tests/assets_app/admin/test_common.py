@@ -42,7 +42,15 @@ def test_add_page_renders_for_editable_tables(admin_client, model):
 
 @pytest.mark.parametrize(
     "model",
-    ["assetevent", "assetaliasassetevent", "dag", "dagrun", "taskinstance", "assetdagrunqueue"],
+    [
+        "assetevent",
+        "assetaliasassetevent",
+        "dag",
+        "dagrun",
+        "taskinstance",
+        "assetdagrunqueue",
+        "eventlog",
+    ],
 )
 def test_system_written_tables_cannot_be_added(admin_client, model):
     assert admin_client.get(reverse(f"admin:assets_app_{model}_add")).status_code == 403
