@@ -5,9 +5,9 @@ theirs in ``publicapi.secrets``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from assets_app.models import PARTITION_KEY_LENGTH
 from publicapi.params import Body, BodyDatetime, Note, Text
@@ -30,8 +30,8 @@ class DagPatchBody(Body):
 
 
 class TriggerBody(Body):
-    """Airflow's ``TriggerDAGRunPostBody`` (``note`` is accepted and not kept: the trigger
-    service keeps none; ``PATCH`` the run to write one)."""
+    """Airflow's ``TriggerDAGRunPostBody``: the ``note`` is the new run's, as Airflow keeps it;
+    a data interval is both ends or none (Airflow's ``check_data_intervals``)."""
 
     dag_run_id: Text | None = None
     logical_date: BodyDatetime
@@ -39,8 +39,17 @@ class TriggerBody(Body):
     data_interval_end: BodyDatetime = None
     run_after: BodyDatetime = None
     conf: dict[str, Any] | None = None
-    note: Text | None = None
+    note: Note | None = None
     partition_key: Annotated[Text, Field(max_length=PARTITION_KEY_LENGTH)] | None = None
+
+    @model_validator(mode="after")
+    def check_data_intervals(self) -> Self:
+        if (self.data_interval_start is None) != (self.data_interval_end is None):
+            raise ValueError(
+                "Either both data_interval_start and data_interval_end must be provided or "
+                "both must be None"
+            )
+        return self
 
 
 class MaterializeBody(TriggerBody):

@@ -115,12 +115,7 @@ class MaterializeView(PublicView):
         if len(dag_ids) > 1:
             raise Conflict(f"More than one Dag materializes asset with ID: {asset_id}")
         body = body_parse(MaterializeBody, request, optional=True)
-        run = _trigger(
-            dag_ids[0],
-            body,
-            actor=Actor.of_request(request, "rest_api"),
-            event="materialize_asset",
-        )
+        run = _trigger(dag_ids[0], body, request, event="materialize_asset")
         return Response(render.dag_run(run))
 
 
@@ -405,17 +400,20 @@ def _run(dag_id: str, run_id: str) -> DagRun:
 
 
 def _trigger(
-    dag_id: str, body: TriggerBody, *, actor: Actor, event: str = "trigger_dag_run"
+    dag_id: str,
+    body: TriggerBody,
+    request: Request,
+    *,
+    event: str = "trigger_dag_run",
 ) -> DagRun:
-    """``dag_run_trigger`` with the body's fields; a null ``logical_date`` stays null, as in
-    Airflow 3 (no data interval, run id ``manual__<run_after>``)."""
+    """``dag_run_trigger`` with the body's fields, for the request's user; a null
+    ``logical_date`` stays null, as in Airflow 3 (no data interval, run id
+    ``manual__<run_after>``); the body's interval (both ends: ``TriggerBody``) only with a
+    logical date, as Airflow."""
     interval = None
-    if body.logical_date is not None and (
-        body.data_interval_start is not None or body.data_interval_end is not None
-    ):
-        # an end not given is the logical date's, as the interval's default
-        at = body.logical_date
-        interval = (body.data_interval_start or at, body.data_interval_end or at)
+    if body.logical_date is not None and body.data_interval_start and body.data_interval_end:
+        interval = (body.data_interval_start, body.data_interval_end)
+    actor = Actor.of_request(request, "rest_api")
     return dag_run_trigger(
         dag_id=dag_id,
         run_id=body.dag_run_id,
@@ -426,6 +424,8 @@ def _trigger(
         partition_key=body.partition_key,
         triggered_by=DagRunTriggeredBy.REST_API,
         triggering_user_name=actor.name,
+        note=body.note,
+        note_user_id=str(request.user.pk),
         actor=actor,
         event=event,
     )
@@ -442,7 +442,7 @@ class DagRunListView(PublicView):
         if dag_id == "~" or not selectors.dag_exists(dag_id=path_key(dag_id)):
             raise NotFound(f"DAG with dag_id: '{dag_id}' not found")
         body = body_parse(TriggerBody, request)
-        run = _trigger(dag_id, body, actor=Actor.of_request(request, "rest_api"))
+        run = _trigger(dag_id, body, request)
         return Response(render.dag_run(run))
 
     def get(self, request: Request, dag_id: str) -> Response:

@@ -90,6 +90,54 @@ def test_an_explicit_logical_date_still_dates_the_run(admin_api):
     assert response.json()["logical_date"] == "2026-03-04T05:06:07Z"
 
 
+def test_a_data_interval_is_both_ends_or_none_as_airflows_body(admin_api):
+    DagFactory(dag_id="warehouse_orders_daily_export", task_ids=["extract"])
+
+    for one_end in ("data_interval_start", "data_interval_end"):
+        response = admin_api.post(
+            "dags/warehouse_orders_daily_export/dagRuns",
+            {"logical_date": AT.isoformat(), one_end: AT.isoformat()},
+        )
+        assert response.status_code == 422, response.json()
+        (error,) = response.json()["detail"]
+        assert error["loc"] == ["body"]
+        assert "Either both data_interval_start and data_interval_end" in error["msg"]
+    assert not DagRun.objects.exists()
+
+    end = AT.replace(day=5)
+    response = admin_api.post(
+        "dags/warehouse_orders_daily_export/dagRuns",
+        {
+            "logical_date": AT.isoformat(),
+            "data_interval_start": AT.isoformat(),
+            "data_interval_end": end.isoformat(),
+        },
+    )
+    assert response.status_code == 200, response.json()
+    run = DagRun.objects.get()
+    assert (run.data_interval_start, run.data_interval_end) == (AT, end)
+
+
+def test_the_triggers_note_is_the_new_runs_as_airflow_keeps_it(admin_api):
+    DagFactory(dag_id="warehouse_orders_daily_export", task_ids=["extract"])
+
+    response = admin_api.post(
+        "dags/warehouse_orders_daily_export/dagRuns",
+        {"logical_date": None, "note": "re-run after the warehouse outage", "conf": {"day": 3}},
+    )
+
+    assert response.status_code == 200, response.json()
+    assert response.json()["note"] == "re-run after the warehouse outage"
+    run = DagRun.objects.get()
+    assert run.dag_run_note.content == "re-run after the warehouse outage"
+    assert run.dag_run_note.user_id is not None
+    too_long = admin_api.post(
+        "dags/warehouse_orders_daily_export/dagRuns", {"logical_date": None, "note": "x" * 1001}
+    )
+    assert too_long.status_code == 422, too_long.json()
+    assert DagRun.objects.count() == 1
+
+
 def test_materialize_makes_a_run_without_a_logical_date(admin_api):
     asset = AssetFactory()
     producer = DagFactory(dag_id="producer", task_ids=["make"])

@@ -28,8 +28,10 @@ from assets_app.exceptions import (
 )
 from assets_app.models import (
     FINISHED_RUN_STATES,
+    NOTE_LENGTH,
     Dag,
     DagRun,
+    DagRunNote,
     DagRunState,
     DagRunTriggeredBy,
     DagRunType,
@@ -39,6 +41,7 @@ from assets_app.models import (
 )
 from assets_app.params import params_resolve
 from assets_app.services.audit import Actor, event_log_record
+from assets_app.services.inputs import checked_text
 from assets_app.services.runs.admit import RunSpec, dag_runs_insert
 from assets_app.services.runs.plans import NO_PLAN, dags_task_plans
 from assets_app.services.runs.settle import dag_run_start
@@ -199,6 +202,8 @@ def dag_run_trigger(
     partition_key: str | None = None,
     triggered_by: DagRunTriggeredBy | None = None,
     triggering_user_name: str | None = None,
+    note: str | None = None,
+    note_user_id: str | None = None,
     actor: Actor | None = None,
     event: str = "trigger_dag_run",
 ) -> DagRun:
@@ -221,6 +226,9 @@ def dag_run_trigger(
     not satisfy the DAG's params: a value its schema refuses, a required param missing;
     ``assets_app.params``).
 
+    ``note`` (Airflow's trigger body's): the run's note from the start, written by
+    ``note_user_id``.
+
     ``actor`` (a face acting for someone): recorded as ``event`` (``trigger_dag_run``, or
     ``materialize_asset`` for ``POST /assets/{id}/materialize``); it gives
     ``triggered_by`` (its ``via``) and ``triggering_user_name`` (its name) when those are not.
@@ -235,6 +243,7 @@ def dag_run_trigger(
         raise TaskInstanceInputError("logical date must have a timezone (e.g. +00:00)")
     if any(timezone.is_naive(value) for value in (*(data_interval or ()), run_after) if value):
         raise TaskInstanceInputError("data interval and run after must have a timezone")
+    checked_text(note, field="note", max_length=NOTE_LENGTH)
     if conf is not None and not isinstance(conf, Mapping):
         raise TaskInstanceInputError(f"conf must be a JSON object, got {type(conf).__name__}")
     if conf is not None and (problem := json_value_problem(conf)) is not None:
@@ -277,6 +286,8 @@ def dag_run_trigger(
         now=now,
     )
     dag_run = DagRun.objects.get(pk=created.dag_run_pk)
+    if note is not None:
+        DagRunNote.objects.create(dag_run=dag_run, content=note, user_id=note_user_id)
     event_log_record(
         actor,
         event,
@@ -286,6 +297,7 @@ def dag_run_trigger(
         extra={
             "conf": dict(conf or {}),
             **({} if partition_key is None else {"partition_key": partition_key}),
+            **({} if note is None else {"note": note}),
         },
     )
     count = len(created.task_ids)
