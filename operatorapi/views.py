@@ -26,7 +26,6 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from assets_app.edge.parsers import JSONBodyParser
-from assets_app.models import DagRunTriggeredBy
 from assets_app.selectors.dags import dag_list, import_error_list
 from assets_app.selectors.runs import dag_run_list
 from assets_app.services.assets.events import asset_event_create_manual
@@ -221,9 +220,7 @@ class DagViewSet(ReadOnlyViewSet):
         payload.is_valid(raise_exception=True)
         dag_run = dag_run_trigger(
             dag_id=dag.dag_id,
-            triggered_by=DagRunTriggeredBy.REST_API,
-            triggering_user_name=request.user.get_username(),
-            actor=Actor.of_request(request, "rest_api"),
+            actor=Actor.of_request(request, "rest_api"),  # triggered_by and the user
             **payload.validated_data,
         )
         return Response(s.DagRunSerializer(dag_run).data, status=status.HTTP_201_CREATED)

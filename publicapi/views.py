@@ -15,7 +15,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from assets_app.models import Dag, DagRun, DagRunTriggeredBy, TaskInstance
+from assets_app.models import Dag, DagRun, TaskInstance
 from assets_app.selectors.assets import (
     asset_events_detailed,
     asset_list_detailed,
@@ -422,8 +422,6 @@ def _trigger(
         data_interval=interval,
         run_after=body.run_after,
         partition_key=body.partition_key,
-        triggered_by=DagRunTriggeredBy.REST_API,
-        triggering_user_name=actor.name,
         note=body.note,
         note_user_id=str(request.user.pk),
         actor=actor,

@@ -36,7 +36,6 @@ from assets_app.exceptions import AssetsError, InvalidAssetExpression
 from assets_app.models import (
     AssetDagRunQueue,
     Dag,
-    DagRunTriggeredBy,
     DagScheduleAssetAliasReference,
     DagScheduleAssetNameReference,
     DagScheduleAssetReference,
@@ -260,9 +259,7 @@ class DagAdmin(ObjectActionsAdmin[Dag]):
             try:
                 run = dag_run_trigger(
                     dag_id=dag.dag_id,
-                    triggered_by=DagRunTriggeredBy.UI,
-                    triggering_user_name=request.user.get_username(),
-                    actor=Actor.of_request(request, "ui"),
+                    actor=Actor.of_request(request, "ui"),  # triggered_by and the user
                 )
             except AssetsError as exc:
                 self.message_user(request, f"{dag.dag_id} not triggered: {exc}", messages.ERROR)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 from datetime import datetime
 from typing import Any
@@ -10,7 +9,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import domain_errors
-from assets_app.models import DagRunTriggeredBy
 from assets_app.services.audit import Actor
 from assets_app.services.runs.dag_runs import NOW, Now, dag_run_trigger
 
@@ -57,9 +55,7 @@ class Command(BaseCommand):
                 run_id=options["run_id"],
                 conf=conf,
                 logical_date=logical_date,
-                triggered_by=DagRunTriggeredBy.CLI,
-                triggering_user_name=getpass.getuser(),  # as Airflow's CLI records it
-                actor=Actor.of_command(),
+                actor=Actor.of_command(),  # triggered_by cli, the OS user, as Airflow's CLI
             )
         count = dag_run.task_instances.count()
         self.stdout.write(
