@@ -59,6 +59,14 @@ class InvalidAssetExpression(InvalidInputError):  # noqa: N818 - named after wha
     code = "invalid_asset_expression"
 
 
+class MapLengthExceededError(InvalidInputError):
+    """A task pushed more values for a mapped downstream than ``MAX_MAP_LENGTH`` (Airflow's
+    ``[core] max_map_length``): Airflow's 400, which fails the pushing task."""
+
+    code = "unmappable_return_value_length"
+    default_message = "pushed value is too large to map as a downstream's dependency"
+
+
 class TaskInstanceInputError(InvalidInputError):
     """The requested task instance (or its token) cannot be created; the message says why."""
 

@@ -20,7 +20,7 @@ from django.db.models import QuerySet
 from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ParseError, PermissionDenied
 from rest_framework.renderers import JSONRenderer
@@ -337,6 +337,25 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
         return Response(common.MessageSerializer(message).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
+        operation_id="ti_patch_rendered_map_index",
+        summary="Store a mapped task instance's label (its rendered map_index_template)",
+        request={"application/json": {"type": "string", "minLength": 1, "maxLength": 250}},
+        responses={
+            204: OpenApiResponse(description="Stored"),
+            **BODY_ERRORS,
+            **NOT_FOUND,
+            **ERRORS,
+        },
+    )
+    @action(detail=True, methods=["patch"], url_path="rendered-map-index")
+    def rendered_map_index(self, request: Request, task_instance_id: uuid.UUID) -> Response:
+        label = serializers.CharField(max_length=250).run_validation(_body(request))
+        state_services.task_instance_rendered_map_index_set(
+            task_instance_id=task_instance_id, rendered_map_index=label
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
         operation_id="ti_validate_inlets_and_outlets",
         summary="Declared Asset inlets/outlets of the task that are not active",
         responses={200: ti_s.InactiveAssetsResponseSerializer, **NOT_FOUND, **ERRORS},
@@ -540,8 +559,11 @@ class XComView(ExecutionAPIView):
     )
     def post(self, request: Request, dag_id: str, run_id: str, task_id: str, key: str) -> Response:
         xcom = self._writable_xcom(xcom_s.XComSetQuerySerializer)
+        mapped_length = _valid_query(xcom_s.XComSetQuerySerializer, request).validated_data.get(
+            "mapped_length"
+        )
         value = common.StorableJSONField().run_validation(_body(request))
-        xcom_services.xcom_set(**xcom, value=value)
+        xcom_services.xcom_set(**xcom, value=value, mapped_length=mapped_length)
         message = {"message": "XCom successfully set"}
         return Response(common.MessageSerializer(message).data, status=status.HTTP_201_CREATED)
 

@@ -67,9 +67,11 @@ def _i(text: str) -> Attribute:
 
 _RUNNER = "applied by Airflow's task runner, which runs the task from the DAG file"
 _UI = "shown by Airflow's UI only; the registry does not store it"
-_MAPPING = (
-    "dynamic task mapping (.partial/.expand/.expand_kwargs, mapped task groups) is refused at "
-    "load by the loader: the registry runs no mapped task instances"
+_EXPANSION = (
+    "expanded by the scheduler into one task instance per element once the values it maps over "
+    "are known: literals, an upstream's XCom (list or dict), .map/.zip/.concat, the cross "
+    "product of .expand's arguments, .expand_kwargs, mapped task groups; zero elements skip "
+    "it, more than [core] max_map_length fail the upstream that pushed them"
 )
 _SETUP_TEARDOWN = (
     "setup and teardown tasks (as_setup/as_teardown, @setup/@teardown) are not supported by the "
@@ -85,8 +87,8 @@ _RETRY_DELAY = "the delay before a retry (issue 37: Airflow's formula)"
 
 #: Every public attribute of Airflow's DAG, BaseOperator and MappedOperator, by
 #: ``Class.attribute``: what happens to it in the registry. ``.partial(**kwargs)`` takes
-#: BaseOperator's arguments (Airflow checks them against the operator's ``__init__``); every
-#: mapped task is refused at load.
+#: BaseOperator's arguments (Airflow checks them against the operator's ``__init__``), held
+#: to the same rows.
 CONTRACT: dict[str, Attribute] = {
     # --- DAG ---------------------------------------------------------------------------------
     "DAG.dag_id": _h("the DAG's id"),
@@ -138,8 +140,8 @@ CONTRACT: dict[str, Attribute] = {
     "DAG.allowed_run_types": _r("restricting a DAG's run types is not supported by the registry"),
     "DAG.dag_display_name": _i(_UI),
     "DAG.task_group": _h(
-        "task groups prefix their tasks' ids (group.task) as under Airflow; mapped task groups "
-        "are refused at load by the loader"
+        "task groups prefix their tasks' ids (group.task) as under Airflow; a mapped task "
+        "group's tasks expand together and depend on each other per map index"
     ),
     "DAG.disable_bundle_versioning": _i(
         "the registry keeps no bundle versions: a run always runs the DAG file as it is now"
@@ -211,8 +213,8 @@ CONTRACT: dict[str, Attribute] = {
     "BaseOperator.run_as_user": _r(
         "impersonation is not supported by the registry (tasks run as the worker's user)"
     ),
-    "BaseOperator.map_index_template": _i(
-        "names the task instances of a mapped task, and mapped tasks are refused"
+    "BaseOperator.map_index_template": _h(
+        "rendered by Airflow's task runner; the label shows in the admin and /api/v2"
     ),
     "BaseOperator.max_active_tis_per_dag": _h("the task's instances running at once, all runs"),
     "BaseOperator.max_active_tis_per_dagrun": _h("the task's instances running at once, per run"),
@@ -258,33 +260,33 @@ CONTRACT: dict[str, Attribute] = {
     "BaseOperator.template_fields_renderers": _i(_UI),
     "BaseOperator.ui_color": _i(_UI),
     "BaseOperator.ui_fgcolor": _i(_UI),
-    # --- MappedOperator (every mapped task is refused at load) ----------------------------------
-    **{
-        f"MappedOperator.{name}": _r(_MAPPING, by_loader=True)
-        for name in (
-            "operator_class",
-            "expand_input",
-            "partial_kwargs",
-            "task_id",
-            "params",
-            "operator_extra_links",
-            "template_ext",
-            "template_fields",
-            "template_fields_renderers",
-            "ui_color",
-            "ui_fgcolor",
-            "task_type",
-            "start_trigger_args",
-            "start_from_trigger",
-            "returns_dag_result",
-            "dag",
-            "task_group",
-            "start_date",
-            "end_date",
-            "upstream_task_ids",
-            "downstream_task_ids",
-        )
-    },
+    # --- MappedOperator -------------------------------------------------------------------------
+    "MappedOperator.operator_class": _h("the operator each map index runs, " + _RUNNER),
+    "MappedOperator.expand_input": _h(_EXPANSION),
+    "MappedOperator.partial_kwargs": _h(
+        "the operator's other arguments: each is held to BaseOperator's row of this table"
+    ),
+    "MappedOperator.task_id": _h("the task's id; its instances are task_id[map_index]"),
+    "MappedOperator.params": _h("the DAG's params with the task's own, as for any task"),
+    "MappedOperator.operator_extra_links": _i(_UI),
+    "MappedOperator.template_ext": _h(_RUNNER),
+    "MappedOperator.template_fields": _h(_RUNNER),
+    "MappedOperator.template_fields_renderers": _i(_UI),
+    "MappedOperator.ui_color": _i(_UI),
+    "MappedOperator.ui_fgcolor": _i(_UI),
+    "MappedOperator.task_type": _i("the operator's class name, shown by Airflow's UI"),
+    "MappedOperator.start_trigger_args": _i("read only with start_from_trigger"),
+    "MappedOperator.start_from_trigger": _h("as BaseOperator.start_from_trigger"),
+    "MappedOperator.returns_dag_result": _h(_RUNNER),
+    "MappedOperator.dag": _h("the DAG the task belongs to"),
+    "MappedOperator.task_group": _h(
+        "the group prefixes the task's id; a mapped task group's tasks depend on each other "
+        "per map index"
+    ),
+    "MappedOperator.start_date": _h("as BaseOperator.start_date"),
+    "MappedOperator.end_date": _h("as BaseOperator.end_date"),
+    "MappedOperator.upstream_task_ids": _h("the DAG's edges"),
+    "MappedOperator.downstream_task_ids": _h("the DAG's edges"),
 }
 
 
@@ -345,9 +347,7 @@ def _same(value: Any, default: Any) -> bool:
 def refusals(dag: Any) -> list[str]:
     """The refusal messages for a DAG Airflow parsed: one per refused attribute (not refused
     by the loader's own checks) whose value differs from Airflow's default, naming the DAG,
-    the task and the attribute. Mapped tasks are left to the loader, which refuses them."""
-    from airflow.sdk.definitions.mappedoperator import MappedOperator
-
+    the task and the attribute; a mapped task's attributes are its ``.partial`` arguments."""
     reference = _Reference(dag)
     messages = []
     for key, attribute in CONTRACT.items():
@@ -357,8 +357,6 @@ def refusals(dag: Any) -> list[str]:
         if not _same(getattr(dag, name, None), getattr(reference.dag, name, None)):
             messages.append(f"DAG {dag.dag_id!r}, attribute {name!r}: {attribute.text}")
     for task in dag.task_dict.values():
-        if isinstance(task, MappedOperator) or task.get_closest_mapped_task_group() is not None:
-            continue
         for key, attribute in CONTRACT.items():
             kind, name = key.split(".")
             if attribute.fate != Fate.REFUSED or attribute.by_loader or kind != "BaseOperator":
@@ -390,8 +388,7 @@ def render_markdown() -> str:
     lines = [
         f"{len(CONTRACT)} attributes: "
         + ", ".join(f"{counts[fate]} {fate.value}" for fate in Fate)
-        + f" ({by_loader} of the refused ones by the loader's own checks: mapped tasks and "
-        "deferrable operators).",
+        + f" ({by_loader} of the refused ones by the loader's own check: deferrable operators).",
     ]
     for kind, title in _TITLES.items():
         lines += ["", f"#### {title}", "", "| Attribute | Fate | What the registry does, or why |"]

@@ -140,14 +140,8 @@ def _schedule(dag: Any) -> tuple[Any, str]:
 
 
 def _task(dag: Any, task: Any) -> dict[str, Any]:
-    from airflow.sdk.definitions.mappedoperator import MappedOperator
-
     where = f"DAG {dag.dag_id!r}, task {task.task_id!r}"
-    if isinstance(task, MappedOperator) or task.get_closest_mapped_task_group() is not None:
-        raise RefusedError(
-            f"{where}: dynamic task mapping (.expand / .expand_kwargs / a mapped task group) "
-            "is not supported by the registry"
-        )
+    mapped = _mapped(task, where) if task.get_needs_expansion() else None
     if getattr(task, "start_from_trigger", False) or getattr(task, "deferrable", False) is True:
         raise RefusedError(
             f"{where}: deferrable operators (deferrable=True, start_from_trigger) need a "
@@ -170,7 +164,69 @@ def _task(dag: Any, task: Any) -> dict[str, Any]:
         "outlets": [_leaf(o, f"{where}, outlets") for o in task.outlets],
         "inlets": [_leaf(i, f"{where}, inlets") for i in task.inlets],
         **_pool_and_priority(task, where),
+        **({"mapped": mapped} if mapped else {}),
     }
+
+
+def _mapped(task: Any, where: str) -> dict[str, Any]:
+    """A mapped task's ``mapped`` declaration (``assets_app/mapping.py``'s grammar): its
+    length is the product of its own expansion (``.expand`` / ``.expand_kwargs``) and that of
+    each mapped task group around it; ``group`` is the closest one (its tasks depend on each
+    other per map index)."""
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    lengths = [
+        _expand_input_length(group._expand_input, f"{where}, mapped task group {group.group_id!r}")
+        for group in task.iter_mapped_task_groups()
+    ]
+    if isinstance(task, MappedOperator):
+        lengths.insert(0, _expand_input_length(task._get_specified_expand_input(), where))
+    group = task.get_closest_mapped_task_group()
+    return {
+        "length": lengths[0] if len(lengths) == 1 else {"product": lengths},
+        "group": group.group_id if group is not None else None,
+    }
+
+
+def _expand_input_length(expand_input: Any, where: str) -> Any:
+    """How many map indexes an ``.expand(...)`` (the cross product of its arguments) or an
+    ``.expand_kwargs(...)`` (one per mapping) makes."""
+    from airflow.sdk.definitions._internal.expandinput import DictOfListsExpandInput
+
+    if isinstance(expand_input, DictOfListsExpandInput):
+        lengths = [
+            _value_length(v, f"{where}, argument {k!r}") for k, v in expand_input.value.items()
+        ]
+        return lengths[0] if len(lengths) == 1 else {"product": lengths}
+    return _value_length(expand_input.value, f"{where}, expand_kwargs")
+
+
+def _value_length(value: Any, where: str) -> Any:
+    """A mapped argument's length expression: a literal's length, or an XCom reference's."""
+    from airflow.sdk.definitions.xcom_arg import (
+        ConcatXComArg,
+        MapXComArg,
+        PlainXComArg,
+        ZipXComArg,
+    )
+
+    if isinstance(value, PlainXComArg):
+        return {"xcom": value.operator.task_id}
+    if isinstance(value, MapXComArg):
+        return _value_length(value.arg, where)
+    if isinstance(value, ZipXComArg):
+        from airflow.sdk.definitions._internal.types import is_arg_set
+
+        args = [_value_length(arg, where) for arg in value.args]
+        return {"zip": args, "fill": bool(is_arg_set(value.fillvalue))}
+    if isinstance(value, ConcatXComArg):
+        return {"concat": [_value_length(arg, where) for arg in value.args]}
+    if isinstance(value, list | tuple | dict | set):
+        return len(value)
+    raise RefusedError(
+        f"{where}: mapping over a {type(value).__name__} is not supported by the registry "
+        "(a list, a dict or an XCom reference is)"
+    )
 
 
 def _pool_and_priority(task: Any, where: str) -> dict[str, Any]:

@@ -79,6 +79,7 @@ from .runs import (
     TaskInstanceHistory,
     TaskInstanceState,
     TaskKey,
+    TaskMap,
     TaskReschedule,
     TaskTry,
 )
@@ -154,6 +155,7 @@ __all__ = [
     "TaskLeafReference",
     "TaskLog",
     "TaskLogChunk",
+    "TaskMap",
     "TaskOutletAssetReference",
     "TaskReschedule",
     "TaskStateStore",

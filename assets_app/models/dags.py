@@ -144,6 +144,9 @@ class DagTask(models.Model):
     #: one run (``None``: no limit)
     max_active_tis_per_dag = models.PositiveIntegerField(null=True, blank=True)
     max_active_tis_per_dagrun = models.PositiveIntegerField(null=True, blank=True)
+    #: how a mapped task expands (``None``: it is not mapped; ``services.runs.mapping``):
+    #: ``{"length": <how many map indexes>, "group": <its closest mapped task group or None>}``
+    mapped = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "dag_task"

@@ -407,6 +407,30 @@ class TaskReschedule(models.Model):
         return f"reschedule of {self.ti_id} at {self.reschedule_date:%Y-%m-%d %H:%M:%S}"
 
 
+class TaskMap(models.Model):
+    """How many values a task instance pushed for a mapped downstream to expand over
+    (Airflow's ``task_map``): written with its return value's XCom when the runner says the
+    value maps a downstream (``mapped_length``); read when that downstream expands
+    (``services.runs.mapping``). The rows go with their DAG run."""
+
+    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_maps")
+    task_id = models.CharField(max_length=ID_LENGTH)
+    map_index = models.IntegerField(default=-1)
+    length = models.PositiveIntegerField()
+
+    class Meta:
+        db_table = "task_map"
+        ordering = ["dag_run", "task_id", "map_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dag_run", "task_id", "map_index"], name="task_map_natural_key_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}[{self.map_index}] maps {self.length}"
+
+
 class DagCallbackRequest(models.Model):
     """A DAG-level ``on_success_callback`` / ``on_failure_callback`` to run for a run that
     ended (Airflow's ``callback_request``): created by the run's end when its DAG has such a

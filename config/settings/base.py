@@ -209,6 +209,11 @@ TASK_INSTANCE_HEARTBEAT_TIMEOUT = env.float("TASK_INSTANCE_HEARTBEAT_TIMEOUT", d
 # its runner starting it; then the scheduler fails it, or sets it up_for_retry while tries
 # remain (Airflow's [scheduler] task_queued_timeout).
 TASK_QUEUED_TIMEOUT = env.float("TASK_QUEUED_TIMEOUT", default=600.0)
+# The most map indexes one mapped task may expand into (Airflow's [core] max_map_length, read
+# from AIRFLOW__CORE__MAX_MAP_LENGTH too): a task pushing more for a mapped downstream fails.
+MAX_MAP_LENGTH = env.int(
+    "MAX_MAP_LENGTH", default=env.int("AIRFLOW__CORE__MAX_MAP_LENGTH", default=1024)
+)
 # Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
 # it writes one log file per task-instance try.
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")

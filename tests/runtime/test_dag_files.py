@@ -310,12 +310,11 @@ def test_a_broken_file_keeps_its_dags_last_good_version_until_fixed(tmp_path, se
 
 
 def test_features_the_registry_cannot_run_are_refused_at_load(tmp_path):
-    # given files using dynamic task mapping, asset watchers, a partitioned schedule and
-    # setup/teardown tasks (an attribute the contract refuses, runtime/dag_contract.py)
+    # given files using asset watchers, a partitioned schedule and setup/teardown tasks (an
+    # attribute the contract refuses, runtime/dag_contract.py)
     folder = tmp_path / "dags"
     folder.mkdir()
     for name in (
-        "example_dynamic_task_mapping.py",
         "example_asset_with_watchers.py",
         "example_asset_partition.py",
         "example_setup_teardown_taskflow.py",
@@ -332,10 +331,6 @@ def test_features_the_registry_cannot_run_are_refused_at_load(tmp_path):
         Path(name).name: text
         for name, text in DagImportError.objects.values_list("filename", "stacktrace")
     }
-    assert (
-        "DAG 'example_dynamic_task_mapping', task 'add_one': dynamic task mapping"
-        in errors["example_dynamic_task_mapping.py"]
-    )
     assert "has watchers" in errors["example_asset_with_watchers.py"]
     assert "partitioned schedules" in errors["example_asset_partition.py"]
     assert (

@@ -108,6 +108,7 @@ from assets_app.conditions import (
     node_kind,
 )
 from assets_app.exceptions import InvalidAssetExpression, ManifestError
+from assets_app.mapping import MappingSpecError, length_upstreams, mapped_check
 from assets_app.models import (
     DEFAULT_MAX_ACTIVE_RUNS,
     DEFAULT_MAX_ACTIVE_TASKS,
@@ -184,6 +185,8 @@ class TaskDecl:
     max_active_tis_per_dag: int | None = None
     max_active_tis_per_dagrun: int | None = None
     owner: str = DEFAULT_OWNER
+    #: how it expands into map indexes (``assets_app.mapping``); ``None``: not mapped
+    mapped: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -415,6 +418,7 @@ TASK_SETTINGS = (
     "max_active_tis_per_dag",
     "max_active_tis_per_dagrun",
     "owner",
+    "mapped",
 )
 _TASK_KEYS = {
     "task_id",
@@ -447,6 +451,29 @@ _DAG_KEYS = {
     "has_on_success_callback",
     "has_on_failure_callback",
 }
+
+
+def _parse_mapped(value: Any, where: str, upstream: list[Any], code: str) -> dict[str, Any] | None:
+    """A mapped task's expansion (``assets_app.mapping``): the grammar's, over upstreams of the
+    task only, and for a task an Airflow DAG file runs (Airflow's runner resolves each map
+    index's arguments; a ``task_sdk`` callable has none)."""
+    if value is None:
+        return None
+    if code:
+        raise ManifestError(
+            f"{where}: only a task of an Airflow DAG file can be mapped (a callable cannot)"
+        )
+    try:
+        mapped = mapped_check(value, where)
+    except MappingSpecError as exc:
+        raise ManifestError(str(exc)) from None
+    for task_id in length_upstreams(mapped["length"]):
+        if task_id not in upstream:
+            raise ManifestError(
+                f"{where}.length: it maps over {task_id!r}, which is not one of the task's "
+                "upstreams"
+            )
+    return mapped
 
 
 def _parse_task(
@@ -517,6 +544,7 @@ def _parse_task(
         max_active_tis_per_dagrun=_parse_optional_cap(
             spec.get("max_active_tis_per_dagrun"), f"{where}.max_active_tis_per_dagrun"
         ),
+        mapped=_parse_mapped(spec.get("mapped"), f"{where}.mapped", upstream, code),
         outlets=_parse_leaves(spec.get("outlets"), f"{where}.outlets", declared),
         inlets=_parse_leaves(spec.get("inlets"), f"{where}.inlets", declared),
         retries=retries,

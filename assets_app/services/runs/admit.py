@@ -150,9 +150,17 @@ def dag_runs_insert(
     db = connections[DEFAULT_DB_ALIAS]  # once: the proxy looks the connection up per use
     depended_on = {(dag_id, up) for (dag_id, _), plan in plans.items() for up in plan.upstream}
     instances: list[dict[str, Any]] = []
+    to_expand: list[int] = []
     for spec, pk, runs in zip(specs, pks, admitted, strict=True):
         for task_id in task_ids[spec.dag_id]:
             plan = plans.get((spec.dag_id, task_id), NO_PLAN)
+            if (
+                runs
+                and plan.mapped
+                and not plan.upstream
+                and (not to_expand or to_expand[-1] != pk)
+            ):
+                to_expand.append(pk)
             instances.append(
                 {
                     "id": str(ti_pk.get_db_prep_value(uuid.uuid4(), db)),
@@ -165,14 +173,17 @@ def dag_runs_insert(
                     "pool": plan.pool,
                     "pool_slots": plan.pool_slots,
                     "priority_weight": plan.priority_weight,
-                    # one that depends on the past waits for advance to ask the past
+                    # one that depends on the past waits for advance to ask the past, a
+                    # mapped one for advance to expand it
                     "state": TaskInstanceState.SCHEDULED.value
-                    if runs and not plan.upstream and not plan.depends_on_past
+                    if runs and not plan.upstream and not plan.depends_on_past and not plan.mapped
                     else None,
                 }
             )
     if instances:
         model_rows_insert(TaskInstance, instances)
+    if to_expand:  # a mapped task without upstreams expands as soon as its run is committed
+        transaction.on_commit(lambda: task_instances_advance(dag_run_ids=to_expand, now=now))
     if any(admitted):
         notify(RUNS_CHANNEL)  # workers wake up when this commits
     return [

@@ -45,6 +45,13 @@ from assets_app.models import (
     TaskInstanceState,
 )
 from assets_app.notify import RUNS_CHANNEL, notify
+from assets_app.services.runs.mapping import (
+    WAIT_FOR_UPSTREAMS,
+    Expansion,
+    MapLengths,
+    RunMapLengths,
+    task_instances_expand,
+)
 from assets_app.services.runs.past import (
     PastCandidate,
     downstream_of,
@@ -125,12 +132,18 @@ def task_instances_advance(
         runs = runs.order_by("run_after", "pk")[:ADVANCE_LIMIT]
     rows = list(
         TaskInstance.objects.filter(dag_run__in=runs.values("pk")).values_list(
-            "pk", "dag_run_id", "dag_id", "task_id", "state"
+            "pk", "dag_run_id", "dag_id", "task_id", "state", "map_index"
         )
     )
     if not rows:
         return AdvanceResult()
-    decided, finished_runs = _decisions(rows)
+    decided, finished_runs, expansions = _decisions(rows)
+    lost = task_instances_expand(expansions)
+    if lost:  # another process expanded them first: what was decided over them is its to do
+        lost_pks = {pk for expansion in lost for pk in expansion.new_pks}
+        lost_runs = {expansion.dag_run_id for expansion in lost}
+        decided = {s: [pk for pk in pks if pk not in lost_pks] for s, pks in decided.items()}
+        finished_runs = [run_pk for run_pk in finished_runs if run_pk not in lost_runs]
     result = _decisions_write(decided, now=now)
     if result.scheduled:
         notify(RUNS_CHANNEL)  # delivered at once outside a transaction (at commit inside one)
@@ -140,24 +153,33 @@ def task_instances_advance(
 
 
 def _decisions(
-    rows: Sequence[tuple[uuid.UUID, int, str, str, str | None]],
-) -> tuple[dict[str, list[uuid.UUID]], list[int]]:
-    """The task instances (``(pk, run pk, dag id, task id, state)``, every one of each run)
-    decided, by new state, and the runs with nothing unfinished after (1 query; up to three
-    more when a ready one depends on the past, ``past``: it stays waiting until the past is
-    done)."""
-    plans = dags_task_plans({dag_id for _, _, dag_id, _, _ in rows})
+    rows: Sequence[tuple[uuid.UUID, int, str, str, str | None, int]],
+) -> tuple[dict[str, list[uuid.UUID]], list[int], list[Expansion]]:
+    """The task instances (``(pk, run pk, dag id, task id, state, map index)``, every one of
+    each run) decided, by new state, the runs with nothing unfinished after, and the mapped
+    tasks expanded (1 query; 2 more when a mapped task is ready to expand, ``mapping``; up to
+    three more when a ready one depends on the past, ``past``: it stays waiting until the
+    past is done)."""
+    plans = dags_task_plans({row[2] for row in rows})
     by_run: dict[int, list[_Waiting]] = defaultdict(list)
-    for pk, run_pk, dag_id, task_id, state in rows:
+    for pk, run_pk, dag_id, task_id, state, map_index in rows:
         by_run[run_pk].append(
-            _Waiting(pk, task_id, state, plans.get((dag_id, task_id), NO_PLAN), dag_id)
+            _Waiting(pk, task_id, state, plans.get((dag_id, task_id), NO_PLAN), dag_id, map_index)
         )
+    pushed = MapLengths.of_runs(
+        [
+            run_pk
+            for run_pk, instances in by_run.items()
+            if any(i.plan.mapped and i.map_index < 0 and i.state is None for i in instances)
+        ]
+    )
     decided: dict[str, list[uuid.UUID]] = defaultdict(list)
     finished_runs: list[int] = []
+    expansions: list[Expansion] = []
     candidates: list[PastCandidate] = []
     downstream: dict[tuple[str, str], list[str]] | None = None
     for run_pk, instances in by_run.items():
-        for instance in _decide(instances):
+        for instance in _decide(instances, pushed.of_run(run_pk), expansions, run_pk):
             if instance.state == TaskInstanceState.SCHEDULED and instance.plan.depends_on_past:
                 dag_id = instance.dag_id
                 downstream = downstream if downstream is not None else downstream_of(plans)
@@ -178,7 +200,7 @@ def _decisions(
     if blocked:
         scheduled = decided[TaskInstanceState.SCHEDULED.value]
         decided[TaskInstanceState.SCHEDULED.value] = [pk for pk in scheduled if pk not in blocked]
-    return decided, finished_runs
+    return decided, finished_runs, expansions
 
 
 def _decisions_write(decided: Mapping[str, list[uuid.UUID]], *, now: datetime) -> AdvanceResult:
@@ -209,17 +231,27 @@ class _Waiting:
     state: str | None
     plan: TaskPlan
     dag_id: str = ""
+    map_index: int = -1
 
 
-def _decide(instances: list[_Waiting]) -> Iterable[_Waiting]:
+def _decide(
+    instances: list[_Waiting],
+    pushed: RunMapLengths,
+    expansions: list[Expansion],
+    run_pk: int,
+) -> Iterable[_Waiting]:
     """Decide a run's state-less task instances, in memory, until nothing changes (a skip or
     an upstream failure decides the task instances after it in the same pass); yields each
-    one decided, with its new state."""
-    by_task = {instance.task_id: instance for instance in instances}
+    one decided, with its new state. A mapped task's unexpanded instance whose rule holds is
+    expanded (added to ``expansions``; its map indexes join ``instances`` and are decided in
+    the same pass), or skipped when it maps over nothing, as Airflow does."""
+    by_task: dict[str, list[_Waiting]] = defaultdict(list)
+    for instance in instances:
+        by_task[instance.task_id].append(instance)
     changed = True
     while changed:
         changed = False
-        for instance in instances:
+        for instance in list(instances):
             if instance.state is not None:
                 continue
             decision = trigger_rule_evaluate(
@@ -227,21 +259,66 @@ def _decide(instances: list[_Waiting]) -> Iterable[_Waiting]:
             )
             if decision is Decision.WAIT:
                 continue
+            if decision is Decision.READY and instance.plan.mapped and instance.map_index < 0:
+                outcome = pushed.expansion_length(instance.plan.mapped["length"], by_task)
+                if outcome is WAIT_FOR_UPSTREAMS:
+                    continue
+                if isinstance(outcome, int) and outcome > 0:
+                    expanded = _expand(instance, outcome, run_pk)
+                    expansions.append(expanded)
+                    by_task[instance.task_id] = expanded.instances
+                    instances.extend(expanded.instances[1:])
+                    changed = True
+                    continue
+                instance.state = str(outcome)  # skipped, upstream_failed or failed
+                changed = True
+                yield instance
+                continue
             instance.state = _DECIDED_STATES[decision].value
             changed = changed or decision is not Decision.READY
             yield instance
 
 
-def _upstream_counts(instance: _Waiting, by_task: Mapping[str, _Waiting]) -> UpstreamCounts:
-    """Its direct upstreams' states; an upstream with no task instance in the run (a task
-    added since) counts as ``removed``, as Airflow counts it."""
+def _expand(instance: _Waiting, length: int, run_pk: int) -> Expansion:
+    """A mapped task's unexpanded instance as its ``length`` map indexes: it becomes map
+    index 0 (keeping its id), the others new."""
+    instance.map_index = 0
+    others = [
+        _Waiting(uuid.uuid4(), instance.task_id, None, instance.plan, instance.dag_id, index)
+        for index in range(1, length)
+    ]
+    return Expansion(
+        dag_run_id=run_pk,
+        pk=instance.pk,
+        new_pks=[other.pk for other in others],
+        instances=[instance, *others],
+    )
+
+
+def _upstream_counts(instance: _Waiting, by_task: Mapping[str, list[_Waiting]]) -> UpstreamCounts:
+    """Its direct upstreams' states, counted per task instance (a mapped upstream counts each
+    of its map indexes, as Airflow counts them); an upstream with no task instance in the run
+    (a task added since) counts as ``removed``, as Airflow counts it. In a mapped task group,
+    a map index depends on the same map index of the group's other tasks; the group's
+    unexpanded instance does not wait for them (it expands as soon as its length is known)."""
     counts: dict[str, int] = defaultdict(int)
+    total = 0
+    group = instance.plan.map_group
     for task_id in instance.plan.upstream:
-        upstream = by_task.get(task_id)
-        state = TaskInstanceState.REMOVED.value if upstream is None else upstream.state
-        if state in _COUNTED:
-            counts[str(state)] += 1
-    return UpstreamCounts(upstream=len(instance.plan.upstream), **counts)
+        upstreams = by_task.get(task_id)
+        if upstreams is None:
+            total += 1
+            counts[TaskInstanceState.REMOVED.value] += 1
+            continue
+        if group is not None and upstreams[0].plan.map_group == group:
+            if instance.map_index < 0:
+                continue
+            upstreams = [u for u in upstreams if u.map_index in (instance.map_index, -1)]
+        total += len(upstreams)
+        for upstream in upstreams:
+            if upstream.state in _COUNTED:
+                counts[str(upstream.state)] += 1
+    return UpstreamCounts(upstream=total, **counts)
 
 
 #: The upstream states a trigger rule counts: the finished ones.

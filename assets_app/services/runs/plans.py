@@ -37,6 +37,14 @@ class TaskPlan:
     depends_on_past: bool = False
     wait_for_downstream: bool = False
     ignore_first_depends_on_past: bool = True
+    #: how it expands into map indexes (``assets_app.mapping``); ``None``: not mapped
+    mapped: dict[str, Any] | None = None
+
+    @property
+    def map_group(self) -> str | None:
+        """The closest mapped task group it is in: its tasks depend on each other per map
+        index."""
+        return self.mapped["group"] if self.mapped else None
 
 
 #: The plan of a task no manifest declares: no retries, no upstreams, the default rule.
@@ -60,7 +68,7 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
             SELECT {t("dag")}, {t("task_id")}, {t("retries")}, {t("upstream")},
                 {t("trigger_rule")}, {t("pool")}, {t("pool_slots")}, {t("priority_weight")},
                 {t("weight_rule")}, {t("depends_on_past")}, {t("wait_for_downstream")},
-                {t("ignore_first_depends_on_past")}
+                {t("ignore_first_depends_on_past")}, {t("mapped")}
             FROM {table(DagTask)} t WHERE {among}
             """,  # noqa: S608 - names from the models, values bound as parameters
             [ids],
@@ -68,6 +76,7 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
         rows = cursor.fetchall()
     # JSON converted as the ORM reads the column
     upstreams = column_values(DagTask, "upstream", [row[3] for row in rows])
+    mapped = column_values(DagTask, "mapped", [row[12] for row in rows])
     graphs: dict[str, dict[str, WeightedTask]] = {}
     for row, upstream in zip(rows, upstreams, strict=True):
         graphs.setdefault(row[0], {})[row[1]] = WeightedTask(
@@ -85,6 +94,7 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
             depends_on_past=bool(past),
             wait_for_downstream=bool(downstream),
             ignore_first_depends_on_past=bool(ignore_first),
+            mapped=mapping,
         )
         for (
             dag_id,
@@ -99,7 +109,8 @@ def dags_task_plans(dag_ids: Collection[str]) -> dict[tuple[str, str], TaskPlan]
             past,
             downstream,
             ignore_first,
-        ) in rows
+            _,
+        ), mapping in zip(rows, mapped, strict=True)
     }
 
 

@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
-from assets_app.exceptions import TaskInstanceInvalidStateError
+from assets_app.exceptions import TaskInstanceInvalidStateError, TaskInstanceNotFoundError
 from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 from assets_app.selectors.secrets import secrets_masker
@@ -488,3 +488,15 @@ def task_instance_rendered_fields_set(
         task_instance.rendered_fields = rendered_fields
         task_instance.save(update_fields=["rendered_fields", "updated_at"])
     return task_instance
+
+
+def task_instance_rendered_map_index_set(
+    *, task_instance_id: uuid.UUID | str, rendered_map_index: str
+) -> None:
+    """Store a mapped task instance's label (its ``map_index_template`` rendered by its
+    runner), shown beside its map index; ``TaskInstanceNotFoundError`` without it."""
+    updated = TaskInstance.objects.filter(pk=task_instance_id).update(
+        rendered_map_index=rendered_map_index, updated_at=timezone.now()
+    )
+    if not updated:
+        raise TaskInstanceNotFoundError(task_instance_id=str(task_instance_id))

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from assets_app.exceptions import DagRunNotFoundError, XComNotFoundError
 from assets_app.models import DagRun, XCom
+from assets_app.services.runs.mapping import task_map_record
 
 logger = logging.getLogger(__name__)
 
@@ -22,11 +23,25 @@ def _dag_run(*, dag_id: str, run_id: str) -> DagRun:
 
 
 def xcom_set(
-    *, dag_id: str, run_id: str, task_id: str, key: str, value: Any, map_index: int = -1
+    *,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    key: str,
+    value: Any,
+    map_index: int = -1,
+    mapped_length: int | None = None,
 ) -> None:
-    """Store (insert or replace) one XCom value; race-safe upsert on its natural key."""
+    """Store (insert or replace) one XCom value; race-safe upsert on its natural key. With
+    ``mapped_length`` (the runner's word that the value maps a downstream), how many values
+    it holds too (``mapping.task_map_record``; ``MapLengthExceededError`` beyond the limit,
+    nothing stored)."""
     with transaction.atomic():
         dag_run = _dag_run(dag_id=dag_id, run_id=run_id)
+        if mapped_length is not None:
+            task_map_record(
+                dag_run=dag_run, task_id=task_id, map_index=map_index, length=mapped_length
+            )
         XCom.objects.bulk_create(
             [
                 XCom(

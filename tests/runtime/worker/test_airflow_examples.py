@@ -36,6 +36,7 @@ from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.live_server import REPO
+from tests.runtime.worker.airflow_reference.record import ti_key
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = json.loads((HERE / "airflow_reference" / "states.json").read_text())
@@ -75,6 +76,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # reads dag_run.conf (empty here: each DAG is triggered without one; with a conf, and by
     # its controller's TriggerDagRunOperator, in test_worker_conf_params.py)
     "trigger": ("example_trigger_target_dag.py",),
+    # dynamic task mapping (issue 38): literals, a mapped task group, second order, expansions
+    # over an upstream's XCom, a reduce over every map index
+    "mapping": (
+        "example_dynamic_task_mapping.py",
+        "example_dynamic_task_mapping_with_no_taskflow_operators.py",
+        "example_task_state_store_mapped.py",
+        "example_params_trigger_ui.py",
+    ),
 }
 
 #: (file, dag_id, task_id) -> (the registry's final state, why it differs from Airflow's).
@@ -199,8 +208,10 @@ def test_airflow_example_dags_end_as_under_airflow(
     # run's task instances ended as Airflow's did, but for the named differences
     ran: dict[str, list[dict[str, str]]] = defaultdict(list)
     by_run: dict[int, dict[str, str]] = defaultdict(dict)
-    for run_pk, task_id, state in TaskInstance.objects.values_list("dag_run", "task_id", "state"):
-        by_run[run_pk][task_id] = state
+    for run_pk, task_id, map_index, state in TaskInstance.objects.values_list(
+        "dag_run", "task_id", "map_index", "state"
+    ):
+        by_run[run_pk][ti_key(task_id, map_index)] = state
     for run in DagRun.objects.order_by("pk"):
         ran[run.dag_id].append(by_run[run.pk])
     assert set(ran) == set(file_of), worker.output()[-20000:]

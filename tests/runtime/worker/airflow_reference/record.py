@@ -57,6 +57,10 @@ EXAMPLES = (
     "example_setup_teardown_taskflow.py",
     "example_failed_dag.py",
     "example_trigger_target_dag.py",
+    "example_dynamic_task_mapping.py",
+    "example_dynamic_task_mapping_with_no_taskflow_operators.py",
+    "example_task_state_store_mapped.py",
+    "example_params_trigger_ui.py",
 )
 
 # Run inside the scratch Airflow environment, in one process per file (Airflow's import is the
@@ -173,6 +177,12 @@ class Scratch:
             return db.execute(sql, params).fetchall()
 
 
+def ti_key(task_id: str, map_index: int) -> str:
+    """A task instance's key in ``states.json``: its task id, with ``[map_index]`` when it is
+    one map index of a mapped task."""
+    return task_id if map_index < 0 else f"{task_id}[{map_index}]"
+
+
 def record_file(example: Path, template_db: Path, work: Path) -> dict[str, Any]:
     scratch = Scratch(work / example.stem, template_db)
     shutil.copy(example, scratch.dags / example.name)
@@ -187,11 +197,14 @@ def record_file(example: Path, template_db: Path, work: Path) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for dag_id in sorted(trigger):
         rows = scratch.query(
-            "SELECT task_id, state FROM task_instance WHERE dag_id = ? ORDER BY task_id", dag_id
+            "SELECT task_id, map_index, state FROM task_instance WHERE dag_id = ? "
+            "ORDER BY task_id, map_index",
+            dag_id,
         )
         if not rows:
             raise RuntimeError(f"{example.name}: {dag_id} ran no task under Airflow")
-        result[dag_id] = {"trigger": trigger[dag_id], "tasks": dict(rows)}
+        tasks = {ti_key(task_id, map_index): state for task_id, map_index, state in rows}
+        result[dag_id] = {"trigger": trigger[dag_id], "tasks": tasks}
     return result
 
 
