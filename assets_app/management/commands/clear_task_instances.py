@@ -24,6 +24,12 @@ class Command(BaseCommand):
         parser.add_argument("--run-id", default=None, help="only this run (default: all runs)")
         parser.add_argument("--task-id", default=None, help="only this task (default: all)")
         parser.add_argument(
+            "--map-index",
+            type=int,
+            default=None,
+            help="only this map index of a mapped task (default: all)",
+        )
+        parser.add_argument(
             "--only-failed",
             action="store_true",
             help="only failed and upstream_failed task instances",
@@ -40,13 +46,14 @@ class Command(BaseCommand):
                     run_id=options["run_id"],
                     task_id=options["task_id"],
                     only_failed=options["only_failed"],
+                    map_index=options["map_index"],
                 ),
                 dry_run=options["dry_run"],
                 actor=Actor.of_command(),
                 dag_id=options["dag_id"],
                 run_id=options["run_id"],
                 task_id=options["task_id"],
-                extra={"only_failed": options["only_failed"]},
+                extra={"only_failed": options["only_failed"], "map_index": options["map_index"]},
             )
         verb = "would clear" if result.dry_run else "cleared"
         for cleared in result.cleared:

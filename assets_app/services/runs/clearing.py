@@ -84,9 +84,10 @@ class ClearResult:
 
 def clear_command_hint(ti: TaskInstance) -> str:
     """How to run a finished task instance again."""
+    map_index = f" --map-index {ti.map_index}" if ti.map_index >= 0 else ""
     return (
         f"manage.py clear_task_instances --dag-id {ti.dag_id} --run-id {ti.run_id} "
-        f"--task-id {ti.task_id}"
+        f"--task-id {ti.task_id}{map_index}"
     )
 
 
@@ -96,8 +97,10 @@ def task_instances_select(
     run_id: str | None = None,
     task_id: str | None = None,
     only_failed: bool = False,
+    map_index: int | None = None,
 ) -> QuerySet[TaskInstance]:
-    """The task instances of a DAG (of one run, one task, failed only) to clear.
+    """The task instances of a DAG (of one run, one task, one map index of a mapped task,
+    failed only) to clear.
 
     An unknown DAG or run raises ``NotFoundError``.
     """
@@ -110,6 +113,8 @@ def task_instances_select(
         selected = selected.filter(run_id=run_id)
     if task_id is not None:
         selected = selected.filter(task_id=task_id)
+    if map_index is not None:
+        selected = selected.filter(map_index=map_index)
     if only_failed:
         selected = selected.filter(state__in=FAILED_TI_STATES)
     return selected
