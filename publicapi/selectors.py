@@ -96,6 +96,12 @@ def task_instance_get(*, dag_id: str, run_id: str, task_id: str) -> TaskInstance
     )
 
 
+def task_is_mapped(*, dag_id: str, task_id: str) -> bool | None:
+    """Whether the DAG's task is mapped (``None``: the DAG declares no such task)."""
+    mapped = DagTask.objects.filter(dag_id=dag_id, task_id=task_id).values_list("mapped", flat=True)
+    return None if not mapped else mapped[0] is not None
+
+
 def task_instances_by_id(
     *, dag_id: str, run_id: str, ids: Collection[uuid.UUID]
 ) -> list[TaskInstance]:

@@ -55,6 +55,14 @@ urlpatterns = [
     re_path(rf"{RUN}/clear$", views.DagRunClearView.as_view()),
     re_path(rf"{RUN}/taskInstances$", views.TaskInstanceListView.as_view()),
     re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})$", views.TaskInstanceDetailView.as_view()),
+    re_path(
+        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/listMapped$",
+        views.MappedTaskInstanceListView.as_view(),
+    ),
+    re_path(
+        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/(?P<map_index>-?[0-9]+)$",
+        views.MappedTaskInstanceDetailView.as_view(),
+    ),
     re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries$", views.XComListView.as_view()),
     re_path(
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/dependencies$",

@@ -39,7 +39,7 @@ from assets_app.services.audit import Actor
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.inputs import KEEP
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
-from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.runs.dag_runs import INTEGER_MAX, dag_run_trigger
 from assets_app.services.runs.marking import dag_run_mark
 from assets_app.services.scheduling.queued_events import queued_events_delete
 from publicapi import render, selectors
@@ -547,6 +547,62 @@ class TaskInstanceDetailView(PublicView):
 
     def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
         found = _task_instance(dag_id, dag_run_id, task_id)
+        return Response(render.task_instance(found))
+
+
+class MappedTaskInstancesQuery(Page):
+    state: list[Text] = Field(default_factory=list)
+
+
+class MappedTaskInstanceListView(PublicView):
+    """Airflow's ``GET …/taskInstances/{task_id}/listMapped``: a mapped task's instances,
+    by map index (404 when the task is not mapped)."""
+
+    required_permissions: ClassVar = {"GET": [V + "taskinstance"]}
+
+    def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
+        run = _run(dag_id, dag_run_id)
+        mapped = selectors.task_is_mapped(dag_id=run.dag_id, task_id=path_key(task_id))
+        if not mapped:
+            raise NotFound(
+                f"Task id {task_id} not found"
+                if mapped is None
+                else f"Task id {task_id} is not mapped"
+            )
+        q = parse(MappedTaskInstancesQuery, request.query_params, lists=("state",))
+        rows = selectors.task_instances_in_order(dag_id=run.dag_id, run_id=run.run_id).filter(
+            task_id=task_id
+        )
+        if q.state:
+            rows = rows.filter(state__in=q.state)
+        tis, total = page(rows, q)
+        return Response(
+            {"task_instances": [render.task_instance(t) for t in tis], "total_entries": total}
+        )
+
+
+class MappedTaskInstanceDetailView(PublicView):
+    """Airflow's ``GET …/taskInstances/{task_id}/{map_index}``."""
+
+    required_permissions: ClassVar = {"GET": [V + "taskinstance"]}
+
+    def get(
+        self, request: Request, dag_id: str, dag_run_id: str, task_id: str, map_index: str
+    ) -> Response:
+        run = _run(dag_id, dag_run_id)
+        index = int(map_index)
+        found = (
+            selectors.task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
+            .filter(task_id=path_key(task_id), map_index=index)
+            .first()
+            if -1 <= index <= INTEGER_MAX
+            else None
+        )
+        if found is None:
+            raise NotFound(
+                f"The Task Instance with dag_id: `{dag_id}`, run_id: `{dag_run_id}`, "
+                f"task_id: `{task_id}` and map_index: `{map_index}` was not found"
+            )
         return Response(render.task_instance(found))
 
 

@@ -284,3 +284,57 @@ def test_airflowctl_triggers_a_run_and_watches_the_worker_finish_it(server, tmp_
     assert run["end_date"] is not None
     stored = DagRun.objects.get(dag_id=dag_id, run_id="from_ctl")
     assert (stored.state, stored.task_instances.get().state) == ("success", "success")
+
+
+def test_airflows_client_reads_a_mapped_tasks_instances(server):
+    """Issue 38: ``get_mapped_task_instances`` / ``get_mapped_task_instance`` on a run whose
+    mapped task expanded (labels from its ``map_index_template``); an unmapped task's list is
+    Airflow's 404."""
+    from airflow_client.client.api.task_instance_api import TaskInstanceApi
+    from airflow_client.client.exceptions import NotFoundException
+
+    from assets_app.services.dags.declare import dags_declare
+    from assets_app.services.dags.manifest import manifest_parse
+    from assets_app.services.runs.advance import task_instances_advance
+    from assets_app.services.runs.dag_runs import dag_run_trigger
+
+    User.objects.create_superuser("ops", "ops@example.com", "s3cret")
+    manifest = {
+        "dags": [
+            {
+                "dag_id": "nightly_tables",
+                "tags": ["mapping", "nightly"],
+                "tasks": [
+                    {"task_id": "list_tables"},
+                    {"task_id": "copy_table", "mapped": {"length": 3, "group": None}},
+                ],
+            }
+        ]
+    }
+    dags_declare(manifest=manifest_parse(manifest), fileloc="tables.yaml")
+    run = dag_run_trigger(dag_id="nightly_tables", run_id="scheduled__2026-12-05T00:00:00+00:00")
+    task_instances_advance(dag_run_ids=[run.pk])
+    from assets_app.models import TaskInstance
+
+    TaskInstance.objects.filter(task_id="copy_table", map_index=1).update(
+        rendered_map_index="table=customers", state="failed"
+    )
+    tis = TaskInstanceApi(api_client(server.url, login(server.url, "ops", "s3cret")))
+
+    listed = tis.get_mapped_task_instances("nightly_tables", run.run_id, "copy_table")
+    assert listed.total_entries == 3
+    assert [t.map_index for t in listed.task_instances] == [0, 1, 2]
+    failed = tis.get_mapped_task_instances(
+        "nightly_tables", run.run_id, "copy_table", state=["failed"]
+    )
+    assert [t.map_index for t in failed.task_instances] == [1]
+    one = tis.get_mapped_task_instance("nightly_tables", run.run_id, "copy_table", 1)
+    assert (one.map_index, one.rendered_map_index, one.state.value) == (
+        1,
+        "table=customers",
+        "failed",
+    )
+    with pytest.raises(NotFoundException):
+        tis.get_mapped_task_instances("nightly_tables", run.run_id, "list_tables")
+    with pytest.raises(NotFoundException):
+        tis.get_mapped_task_instance("nightly_tables", run.run_id, "copy_table", 7)

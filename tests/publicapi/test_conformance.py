@@ -29,6 +29,7 @@ from assets_app.models import (
 )
 from assets_app.services.audit import Actor
 from assets_app.services.dags.code import dag_code_store
+from assets_app.services.runs.advance import task_instances_advance
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.logs import task_log_append
 from assets_app.services.runs.pools import PoolSpec, pool_set
@@ -59,6 +60,8 @@ dags:
         upstream: [extract_orders]
         outlets:
           - asset: {{uri: "s3://warehouse/orders/daily", name: orders_daily}}
+      - task_id: reconcile_partition
+        mapped: {{length: 3, group: null}}
 """
 CODE = "from airflow.sdk import DAG\n\nwith DAG('finance_emea_orders_daily_export'):\n    ...\n"
 
@@ -86,6 +89,10 @@ def registry(tmp_path) -> dict[str, Any]:
         actor=OPS,
     )
     DagRunNote.objects.create(dag_run=run, content="re-run after the late ledger", user_id="1")
+    task_instances_advance(dag_run_ids=[run.pk])  # reconcile_partition's 3 map indexes
+    TaskInstance.objects.filter(task_id="reconcile_partition", map_index=1).update(
+        rendered_map_index="partition=2026-12-03/emea"
+    )
     ti = TaskInstance.objects.get(dag_run=run, task_id="extract_orders")
     XCom.objects.create(
         dag_run=run,
@@ -125,6 +132,8 @@ def registry(tmp_path) -> dict[str, Any]:
         "dag_id": DAG_ID,
         "dag_run_id": run.run_id,
         "task_id": ti.task_id,
+        "mapped_task_id": "reconcile_partition",
+        "map_index": 1,
         "try_number": 1,
         "xcom_key": "return_value",
         "import_error_id": error.pk,
@@ -165,6 +174,8 @@ def test_every_get_route_answers_what_the_schema_and_airflows_client_read(
     params = {**registry, **(registry["queued"] if "{asset_id}/queuedEvents" in path else {})}
     if path.startswith("/api/v2/dags/{dag_id}/assets/") and "{asset_id}" not in path:
         params["dag_id"] = registry["queued"]["dag_id"]  # a DAG with queued events
+    if path.endswith(("/listMapped", "/{map_index}")):
+        params["task_id"] = registry["mapped_task_id"]
     url = re.sub(r"\{(\w+)\}", lambda m: str(params[m.group(1)]), path)
 
     response = admin_api.client.get(url, HTTP_ACCEPT="application/json", **admin_api.headers)

@@ -85,7 +85,7 @@ def test_operations_keep_airflows_parameters_and_responses(served):
 def test_every_documented_route_is_routed():
     for route in SERVED:
         path = route.replace("{dag_id}", "d").replace("{dag_run_id}", "r")
-        for name in ("asset_id", "asset_alias_id", "task_id", "xcom_key"):
+        for name in ("asset_id", "asset_alias_id", "task_id", "xcom_key", "map_index"):
             path = path.replace("{" + name + "}", "1")
         match = resolve(path)
         assert match.url_name != "not-found", route
@@ -124,5 +124,5 @@ def test_the_docs_list_every_served_route_and_no_other():
     )
     for line in listed.splitlines():  # and each is routed
         path = line.split()[-1].rstrip("`")
-        concrete = path.replace("{", "").replace("}", "")
+        concrete = path.replace("{map_index}", "0").replace("{", "").replace("}", "")
         assert resolve(concrete).url_name != "not-found", line
