@@ -87,11 +87,13 @@ def task_instances_in_order(*, dag_id: str, run_id: str) -> QuerySet[TaskInstanc
     return task_instances_of_run(dag_id=dag_id, run_id=run_id).order_by("task_id", "map_index")
 
 
-def task_instance_get(*, dag_id: str, run_id: str, task_id: str) -> TaskInstance | None:
-    """The run's (unmapped) task instance of ``task_id``."""
+def task_instance_get(
+    *, dag_id: str, run_id: str, task_id: str, map_index: int = -1
+) -> TaskInstance | None:
+    """The run's task instance of ``task_id`` (unmapped, or the mapped one's ``map_index``)."""
     return (
         task_instances_of_run(dag_id=dag_id, run_id=run_id)
-        .filter(task_id=task_id, map_index=-1)
+        .filter(task_id=task_id, map_index=map_index)
         .first()
     )
 

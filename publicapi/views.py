@@ -592,9 +592,9 @@ class MappedTaskInstanceDetailView(PublicView):
         run = _run(dag_id, dag_run_id)
         index = int(map_index)
         found = (
-            selectors.task_instances_of_run(dag_id=run.dag_id, run_id=run.run_id)
-            .filter(task_id=path_key(task_id), map_index=index)
-            .first()
+            selectors.task_instance_get(
+                dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id), map_index=index
+            )
             if -1 <= index <= INTEGER_MAX
             else None
         )
