@@ -4,7 +4,7 @@ queries whatever the number of events (pinned by the tests)."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -517,11 +517,17 @@ def dag_lineage(
         )
     )
     _schedule_inputs(lineage, dag, me)
-    tis = {ti.task_id: ti for ti in task_instances or ()}
+    tis: dict[str, list[TaskInstance]] = defaultdict(list)
+    for ti in task_instances or ():
+        tis[ti.task_id].append(ti)
     tasks = {}
     for task in DagTask.objects.filter(dag=dag).order_by("task_id"):
-        ti = tis.get(task.task_id)
-        tasks[task.task_id] = lineage.add(_graph_task_node(dag.dag_id, task, ti))
+        of_task = tis.get(task.task_id, [])
+        if len(of_task) > 1 or any(ti.map_index >= 0 for ti in of_task):
+            node = _graph_mapped_task_node(dag.dag_id, task, of_task)
+        else:
+            node = _graph_task_node(dag.dag_id, task, of_task[0] if of_task else None)
+        tasks[task.task_id] = lineage.add(node)
     for task in DagTask.objects.filter(dag=dag).only("task_id", "upstream"):
         ups = [up for up in task.upstream if up in tasks]
         for up in ups:
@@ -608,6 +614,44 @@ def _graph_task_node(dag_id: str, task: DagTask, ti: TaskInstance | None) -> Nod
         label=task.task_id,
         kind="task",
         url=change_url("taskinstance", ti.pk),
+        note=note,
+        state=state,
+    )
+
+
+#: A mapped task's box takes the state that matters most among its map indexes (Airflow's
+#: summary of a mapped task in its grid), then counts each state.
+_SUMMARY_ORDER = (
+    "running",
+    "queued",
+    "scheduled",
+    "up_for_retry",
+    "up_for_reschedule",
+    "deferred",
+    "restarting",
+    "failed",
+    "upstream_failed",
+    "none",
+    "skipped",
+    "removed",
+    "success",
+)
+
+
+def _graph_mapped_task_node(dag_id: str, task: DagTask, tis: list[TaskInstance]) -> Node:
+    """A mapped task of a run's graph: one box for all its map indexes, with how many are in
+    each state, opening the list of its map indexes in that run."""
+    counts = Counter(ti.state or "none" for ti in tis)
+    state = min(counts, key=lambda s: _SUMMARY_ORDER.index(s) if s in _SUMMARY_ORDER else 0)
+    note = " · ".join(
+        f"{counts[s]} {s.replace('_', ' ')}" for s in sorted(counts, key=lambda s: (-counts[s], s))
+    )
+    run_id = tis[0].run_id
+    return Node(
+        key=f"task:{task.task_id}",
+        label=f"{task.task_id} [{len(tis)}]",
+        kind="task",
+        url=changelist_url("taskinstance", dag_id=dag_id, run_id=run_id, task_id=task.task_id),
         note=note,
         state=state,
     )

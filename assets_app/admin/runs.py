@@ -560,6 +560,13 @@ class TaskInstanceAdmin(
         # it: ``task_id [2]``
         if obj.map_index < 0:
             return ident(obj.task_id)
+        if obj.rendered_map_index:  # its map_index_template's label
+            return format_html(
+                '{} <span class="ar-nowrap">[{}]</span> {}',
+                ident(obj.task_id),
+                obj.map_index,
+                obj.rendered_map_index,
+            )
         return format_html(
             '{} <span class="ar-nowrap">[{}]</span>', ident(obj.task_id), obj.map_index
         )

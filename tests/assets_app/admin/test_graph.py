@@ -385,3 +385,52 @@ def test_the_docs_manifest_declares_and_draws_what_the_page_says(tmp_path):
     assert graph.nodes[f"task:{LAST}"].note == "trigger rule all_done"
     # and it is the showcase's DAG, as the screenshot shows
     assert block == "dags:\n" + GRAPH.read_text().split("dags:\n", 1)[1]
+
+
+MAPPED = """
+dags:
+  - dag_id: nightly_tables_copy_with_one_task_per_table
+    tags: [mapping, nightly]
+    tasks:
+      - {task_id: list_tables}
+      - {task_id: copy_table, upstream: [list_tables], mapped: {length: {xcom: list_tables}}}
+      - {task_id: report, upstream: [copy_table], trigger_rule: all_done}
+"""
+
+
+def test_a_mapped_task_is_one_box_with_its_counts_opening_its_map_indexes(admin_client, tmp_path):
+    """Issue 38: the run's graph draws a mapped task once, ``task [n]``, with how many of its
+    map indexes are in each state and the summary state's colour; the box opens the list of
+    its map indexes in that run, each labelled ``task [i]`` and its rendered label."""
+    import yaml
+
+    from assets_app.services.dags.declare import dags_declare
+    from assets_app.services.dags.manifest import manifest_parse
+    from assets_app.services.runs.advance import task_instances_advance
+    from assets_app.services.runs.dag_runs import dag_run_trigger
+    from assets_app.services.runs.mapping import task_map_record
+
+    dag_id = "nightly_tables_copy_with_one_task_per_table"
+    dags_declare(manifest=manifest_parse(yaml.safe_load(MAPPED)), fileloc="tables.yaml")
+    run = dag_run_trigger(dag_id=dag_id, run_id="scheduled__2026-12-05T00:00:00+00:00")
+    TaskInstance.objects.filter(task_id="list_tables").update(state="success")
+    task_map_record(dag_run=run, task_id="list_tables", map_index=-1, length=4)
+    task_instances_advance(dag_run_ids=[run.pk])
+    copies = TaskInstance.objects.filter(dag_run=run, task_id="copy_table")
+    copies.filter(map_index__in=[0, 1]).update(state="success")
+    copies.filter(map_index=2).update(state="failed", rendered_map_index="table=customers")
+
+    panel = run_panel(run)
+
+    assert "copy_table [4]" in panel.graph
+    assert "2 success · 1 failed · 1 scheduled" in panel.graph
+    assert "copy_table [2]" in panel.gantt  # each map index on its own Gantt row
+    listing = reverse("admin:assets_app_taskinstance_changelist")
+    link = re.search(rf'href="({re.escape(listing)}\?[^"]*task_id=copy_table[^"]*)"', panel.graph)
+    assert link is not None, panel.graph
+    html = page_text(admin_client, link.group(1).replace("&amp;", "&"))
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+    assert "4 task instances" in text
+    assert "copy_table [2] table=customers" in text
+    for index in (0, 1, 3):
+        assert f"copy_table [{index}]" in text
