@@ -58,7 +58,7 @@ command with ``call_command``, the same code as ``manage.py scheduler``), with
 wall-clock start and end, CPU time, statements sent (BEGIN, COMMIT and health checks
 included) and the longest transaction.
 
-Phases (``--phases``, default all four, in this order; a phase may be listed more than once,
+Phases (``--phases``, default the four below but ``mapping``, in this order; a phase may be listed more than once,
 e.g. ``backlog,backlog2,backlog2,backlog`` to compare one and two schedulers back to back)
 -----------------------------------------------------------------------------------------
 * ``backlog`` / ``backlog2``: producers make one event on each asset and one through each
@@ -67,6 +67,16 @@ e.g. ``backlog,backlog2,backlog2,backlog`` to compare one and two schedulers bac
 * ``steady1`` / ``steady2``: one / two schedulers running, producers make ``--rate`` events
   a second (default 200) for ``--seconds`` (default 60) on random assets and aliases; then
   the schedulers drain what is left.
+* ``mapping`` (issue 38; not in the default list): a mapped task of ``--map-width`` map
+  indexes (default 1,000) over an upstream's pushed length expands in one pass (its time,
+  statements and CPU printed), then every map index is claimed and started as
+  ``manage.py worker`` does, 32 at a time, each ending at once to free its pool slot; printed:
+  when each started after the expansion (p50, p99) and the rate. On this 2-core machine
+  (load 4.5-6.5, other work running), ``--dags 20 --assets 10 --history 100 --phases
+  mapping,mapping``: 1,000 map indexes in 244 ms / 117 ms, 11 statements each time (the same
+  as for 10 map indexes, ``tests/assets_app/runs/test_mapping.py``), 130 / 45 ms scheduler
+  CPU; claim → start 97 / 127 map indexes a second (p50 5.0 / 4.0 s, p99 10.2 / 7.8 s after
+  the expansion: the claims of one process, one after another).
 
 "Drained": every scheduler has completed a pass that started after the newest run had been
 created (producers done), and still no newer run exists. Then they are stopped (SIGTERM).
@@ -1189,6 +1199,9 @@ class Bench:
     def run_phase(self, index: int) -> None:
         phase = self.args.phases[index]
         kind, schedulers = PHASES[phase]
+        if kind == "mapping":
+            mapping_phase(index, width=self.args.map_width)
+            return
         items = self.plans[index]
         children = Children(self.workdir)
         files = f"{index}-{phase}"  # the children's file names
@@ -1258,6 +1271,83 @@ class Bench:
         )
 
 
+#: The mapping phase's workers: each claims this many map indexes at a time, then starts them.
+MAPPING_CLAIM = 32
+
+
+def mapping_phase(index: int, *, width: int) -> None:
+    """Issue 38: a mapped task of ``width`` map indexes expands once its upstream is done (one
+    scheduler pass: its time and statements), then workers claim and start every map index as
+    ``manage.py worker`` does (``task_instances_claim``, then ``/run``'s service), in batches
+    of :data:`MAPPING_CLAIM`, each ending at once so that the pool's slots free up: how long
+    after the expansion each map index starts."""
+    from django.test.utils import CaptureQueriesContext
+
+    from assets_app.services.runs.advance import task_instances_advance
+    from assets_app.services.runs.claims import (
+        RunStart,
+        task_instance_run_start,
+        task_instances_claim,
+    )
+    from assets_app.services.runs.dag_runs import dag_run_trigger
+    from assets_app.services.runs.mapping import task_map_record
+
+    dag_id = f"bench_mapping_{index}"
+    manifest = {
+        "dags": [
+            {
+                "dag_id": dag_id,
+                "tags": ["bench", "mapping"],
+                "max_active_tasks": width,
+                "tasks": [
+                    {"task_id": "list_files"},
+                    {
+                        "task_id": "process_file",
+                        "upstream": ["list_files"],
+                        "mapped": {"length": {"xcom": "list_files"}, "group": None},
+                    },
+                ],
+            }
+        ]
+    }
+    dags_declare(manifest=manifest_parse(manifest, source="bench_mapping"), fileloc=dag_id)
+    print(f"\nmapping: a {width:,}-wide mapped task; {load_average()}", flush=True)
+    run = dag_run_trigger(dag_id=dag_id, run_id=f"bench_mapping_{index}")
+    TaskInstance.objects.filter(dag_run=run, task_id="list_files").update(state="success")
+    task_map_record(dag_run=run, task_id="list_files", map_index=-1, length=width)
+    cpu0 = time.process_time()
+    with CaptureQueriesContext(connection) as queries:
+        started = time.perf_counter()
+        task_instances_advance(dag_run_ids=[run.pk])
+        expanded = time.perf_counter()
+    cpu = time.process_time() - cpu0
+    made = TaskInstance.objects.filter(dag_run=run, task_id="process_file").count()
+    print(
+        f"  expansion        {made:,} map indexes in {_duration(expanded - started)} "
+        f"({len(queries)} statements, {cpu * 1000:.0f} ms scheduler CPU)",
+        flush=True,
+    )
+    latencies: list[float] = []
+    host = RunStart(hostname="bench", unixname="bench", pid=os.getpid(), start_date=timezone.now())
+    while True:
+        claimed = task_instances_claim(limit=MAPPING_CLAIM)
+        if not claimed:
+            break
+        for ti in claimed:
+            task_instance_run_start(task_instance_id=ti.pk, run=host)
+            latencies.append(time.perf_counter() - expanded)
+        # the tasks end at once (no hand-over: nothing is downstream), freeing their pool slots
+        TaskInstance.objects.filter(pk__in=[ti.pk for ti in claimed]).update(state="success")
+    span = max(latencies, default=0.0)
+    print(
+        f"  claim → start    {len(latencies):,} map indexes started in {_duration(span)} "
+        f"({len(latencies) / span if span else math.nan:.0f}/s, claims of {MAPPING_CLAIM}); "
+        f"after the expansion p50 {_duration(percentile(latencies, 50))} "
+        f"p99 {_duration(percentile(latencies, 99))}",
+        flush=True,
+    )
+
+
 def setup(args: argparse.Namespace) -> tuple[Workload, list[list[PlanItem]]]:
     rng = random.Random(args.seed)  # noqa: S311 - a seeded, repeatable workload
     workload = Workload.generate(dags=args.dags, assets=args.assets, rng=rng)
@@ -1281,6 +1371,9 @@ def setup(args: argparse.Namespace) -> tuple[Workload, list[list[PlanItem]]]:
     started = time.perf_counter()
     for index, phase in enumerate(args.phases):
         count = round(args.rate * args.seconds)
+        if PHASES[phase][0] == "mapping":  # no events: a mapped task of its own
+            plans.append([])
+            continue
         plans.append(
             plan_events(
                 workload,
@@ -1310,6 +1403,7 @@ PHASES = {
     "backlog2": ("backlog", 2),
     "steady1": ("steady", 1),
     "steady2": ("steady", 2),
+    "mapping": ("mapping", 1),
 }
 
 
@@ -1326,7 +1420,14 @@ def main() -> None:  # noqa: C901 - the phases of the benchmark, in order
     parser.add_argument("--assets", type=int, default=2_000, help="assets (aliases: assets/40)")
     parser.add_argument("--rate", type=float, default=200, help="events per second (steady)")
     parser.add_argument("--seconds", type=float, default=60, help="producing time (steady)")
-    parser.add_argument("--phases", default=",".join(PHASES), help=f"from {', '.join(PHASES)}")
+    parser.add_argument(
+        "--phases",
+        default="backlog,backlog2,steady1,steady2",
+        help=f"from {', '.join(PHASES)}",
+    )
+    parser.add_argument(
+        "--map-width", type=int, default=1000, help="map indexes of the mapping phase's task"
+    )
     parser.add_argument(
         "--producers",
         type=int,
