@@ -58,8 +58,8 @@ command with ``call_command``, the same code as ``manage.py scheduler``), with
 wall-clock start and end, CPU time, statements sent (BEGIN, COMMIT and health checks
 included) and the longest transaction.
 
-Phases (``--phases``, default the four below but ``mapping``, in this order; a phase may be listed more than once,
-e.g. ``backlog,backlog2,backlog2,backlog`` to compare one and two schedulers back to back)
+Phases (``--phases``, default the first four, in this order; a phase may be listed more
+than once, e.g. ``backlog,backlog2,backlog2,backlog`` to compare one and two schedulers)
 -----------------------------------------------------------------------------------------
 * ``backlog`` / ``backlog2``: producers make one event on each asset and one through each
   alias, with no scheduler running; then one / two schedulers drain the queue. Every consumer
