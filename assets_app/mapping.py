@@ -25,10 +25,15 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-#: Airflow's ``[core] max_map_length`` default: the most map indexes one task expands into.
-DEFAULT_MAX_MAP_LENGTH = 1024
+from django.conf import settings
 
 _LISTS = ("product", "zip", "concat")
+
+
+def max_map_length() -> int:
+    """The most map indexes one task may expand into (``MAX_MAP_LENGTH``, Airflow's
+    ``[core] max_map_length``)."""
+    return int(settings.MAX_MAP_LENGTH)
 
 
 class MappingSpecError(ValueError):

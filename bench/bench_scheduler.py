@@ -1290,7 +1290,7 @@ def mapping_phase(index: int, *, width: int) -> None:
         task_instances_claim,
     )
     from assets_app.services.runs.dag_runs import dag_run_trigger
-    from assets_app.services.runs.mapping import task_map_record
+    from assets_app.services.state.xcoms import task_map_record
 
     dag_id = f"bench_mapping_{index}"
     manifest = {

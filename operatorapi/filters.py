@@ -128,6 +128,12 @@ class AssetEventFilter(django_filters.FilterSet):
     source_dag_id = _text("source_dag_id", "Events produced by this DAG.", max_length=250)
     source_task_id = _text("source_task_id", "Events produced by this task.", max_length=250)
     source_run_id = _text("source_run_id", "Events produced in this DAG run.", max_length=250)
+    source_map_index = IdFilter(
+        field_name="source_map_index",
+        min_value=-1,
+        max_value=2**31 - 1,
+        help_text="Events produced by this map index of a mapped task (-1: an unmapped task).",
+    )
     consumed_by_run = IdFilter(
         method="filter_consumed_by_run", help_text="Events the DAG run with this id consumed."
     )

@@ -44,6 +44,7 @@ VALUES = {
     "exceptions",
     "validators",
     "conditions",
+    "mapping",
     "timetables",
     "trigger_rules",
     "weight_rules",

@@ -219,6 +219,7 @@ NOT_RUN_AS_WRITTEN = {
 #: Pages whose every block one test module of their own runs (it reads the page itself).
 PAGES_RUN_BY = {
     "dag-files.md": "tests/runtime/test_dag_files.py",
+    "mapping.md": "tests/runtime/worker/test_worker_mapping.py",
     "pipelines.md": "tests/runtime/worker/test_docs_pipelines.py",
     "public-api.md": "tests/publicapi/test_docs_examples.py",
     "schedules.md": "tests/assets_app/scheduling/test_docs_schedules.py",

@@ -374,6 +374,7 @@ def test_events_filters(api):
         source_dag_id="p2",
         source_task_id="t2",
         source_run_id="r2",
+        source_map_index=3,  # produced by one map index of a mapped task
     )
     new = AssetEventFactory(asset=users, timestamp=now)
     AssetAliasAssetEvent.objects.create(alias=AssetAliasFactory(name="exports"), event=new)
@@ -392,6 +393,9 @@ def test_events_filters(api):
     assert events(source_dag_id="p2") == [mid.pk]
     assert events(source_task_id="t2") == [mid.pk]
     assert events(source_run_id="r2") == [mid.pk]
+    assert events(source_map_index=3) == [mid.pk]
+    assert api.get(f"{API}/asset-events", {"source_map_index": "1.5"}).status_code == 400
+    assert api.get(f"{API}/asset-events", {"source_map_index": -2}).status_code == 400
     assert events(consumed_by_run=run.pk) == [old.pk]
     # after/before are inclusive
     assert events(after=mid.timestamp.isoformat()) == [new.pk, mid.pk]

@@ -6,7 +6,7 @@ nothing, upstream-failed when a value it maps over was never pushed, and failed 
 over more than ``MAX_MAP_LENGTH`` values.
 
 What an upstream pushed is read from ``task_map`` (an unmapped upstream's ``mapped_length``,
-written with its return value by :func:`task_map_record`) or, for a mapped upstream (Airflow's
+written with its return value, ``state.xcoms.xcom_set``) or, for a mapped upstream (Airflow's
 "second order" mapping), from how many of its map indexes pushed a return value once all of
 them finished. Two statements read both for every run a pass expands in; one expansion
 writes three (however wide), in one transaction: a process killed in the middle leaves the
@@ -22,15 +22,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Count
 
-from assets_app.exceptions import MapLengthExceededError
-from assets_app.mapping import length_evaluate
+from assets_app.mapping import length_evaluate, max_map_length
 from assets_app.models import (
     FINISHED_TI_STATES,
-    DagRun,
     TaskInstance,
     TaskInstanceState,
     TaskMap,
@@ -87,11 +84,6 @@ class Expansion:
     pk: uuid.UUID
     new_pks: list[uuid.UUID]
     instances: list[Any] = field(default_factory=list)
-
-
-def max_map_length() -> int:
-    """The most map indexes one task may expand into (Airflow's ``[core] max_map_length``)."""
-    return int(settings.MAX_MAP_LENGTH)
 
 
 @dataclass
@@ -196,17 +188,3 @@ def task_instances_expand(expansions: Sequence[Expansion]) -> list[Expansion]:
                 ],
             )
     return lost
-
-
-def task_map_record(*, dag_run: DagRun, task_id: str, map_index: int, length: int) -> None:
-    """Record how many values a task instance pushed for its mapped downstreams (the
-    execution API's XCom write with ``mapped_length``); ``MapLengthExceededError`` beyond
-    ``MAX_MAP_LENGTH``, as Airflow refuses it (the task fails: its downstream cannot map)."""
-    if length > max_map_length():
-        raise MapLengthExceededError(length=length, limit=max_map_length())
-    TaskMap.objects.bulk_create(
-        [TaskMap(dag_run=dag_run, task_id=task_id, map_index=map_index, length=length)],
-        update_conflicts=True,
-        unique_fields=["dag_run", "task_id", "map_index"],
-        update_fields=["length"],
-    )

@@ -8,9 +8,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from assets_app.exceptions import DagRunNotFoundError, XComNotFoundError
-from assets_app.models import DagRun, XCom
-from assets_app.services.runs.mapping import task_map_record
+from assets_app.exceptions import DagRunNotFoundError, MapLengthExceededError, XComNotFoundError
+from assets_app.mapping import max_map_length
+from assets_app.models import DagRun, TaskMap, XCom
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +34,9 @@ def xcom_set(
 ) -> None:
     """Store (insert or replace) one XCom value; race-safe upsert on its natural key. With
     ``mapped_length`` (the runner's word that the value maps a downstream), how many values
-    it holds too (``mapping.task_map_record``; ``MapLengthExceededError`` beyond the limit,
-    nothing stored)."""
+    it holds too (Airflow's ``task_map``, read when the downstream expands,
+    ``runs.mapping``; ``MapLengthExceededError`` beyond ``MAX_MAP_LENGTH``, as Airflow refuses
+    it, nothing stored)."""
     with transaction.atomic():
         dag_run = _dag_run(dag_id=dag_id, run_id=run_id)
         if mapped_length is not None:
@@ -87,3 +88,17 @@ def xcom_delete(*, dag_id: str, run_id: str, task_id: str, key: str, map_index: 
         dag_id=dag_id, run_id=run_id, task_id=task_id, key=key, map_index=map_index
     ).delete()
     return deleted
+
+
+def task_map_record(*, dag_run: DagRun, task_id: str, map_index: int, length: int) -> None:
+    """Record how many values a task instance pushed for its mapped downstreams;
+    ``MapLengthExceededError`` beyond ``MAX_MAP_LENGTH`` (the task fails: its downstream
+    cannot map). Inside the caller's transaction."""
+    if length > max_map_length():
+        raise MapLengthExceededError(length=length, limit=max_map_length())
+    TaskMap.objects.bulk_create(
+        [TaskMap(dag_run=dag_run, task_id=task_id, map_index=map_index, length=length)],
+        update_conflicts=True,
+        unique_fields=["dag_run", "task_id", "map_index"],
+        update_fields=["length"],
+    )

@@ -408,7 +408,7 @@ def test_a_mapped_task_is_one_box_with_its_counts_opening_its_map_indexes(admin_
     from assets_app.services.dags.manifest import manifest_parse
     from assets_app.services.runs.advance import task_instances_advance
     from assets_app.services.runs.dag_runs import dag_run_trigger
-    from assets_app.services.runs.mapping import task_map_record
+    from assets_app.services.state.xcoms import task_map_record
 
     dag_id = "nightly_tables_copy_with_one_task_per_table"
     dags_declare(manifest=manifest_parse(yaml.safe_load(MAPPED)), fileloc="tables.yaml")

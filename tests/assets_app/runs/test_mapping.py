@@ -329,3 +329,21 @@ def test_a_mapped_task_instance_stores_its_rendered_label_and_bad_labels_are_ref
     assert foreign.status_code == 403  # a token is for its own task instance only
     other.refresh_from_db()
     assert other.rendered_map_index is None
+
+
+def test_max_active_tis_per_dagrun_holds_across_the_map_indexes():
+    declare(
+        LITERAL.replace(
+            "{task_id: add_one, mapped: {length: 3, group: null}}",
+            "{task_id: add_one, mapped: {length: 5, group: null}, max_active_tis_per_dagrun: 2}",
+        )
+    )
+    run = dag_run_trigger(dag_id="example_dynamic_task_mapping")
+    task_instances_advance(dag_run_ids=[run.pk])
+    from assets_app.services.runs.claims import task_instances_claim
+
+    first = task_instances_claim(limit=10)
+    assert sorted(ti.map_index for ti in first) == [0, 1]  # in map-index order, two at once
+    assert task_instances_claim(limit=10) == []
+    TaskInstance.objects.filter(pk=first[0].pk).update(state="success")
+    assert [ti.map_index for ti in task_instances_claim(limit=10)] == [2]

@@ -5,12 +5,14 @@ databases: an expansion over an upstream's XCom of 5 with one element failing (a
 task group per map index, ``expand_kwargs``, a cross product of ``.partial(...).expand``, a
 reduce summing every map index's result, a zero-length expansion (skipped), a push beyond
 ``max_map_length`` (Airflow's 400 fails the pusher, its mapped task ``upstream_failed``), a
-``map_index_template`` label, and a clear of one map index that re-runs only it. The test
-plays the scheduler (``task_instances_advance``, as each pass does)."""
+``map_index_template`` label, a clear of one map index that re-runs only it, and
+docs/mapping.md's example as written. The test plays the scheduler
+(``task_instances_advance``, as each pass does)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import textwrap
 import time
 
@@ -22,6 +24,7 @@ from assets_app.services.runs.advance import task_instances_advance
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
+from tests.live_server import REPO
 from tests.runtime.worker.conftest import dags_folder_load, wait_until
 
 pytestmark = pytest.mark.slow
@@ -127,7 +130,14 @@ with DAG("empty_and_too_wide", tags=["mapping"], **ARGS):
     each.override(task_id="each_of_too_many").expand(x=too_many())
 """
 
-DAG_IDS = ("partitions_mapped", "group_mapped", "kwargs_and_cross_product", "empty_and_too_wide")
+DAG_IDS = (
+    "partitions_mapped",
+    "group_mapped",
+    "kwargs_and_cross_product",
+    "empty_and_too_wide",
+    "partitions",  # docs/mapping.md's example
+)
+DOC = REPO / "docs" / "mapping.md"
 
 
 def _states(dag_id: str) -> dict[str, str | None]:
@@ -159,6 +169,8 @@ def test_mapped_dag_files_expand_run_and_reduce_as_under_airflow(
     folder = tmp_path / "dags"
     folder.mkdir()
     (folder / "mapped.py").write_text(textwrap.dedent(DAGS))
+    (doc_example,) = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    (folder / "partitions.py").write_text(doc_example)
     loaded = dags_folder_load(folder, settings=settings, parser_home=tmp_path / "parser_home")
     assert set(Dag.objects.values_list("dag_id", flat=True)) == set(DAG_IDS), loaded
     dags_set_paused(dag_ids=list(DAG_IDS), is_paused=False)
@@ -216,6 +228,19 @@ def test_mapped_dag_files_expand_run_and_reduce_as_under_airflow(
         assert empty["too_many"] == "failed"
         assert empty["each_of_too_many"] == "upstream_failed"
         assert DagRun.objects.get(dag_id="kwargs_and_cross_product").state == "success"
+
+        # the docs' example: a reduce over every map index, each labelled
+        assert _states("partitions") == {
+            "list_partitions": "success",
+            **{f"load[{i}]": "success" for i in range(3)},
+            "report": "success",
+        }
+        assert _returned("partitions", "report") == 30
+        assert sorted(
+            TaskInstance.objects.filter(dag_id="partitions", task_id="load").values_list(
+                "rendered_map_index", flat=True
+            )
+        ) == ["2026-12-01", "2026-12-02", "2026-12-03"]
 
         # a clear of one map index re-runs only it
         before = {
