@@ -1,0 +1,347 @@
+"""``EXECUTOR=celery`` with real processes: a live server, the scheduler's dispatch (run here,
+in the test's process, against the same database), a real broker (RabbitMQ and Redis, both on
+this machine) and ``manage.py celery_worker`` processes whose environment holds no database
+URL and no secret.
+
+- a worker with only ``CELERY_BROKER_URL``, ``EXECUTION_API_URL`` and the DAG folder runs a
+  real DAG file's tasks to success, on the Celery queue its task names;
+- a worker killed with SIGKILL mid-task leaves its task instance final, and the broker's
+  redelivery to another worker is refused (409): the task ran once;
+- a workload delivered twice runs once.
+
+Skipped when a broker does not answer, or without Apache Airflow's task SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from assets_app.models import DagTask, TaskInstance
+from runtime.celery_app import celery_app
+from runtime.celery_dispatch import CelerySender, Sendable, task_instances_dispatch
+from runtime.celery_worker import NOT_NEEDED
+from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
+from tests.live_server import REPO
+from tests.runtime.worker.conftest import declare, scheduled_task_instances, wait_until
+
+pytestmark = pytest.mark.slow
+
+BROKERS = {
+    "rabbitmq": os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//"),
+    "redis": os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+}
+#: Redis hands an unacknowledged message to another worker after this many seconds.
+VISIBILITY = 4
+
+DAG_ID = "celery_worker_test"
+DAG_FILE = """
+import json
+import os
+import time
+from datetime import datetime
+
+from airflow.sdk import dag, task
+
+
+def record(name):
+    import airflow.sdk
+
+    ctx = airflow.sdk.get_current_context()
+    seen = {{
+        "pid": os.getpid(),
+        "env": sorted(k for k in os.environ if k in {not_needed} or k.startswith("PG")),
+        "try_number": ctx["ti"].try_number,
+    }}
+    if not os.environ.get("WORKER_TEST_OUT"):  # a worker started by the docs' recipe
+        return
+    path = os.path.join(os.environ["WORKER_TEST_OUT"], f"{{name}}-{{ctx['run_id']}}.jsonl")
+    with open(path, "a") as file:
+        file.write(json.dumps(seen) + "\\n")
+
+
+@dag(dag_id="{dag_id}", schedule=None, start_date=datetime(2024, 1, 1), catchup=False)
+def celery_worker_test():
+    @task
+    def quick():
+        record("quick")
+
+    @task
+    def sleepy():
+        record("sleepy_start")
+        time.sleep(float(os.environ.get("CELERY_TEST_SLEEP", "8")))
+        record("sleepy")
+
+    quick()
+    sleepy()
+
+
+celery_worker_test()
+"""
+
+
+def _reachable(url: str) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "", parsed.port or 0), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(params=sorted(BROKERS))
+def broker(request: pytest.FixtureRequest) -> str:
+    url = BROKERS[request.param]
+    if not _reachable(url):
+        pytest.skip(f"{request.param} does not answer at {url}")
+    return url
+
+
+@pytest.fixture
+def queue(broker: str) -> Iterator[str]:
+    """A queue of the test's own (nothing left by another run reaches it), deleted after."""
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    yield name
+    app = celery_app(broker_url=broker)
+    with app.connection_for_write() as connection:
+        channel = connection.default_channel
+        try:
+            channel.queue_purge(name)
+            channel.queue_delete(name)
+        except Exception:  # noqa: S110 - a queue never made
+            pass
+
+
+@dataclass
+class CeleryWorker:
+    process: subprocess.Popen[str]
+    out_path: Path
+
+    def output(self) -> str:
+        return self.out_path.read_text(errors="replace")
+
+    def environ(self) -> dict[str, str]:
+        raw = Path(f"/proc/{self.process.pid}/environ").read_bytes()
+        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+        return {key.decode(): value.decode(errors="replace") for key, value in pairs}
+
+
+@pytest.fixture
+def dags_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    (folder / "celery_dag.py").write_text(
+        DAG_FILE.format(dag_id=DAG_ID, not_needed=repr(set(NOT_NEEDED)))
+    )
+    return folder
+
+
+@pytest.fixture
+def start_celery_worker(
+    server: Any, tmp_path: Path, dags_folder: Path, broker: str, queue: str
+) -> Iterator[Callable[..., CeleryWorker]]:
+    """Start ``manage.py celery_worker --queues <the test's queue>`` with an environment that
+    holds only what a worker machine holds (plus ``extra``)."""
+    started: list[CeleryWorker] = []
+    markers = tmp_path / "markers"
+    markers.mkdir()
+
+    def start(*args: str, extra: dict[str, str] | None = None) -> CeleryWorker:
+        n = len(started)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(REPO),
+            "PYTHONUNBUFFERED": "1",
+            "CELERY_BROKER_URL": broker,
+            "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY),
+            "EXECUTION_API_URL": server.url,
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
+            "AIRFLOW_HOME": str(tmp_path / f"airflow_home_{n}"),
+            "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+            "WORKER_LOG_DIR": str(tmp_path / f"task_logs_{n}"),
+            "WORKER_TEST_OUT": str(markers),
+            **(extra or {}),
+        }
+        out_path = tmp_path / f"celery-worker-{n}.out"
+        with out_path.open("w") as out:
+            process = subprocess.Popen(
+                [sys.executable, "manage.py", "celery_worker", "--queues", queue, *args],
+                cwd=REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        worker = CeleryWorker(process, out_path)
+        started.append(worker)
+        wait_until(
+            lambda: "ready." in worker.output() or worker.process.poll() is not None,
+            timeout=60,
+            what="the celery worker to be ready",
+        )
+        assert worker.process.poll() is None, worker.output()
+        return worker
+
+    yield start
+    for worker in started:
+        if worker.process.poll() is None:
+            worker.process.send_signal(signal.SIGTERM)
+            try:
+                worker.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+                worker.process.wait()
+
+
+def declare_dag(dags_folder: Path, queue: str) -> None:
+    declare(
+        [
+            {
+                "dag_id": DAG_ID,
+                "airflow_dag_file": "celery_dag.py",
+                "tasks": [
+                    {"task_id": "quick", "queue": queue},
+                    {"task_id": "sleepy", "queue": queue},
+                ],
+            }
+        ],
+        base_dir=dags_folder,
+    )
+
+
+def markers(tmp_path: Path, name: str, ti: TaskInstance) -> list[dict[str, Any]]:
+    path = tmp_path / "markers" / f"{name}-{ti.run_id}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def state(ti: TaskInstance) -> str | None:
+    return TaskInstance.objects.get(pk=ti.pk).state
+
+
+def sender(broker: str) -> CelerySender:
+    return CelerySender(broker_url=broker, visibility_timeout=VISIBILITY)
+
+
+def test_a_worker_without_database_or_secrets_runs_a_dag_files_tasks_on_their_queue(
+    airflow_sdk,  # noqa: F811
+    start_celery_worker,
+    dags_folder,
+    broker,
+    queue,
+    tmp_path,
+):
+    # given a DAG file whose tasks name the test's queue, and two of its task instances
+    declare_dag(dags_folder, queue)
+    assert set(DagTask.objects.filter(dag_id=DAG_ID).values_list("queue", flat=True)) == {queue}
+    quick = scheduled_task_instances(DAG_ID, "quick", 2)
+
+    # when a worker holding no database URL and no secret takes the queue, and the scheduler's
+    # dispatch sends the task instances
+    worker = start_celery_worker("--concurrency", "2")
+    result = task_instances_dispatch(send=sender(broker))
+
+    # then both were sent on the task's queue and ran to success on that worker
+    assert sorted(str(s.task_instance_id) for s in result.sent) == sorted(str(t.pk) for t in quick)
+    assert {s.queue for s in result.sent} == {queue}
+    for ti in quick:
+        wait_until(lambda ti=ti: state(ti) == "success", timeout=180, what=f"{ti} to succeed")
+    # the worker (and so its tasks) held no credentials: it could neither reach the database
+    # nor mint a token
+    held = worker.environ()
+    assert not [k for k in held if k in NOT_NEEDED or k.startswith("PG")], sorted(held)
+    assert "postgres" not in " ".join(held.values())
+    for ti in quick:
+        (seen,) = markers(tmp_path, "quick", ti)
+        assert seen["env"] == []
+    wait_until(
+        lambda: (
+            worker.output().count("runtime.celery_worker: finished celery_worker_test.quick") == 2
+        ),
+        timeout=60,
+        what="the worker to report both",
+    )
+    assert "does not need" not in worker.output()
+
+
+def test_a_worker_killed_mid_task_leaves_it_final_and_the_redelivery_is_refused(
+    airflow_sdk,  # noqa: F811
+    start_celery_worker,
+    dags_folder,
+    broker,
+    queue,
+    tmp_path,
+):
+    # given a worker running a long task (its environment holding a database URL and secrets
+    # it says it does not need)
+    declare_dag(dags_folder, queue)
+    (ti,) = scheduled_task_instances(DAG_ID, "sleepy", 1)
+    first = start_celery_worker(
+        "--concurrency",
+        "1",
+        extra={"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "JWT_SECRET": "x" * 64},
+    )
+    assert "does not need" in first.output()
+    task_instances_dispatch(send=sender(broker))
+    wait_until(lambda: markers(tmp_path, "sleepy_start", ti), timeout=180, what="the task start")
+
+    # when the worker is killed with SIGKILL, and another worker takes the queue
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait()
+    second = start_celery_worker("--concurrency", "1")
+
+    # then the task instance ends final, its one try having run once, and the broker's
+    # redelivery of the unacknowledged workload is refused by the server and dropped
+    wait_until(lambda: state(ti) == "success", timeout=180, what="the task to succeed")
+    wait_until(
+        lambda: "dropped celery_worker_test.sleepy" in second.output(),
+        timeout=120,
+        what="the redelivered workload to be refused",
+    )
+    assert len(markers(tmp_path, "sleepy_start", ti)) == 1
+    assert markers(tmp_path, "sleepy", ti)[0]["env"] == []  # the secrets stayed with the worker
+    assert TaskInstance.objects.get(pk=ti.pk).try_number == 1
+
+
+def test_a_workload_delivered_twice_runs_once(
+    airflow_sdk,  # noqa: F811
+    start_celery_worker,
+    dags_folder,
+    broker,
+    queue,
+    tmp_path,
+):
+    # given a worker that takes two workloads at once
+    declare_dag(dags_folder, queue)
+    (ti,) = scheduled_task_instances(DAG_ID, "quick", 1)
+    worker = start_celery_worker("--concurrency", "2")
+
+    # when the same workload is sent twice
+    send = sender(broker)
+
+    def twice(batch: list[Sendable]) -> list[Any]:
+        return send(batch + batch)
+
+    task_instances_dispatch(send=twice)
+
+    # then one try runs, the other delivery is refused and dropped
+    wait_until(lambda: state(ti) == "success", timeout=180, what="the task to succeed")
+    wait_until(
+        lambda: "dropped celery_worker_test.quick" in worker.output(),
+        timeout=120,
+        what="the duplicate to be dropped",
+    )
+    assert len(markers(tmp_path, "quick", ti)) == 1
