@@ -63,7 +63,7 @@ NOT_NEEDED = ("DATABASE_URL", "JWT_SECRET", "DJANGO_SECRET_KEY")
 #: Seconds between two looks at a running task's process.
 POLL = 0.2
 #: The log line Airflow's supervisor writes when the server refuses ``/run`` as a duplicate.
-_REFUSED = re.compile(r"409|invalid_state|not in a valid state", re.IGNORECASE)
+_REFUSED = re.compile(r"""reason['"]?\s*:\s*['"]invalid_state""")
 
 
 class ConfigError(Exception):
@@ -240,6 +240,7 @@ class WorkloadRunner:
     report: Callable[[str], None] = _log_report
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _warm: WarmParent | None = field(default=None, init=False)
+    _running: set[str] = field(default_factory=set, init=False)  # task instance ids
     _shipping: LogShipping = field(init=False)
 
     def __post_init__(self) -> None:
@@ -285,6 +286,20 @@ class WorkloadRunner:
             line = f"dropped a message that is not a workload: {exc}"
             self.report(line)
             return line
+        with self._lock:
+            duplicate = workload.ti_id in self._running
+            self._running.add(workload.ti_id)
+        if duplicate:  # its log and its shipping are the running try's: leave them alone
+            line = f"dropped {workload.label}: it is running in this worker already (a duplicate)"
+            self.report(line)
+            return line
+        try:
+            return self._run(workload)
+        finally:
+            with self._lock:
+                self._running.discard(workload.ti_id)
+
+    def _run(self, workload: Workload) -> str:
         log_path = self.log_path(workload)
         start = log_size(log_path)
         started = time.monotonic()

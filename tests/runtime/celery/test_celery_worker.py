@@ -7,7 +7,9 @@ URL and no secret.
   real DAG file's tasks to success, on the Celery queue its task names;
 - a worker killed with SIGKILL mid-task leaves its task instance final, and the broker's
   redelivery to another worker is refused (409): the task ran once;
-- a workload delivered twice runs once.
+- a workload delivered twice runs once;
+- a real scheduler (``EXECUTOR=celery``) sends a triggered run's tasks, on the queue their DAG
+  file names, and the run succeeds.
 
 Skipped when a broker does not answer, or without Apache Airflow's task SDK."""
 
@@ -28,13 +30,19 @@ from urllib.parse import urlparse
 
 import pytest
 
-from assets_app.models import DagTask, TaskInstance
+from assets_app.models import Dag, DagRun, DagTask, TaskInstance
+from assets_app.services.runs.dag_runs import dag_run_trigger
 from runtime.celery_app import celery_app
 from runtime.celery_dispatch import CelerySender, Sendable, task_instances_dispatch
 from runtime.celery_worker import NOT_NEEDED
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
-from tests.live_server import REPO
-from tests.runtime.worker.conftest import declare, scheduled_task_instances, wait_until
+from tests.live_server import REPO, server_env
+from tests.runtime.worker.conftest import (
+    dags_folder_load,
+    declare,
+    scheduled_task_instances,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -324,10 +332,10 @@ def test_a_workload_delivered_twice_runs_once(
     queue,
     tmp_path,
 ):
-    # given a worker that takes two workloads at once
+    # given two workers on the queue (the two deliveries may reach one or both)
     declare_dag(dags_folder, queue)
     (ti,) = scheduled_task_instances(DAG_ID, "quick", 1)
-    worker = start_celery_worker("--concurrency", "2")
+    workers = [start_celery_worker("--concurrency", "1") for _ in range(2)]
 
     # when the same workload is sent twice
     send = sender(broker)
@@ -337,11 +345,98 @@ def test_a_workload_delivered_twice_runs_once(
 
     task_instances_dispatch(send=twice)
 
-    # then one try runs, the other delivery is refused and dropped
+    # then one try runs; the other delivery is dropped: refused by the server (409) on the
+    # other worker, or seen running already on the same one
+    def outputs() -> str:
+        return "".join(worker.output() for worker in workers)
+
     wait_until(lambda: state(ti) == "success", timeout=180, what="the task to succeed")
     wait_until(
-        lambda: "dropped celery_worker_test.quick" in worker.output(),
+        lambda: "runtime.celery_worker: dropped celery_worker_test.quick" in outputs(),
         timeout=120,
         what="the duplicate to be dropped",
     )
     assert len(markers(tmp_path, "quick", ti)) == 1
+
+
+CHAIN_DAG = """
+from datetime import datetime
+
+from airflow.sdk import dag, task
+
+
+@dag(
+    dag_id="celery_chain",
+    schedule=None,
+    start_date=datetime(2024, 1, 1),
+    catchup=False,
+    default_args={{"queue": "{queue}"}},
+)
+def celery_chain():
+    @task
+    def first():
+        return 21
+
+    @task
+    def second(value):
+        assert value == 21
+
+    second(first())
+
+
+celery_chain()
+"""
+
+
+def test_the_scheduler_sends_a_triggered_runs_tasks_to_the_celery_worker(
+    airflow_sdk,  # noqa: F811
+    server,
+    start_celery_worker,
+    dags_folder,
+    broker,
+    queue,
+    settings,
+    tmp_path,
+):
+    # given a DAG file whose tasks take the test's queue from default_args, loaded by the
+    # DAG processor's parser, and a scheduler with EXECUTOR=celery
+    (dags_folder / "chain.py").write_text(CHAIN_DAG.format(queue=queue))
+    dags_folder_load(dags_folder, settings=settings, parser_home=tmp_path / "parser_home")
+    assert set(DagTask.objects.filter(dag_id="celery_chain").values_list("queue", flat=True)) == {
+        queue
+    }
+    Dag.objects.filter(dag_id="celery_chain").update(is_paused=False)
+    worker = start_celery_worker("--concurrency", "2")
+    out_path = tmp_path / "scheduler.out"
+    with out_path.open("w") as out:
+        scheduler = subprocess.Popen(
+            [sys.executable, "manage.py", "scheduler", "--interval", "0.3"],
+            cwd=REPO,
+            env=server_env(EXECUTOR="celery", CELERY_BROKER_URL=broker),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        # when a run is triggered
+        run = dag_run_trigger(dag_id="celery_chain")
+
+        # then the scheduler sends each task instance as it becomes runnable, and the run
+        # succeeds
+        wait_until(
+            lambda: DagRun.objects.get(pk=run.pk).state in ("success", "failed"),
+            timeout=240,
+            what=f"the run to end\n{out_path.read_text()}\n{worker.output()}",
+        )
+        assert DagRun.objects.get(pk=run.pk).state == "success", worker.output()
+        log = out_path.read_text()
+        assert "executor celery" in log
+        assert f"sent celery_chain.first @ {run.run_id} try 1 to Celery queue {queue}" in log
+        assert f"sent celery_chain.second @ {run.run_id} try 1 to Celery queue {queue}" in log
+    finally:
+        scheduler.send_signal(signal.SIGTERM)
+        try:
+            scheduler.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            scheduler.kill()
+            scheduler.wait()
