@@ -18,6 +18,7 @@ disk) is not an Airflow workload: it is failed at once with a reason saying so.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 from collections.abc import Callable
@@ -32,7 +33,6 @@ from assets_app.models import DagTask, TaskInstance
 from assets_app.services.runs.claims import task_instances_claim, task_instances_unclaim
 from assets_app.services.scheduling.upkeep import task_instance_fail_queued
 from assets_app.tokens import token_issue
-from runtime.celery_app import TASK_NAME, celery_app
 from runtime.launch import airflow_workload
 
 logger = logging.getLogger(__name__)
@@ -141,6 +141,8 @@ class CelerySender:
                 "EXECUTOR=celery needs CELERY_BROKER_URL (amqp://… or redis://…): the broker "
                 "the scheduler sends task instances to"
             )
+        if importlib.util.find_spec("celery") is None:
+            raise ValueError("EXECUTOR=celery needs Celery: pip install -e '.[celery]'")
         return cls(
             broker_url=settings.CELERY_BROKER_URL,
             visibility_timeout=settings.CELERY_VISIBILITY_TIMEOUT,
@@ -148,6 +150,8 @@ class CelerySender:
         )
 
     def __call__(self, batch: list[Sendable]) -> list[Any]:
+        from runtime.celery_app import TASK_NAME, celery_app  # the celery extra: EXECUTOR=celery
+
         if self._app is None:
             self._app = celery_app(
                 broker_url=self.broker_url, visibility_timeout=self.visibility_timeout

@@ -32,7 +32,7 @@ import pytest
 
 from assets_app.models import Dag, DagRun, DagTask, TaskInstance
 from assets_app.services.runs.dag_runs import dag_run_trigger
-from runtime.celery_app import celery_app
+from runtime.celery_app import celery_app, celery_workers_seen
 from runtime.celery_dispatch import CelerySender, Sendable, task_instances_dispatch
 from runtime.celery_worker import NOT_NEEDED
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
@@ -283,6 +283,9 @@ def test_a_worker_without_database_or_secrets_runs_a_dag_files_tasks_on_their_qu
         what="the worker to report both",
     )
     assert "does not need" not in worker.output()
+    # and Celery's inspect sees the worker and its queue (the operator API's executor state)
+    seen = {w.name: w.queues for w in celery_workers_seen(broker_url=broker, timeout=3)}
+    assert [queue] in seen.values(), seen
 
 
 def test_a_worker_killed_mid_task_leaves_it_final_and_the_redelivery_is_refused(
