@@ -8,6 +8,8 @@ URL and no secret.
 - a worker killed with SIGKILL mid-task leaves its task instance final, and the broker's
   redelivery to another worker is refused (409): the task ran once;
 - a workload delivered twice runs once;
+- a broker killed and restarted mid-task (a Redis of the test's own) loses nothing and runs
+  nothing twice;
 - a real scheduler (``EXECUTOR=celery``) sends a triggered run's tasks, on the queue their DAG
   file names, and the run succeeds.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -155,62 +158,89 @@ def dags_folder(tmp_path: Path) -> Path:
     return folder
 
 
+def launch_worker(
+    *args: str,
+    server_url: str,
+    tmp_path: Path,
+    dags_folder: Path,
+    broker: str,
+    queue: str,
+    n: int = 0,
+    extra: dict[str, str] | None = None,
+) -> CeleryWorker:
+    """Start ``manage.py celery_worker --queues queue ARGS`` with an environment that holds
+    only what a worker machine holds (plus ``extra``), and wait until it is ready."""
+    markers = tmp_path / "markers"
+    markers.mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "PYTHONUNBUFFERED": "1",
+        "CELERY_BROKER_URL": broker,
+        "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY),
+        "EXECUTION_API_URL": server_url,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
+        "AIRFLOW_HOME": str(tmp_path / f"airflow_home_{n}"),
+        "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+        "WORKER_LOG_DIR": str(tmp_path / f"task_logs_{n}"),
+        "WORKER_TEST_OUT": str(markers),
+        **(extra or {}),
+    }
+    out_path = tmp_path / f"celery-worker-{n}.out"
+    with out_path.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "celery_worker", "--queues", queue, *args],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    worker = CeleryWorker(process, out_path)
+    wait_until(
+        lambda: "ready." in worker.output() or worker.process.poll() is not None,
+        timeout=60,
+        what="the celery worker to be ready",
+    )
+    assert worker.process.poll() is None, worker.output()
+    return worker
+
+
+def stop(worker: CeleryWorker) -> None:
+    if worker.process.poll() is None:
+        worker.process.send_signal(signal.SIGTERM)
+        try:
+            worker.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.process.kill()
+            worker.process.wait()
+
+
 @pytest.fixture
 def start_celery_worker(
     server: Any, tmp_path: Path, dags_folder: Path, broker: str, queue: str
 ) -> Iterator[Callable[..., CeleryWorker]]:
-    """Start ``manage.py celery_worker --queues <the test's queue>`` with an environment that
-    holds only what a worker machine holds (plus ``extra``)."""
+    """``launch_worker`` on the test's broker and queue; stopped after the test."""
     started: list[CeleryWorker] = []
-    markers = tmp_path / "markers"
-    markers.mkdir()
 
     def start(*args: str, extra: dict[str, str] | None = None) -> CeleryWorker:
-        n = len(started)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(tmp_path),
-            "PYTHONPATH": str(REPO),
-            "PYTHONUNBUFFERED": "1",
-            "CELERY_BROKER_URL": broker,
-            "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY),
-            "EXECUTION_API_URL": server.url,
-            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
-            "AIRFLOW_HOME": str(tmp_path / f"airflow_home_{n}"),
-            "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
-            "WORKER_LOG_DIR": str(tmp_path / f"task_logs_{n}"),
-            "WORKER_TEST_OUT": str(markers),
-            **(extra or {}),
-        }
-        out_path = tmp_path / f"celery-worker-{n}.out"
-        with out_path.open("w") as out:
-            process = subprocess.Popen(
-                [sys.executable, "manage.py", "celery_worker", "--queues", queue, *args],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        worker = CeleryWorker(process, out_path)
-        started.append(worker)
-        wait_until(
-            lambda: "ready." in worker.output() or worker.process.poll() is not None,
-            timeout=60,
-            what="the celery worker to be ready",
+        worker = launch_worker(
+            *args,
+            server_url=server.url,
+            tmp_path=tmp_path,
+            dags_folder=dags_folder,
+            broker=broker,
+            queue=queue,
+            n=len(started),
+            extra=extra,
         )
-        assert worker.process.poll() is None, worker.output()
+        started.append(worker)
         return worker
 
     yield start
     for worker in started:
-        if worker.process.poll() is None:
-            worker.process.send_signal(signal.SIGTERM)
-            try:
-                worker.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.process.kill()
-                worker.process.wait()
+        stop(worker)
 
 
 def declare_dag(dags_folder: Path, queue: str) -> None:
@@ -443,3 +473,86 @@ def test_the_scheduler_sends_a_triggered_runs_tasks_to_the_celery_worker(
         except subprocess.TimeoutExpired:
             scheduler.kill()
             scheduler.wait()
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[Callable[[], None]]:
+    """A Redis of the test's own (appendonly, so a restart keeps its messages) on a free port;
+    yields ``restart()``: SIGKILL it and start it again on the same port and data."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = tmp_path / "redis"
+    data.mkdir()
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        process = subprocess.Popen(
+            [
+                *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+                *("--dir", str(data), "--appendonly", "yes", "--appendfsync", "always"),
+                *("--save", ""),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        processes.append(process)
+        wait_until(lambda: _reachable(f"redis://127.0.0.1:{port}/0"), timeout=30, what="redis")
+
+    def restart() -> None:
+        processes[-1].kill()
+        processes[-1].wait()
+        start()
+
+    start()
+    restart.url = f"redis://127.0.0.1:{port}/0"  # type: ignore[attr-defined]
+    yield restart
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_broker_restart_mid_run_loses_nothing_and_runs_nothing_twice(
+    airflow_sdk,  # noqa: F811
+    server,
+    private_redis,
+    dags_folder,
+    tmp_path,
+):
+    # given a worker on a Redis of the test's own, running a long task
+    url = private_redis.url
+    queue = "restart"
+    declare_dag(dags_folder, queue)
+    (sleepy,) = scheduled_task_instances(DAG_ID, "sleepy", 1)
+    worker = launch_worker(
+        "--concurrency",
+        "2",
+        server_url=server.url,
+        tmp_path=tmp_path,
+        dags_folder=dags_folder,
+        broker=url,
+        queue=queue,
+    )
+    try:
+        task_instances_dispatch(send=sender(url))
+        wait_until(lambda: markers(tmp_path, "sleepy_start", sleepy), timeout=180, what="start")
+
+        # when the broker is killed and started again mid-task, and another task is sent
+        private_redis()
+        (quick,) = scheduled_task_instances(DAG_ID, "quick", 1)
+        wait_until(
+            lambda: bool(task_instances_dispatch(send=sender(url)).sent),
+            timeout=60,
+            what="the broker to take the second task",
+        )
+
+        # then both end in success, each having run once, the worker having reconnected
+        for ti in (sleepy, quick):
+            wait_until(lambda ti=ti: state(ti) == "success", timeout=180, what=f"{ti}")
+        assert len(markers(tmp_path, "sleepy_start", sleepy)) == 1
+        assert len(markers(tmp_path, "quick", quick)) == 1
+    finally:
+        stop(worker)
