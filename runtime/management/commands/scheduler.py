@@ -16,7 +16,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from assets_app.management.base import optional_int_argument
-from assets_app.notify import QUEUE_CHANNEL
+from assets_app.notify import QUEUE_CHANNEL, RUNS_CHANNEL
 from assets_app.services.runs.admit import dag_runs_admit
 from assets_app.services.runs.advance import AdvanceResult, task_instances_advance
 from assets_app.services.scheduling.queue_watch import QueueWatch
@@ -90,7 +90,9 @@ class Command(BaseCommand):
             run_pass=lambda: self._pass(max_dags=options["max_dags"], interval=interval),
             interval=interval,
             max_passes=max_passes,
-            channel=QUEUE_CHANNEL,  # only sleeps on SQLite
+            # only sleeps on SQLite; with EXECUTOR=celery it also wakes when task instances
+            # became runnable (a task's end scheduled its downstreams), to send them at once
+            channel=(QUEUE_CHANNEL, RUNS_CHANNEL) if self._sender is not None else QUEUE_CHANNEL,
             # SIGTERM stops after the pass; Ctrl-C (SIGINT) is a KeyboardInterrupt, at once
             stop_signals=(signal.SIGTERM,),
             recoverable=(DatabaseError,),  # say, the database restarted
