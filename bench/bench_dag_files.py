@@ -58,6 +58,24 @@ sessions' test suites; round 1, warm then off::
 
 Round 2 (load 9 to 16): warm chain10 2.93 s, fanout10 1.74 s, hand-over p50 155 ms, CPU
 118 / 75 ms; off 54.64 s, 30.25 s, 5094 ms, 2703 / 2611 ms. See docs/worker.md.
+
+``--executor celery``, measured 2026-12-06 on PostgreSQL and Redis (2 shared cores, load 4.8
+to 10 from other sessions), one round, warm local worker then one Celery worker, both
+``--concurrency 10``::
+
+                                      local warm      celery
+    chain10 trigger → end p50          4.42 s          6.20 s
+    fanout10 trigger → end p50         2.35 s          3.17 s
+    fanout100 trigger → end           20.80 s         24.65 s
+    hand-over p50/p95/p99         239/345/492 ms  406/715/1361 ms
+    CPU per task, all / worker tree   138 / 81 ms     133 / 75 ms
+    PSS idle worker tree / per task   279 / 39.5 MB   189 / 36.8 MB
+
+The Celery hand-over adds the scheduler's pass (woken by the runs channel) and the broker's
+round trip to the local worker's claim; the CPU per task is the same (the warm parent's fork
+and Airflow's supervisor are most of it). 1,000 parallel trivial tasks (``fanout1000``, 1,001
+task instances) over 2 Celery workers of ``--concurrency 8``: 149 s trigger → end (6.7 tasks
+a second), 146 ms CPU per task over all processes, 84 ms in the worker trees (load 4 to 12).
 """
 
 from __future__ import annotations

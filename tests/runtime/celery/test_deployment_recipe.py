@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 from runtime.celery_app import celery_app
 from runtime.celery_dispatch import CelerySender, task_instances_dispatch
+from tests.docs.examples import doc_example
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.live_server import REPO
 from tests.runtime.celery.test_celery_worker import (  # noqa: F401 (fixtures)
@@ -30,16 +30,10 @@ from tests.runtime.worker.conftest import declare, scheduled_task_instances, wai
 
 pytestmark = pytest.mark.slow
 
-DOC = REPO / "docs" / "deployment.md"
-MARKER = "<!-- recipe: celery worker machine -->"
-
 
 def recipe() -> str:
-    """The shell block that follows the marker in docs/deployment.md."""
-    text = DOC.read_text(encoding="utf-8")
-    found = re.search(re.escape(MARKER) + r"\s*```sh\n(.*?)```", text, re.DOTALL)
-    assert found, f"{DOC} has no recipe after {MARKER}"
-    return found.group(1)
+    """docs/deployment.md's block ``<!-- example: celery-worker-machine -->``."""
+    return doc_example("celery-worker-machine")
 
 
 def test_two_worker_machines_from_the_docs_recipe_each_run_their_queues_tasks(
