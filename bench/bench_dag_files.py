@@ -75,7 +75,10 @@ The Celery hand-over adds the scheduler's pass (woken by the runs channel) and t
 round trip to the local worker's claim; the CPU per task is the same (the warm parent's fork
 and Airflow's supervisor are most of it). 1,000 parallel trivial tasks (``fanout1000``, 1,001
 task instances) over 2 Celery workers of ``--concurrency 8``: 149 s trigger → end (6.7 tasks
-a second), 146 ms CPU per task over all processes, 84 ms in the worker trees (load 4 to 12).
+a second), 146 ms CPU per task over all processes, 84 ms in the worker trees (load 4 to 12);
+one local warm worker of ``--concurrency 16`` (``--modes warm``): 134 s, 136 / 87 ms (load 7
+to 13). On one machine the two Celery workers share its 2 cores: spread over machines,
+each adds its own.
 """
 
 from __future__ import annotations
