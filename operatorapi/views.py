@@ -38,6 +38,7 @@ from operatorapi import selectors
 from operatorapi import serializers as s
 from operatorapi.authentication import AUTHENTICATION_CLASSES, session_user_logged_in
 from operatorapi.exceptions import exception_handler
+from operatorapi.executor import executor_state
 from operatorapi.filters import (
     AssetAliasFilter,
     AssetEventFilter,
@@ -51,7 +52,6 @@ from operatorapi.filters import (
 from operatorapi.pagination import KeysetPagination
 from operatorapi.params import refuse_nul
 from operatorapi.permissions import ClearPermission, ModelPermissions, TriggerPermission
-from runtime.executor_state import executor_state
 
 
 class OperatorAPIMixin(APIView):
@@ -315,7 +315,7 @@ class QueueViewSet(mixins.ListModelMixin, OperatorViewSet):
 
 
 class ExecutorViewSet(OperatorAPIMixin, viewsets.ViewSet):
-    """The executor's queues and workers (``runtime.executor_state``); needs
+    """The executor's queues and workers (``operatorapi.executor``); needs
     ``view_taskinstance``."""
 
     queryset = TaskInstance.objects.none()  # the model whose view permission it needs

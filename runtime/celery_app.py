@@ -18,7 +18,6 @@ task's ``queue`` (default ``default``). Delivery is at least once:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery
@@ -62,27 +61,3 @@ def celery_app(*, broker_url: str, visibility_timeout: int = DEFAULT_VISIBILITY_
     }
     app.conf.update(config)
     return app
-
-
-@dataclass(frozen=True)
-class WorkerSeen:
-    """A Celery worker that answered, and the queues it takes."""
-
-    name: str
-    queues: list[str]
-
-
-def celery_workers_seen(*, broker_url: str, timeout: float = 1.0) -> list[WorkerSeen]:
-    """The workers that answer Celery's inspect within ``timeout`` seconds (their queues), by
-    name. Raises what the broker connection raises when it cannot be reached."""
-    app = celery_app(broker_url=broker_url)
-    try:
-        with app.connection_for_read() as connection:  # fail fast on a broker that is down
-            connection.ensure_connection(max_retries=1, timeout=timeout)
-        answers = app.control.inspect(timeout=timeout).active_queues() or {}
-    finally:
-        app.close()
-    return [
-        WorkerSeen(name, sorted(str(q.get("name")) for q in queues if isinstance(q, dict)))
-        for name, queues in sorted(answers.items())
-    ]

@@ -36,7 +36,8 @@ import pytest
 
 from assets_app.models import Dag, DagRun, DagTask, TaskInstance
 from assets_app.services.runs.dag_runs import dag_run_trigger
-from runtime.celery_app import celery_app, celery_workers_seen
+from operatorapi.executor import celery_workers_seen
+from runtime.celery_app import celery_app
 from runtime.celery_dispatch import CelerySender, Sendable, task_instances_dispatch
 from runtime.celery_worker import NOT_NEEDED
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)

@@ -1,21 +1,46 @@
 """What the executor holds now, for operators (``GET /api/v1/executor``): per task queue, the
 task instances queued (handed over, not started) and scheduled (not yet handed over) and the
 oldest queued one's wait; with ``EXECUTOR=celery``, the Celery workers that answer an inspect
-and the queues they take (a queue nobody takes is one whose task instances will time out)."""
+and the queues they take (a queue nobody takes is one whose task instances will time out).
+
+Celery is imported only with ``EXECUTOR=celery`` (the ``celery`` extra)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils import timezone
 
 from assets_app.selectors.runs import QueueDepth, task_instances_by_queue
 
-if TYPE_CHECKING:
-    from runtime.celery_app import WorkerSeen
+
+@dataclass(frozen=True)
+class WorkerSeen:
+    """A Celery worker that answered, and the queues it takes."""
+
+    name: str
+    queues: list[str]
+
+
+def celery_workers_seen(*, broker_url: str, timeout: float = 1.0) -> list[WorkerSeen]:
+    """The workers that answer Celery's inspect within ``timeout`` seconds (their queues), by
+    name. Raises what the broker connection raises when it cannot be reached."""
+    from celery import Celery  # the celery extra: EXECUTOR=celery only
+
+    app = Celery("asset_registry_inspect", broker=broker_url, set_as_current=False)
+    try:
+        with app.connection_for_read() as connection:  # fail fast on a broker that is down
+            connection.ensure_connection(max_retries=1, timeout=timeout)
+        answers = app.control.inspect(timeout=timeout).active_queues() or {}
+    finally:
+        app.close()
+    return [
+        WorkerSeen(name, sorted(str(q.get("name")) for q in queues if isinstance(q, dict)))
+        for name, queues in sorted(answers.items())
+    ]
+
 
 #: Seconds the inspect waits for the workers' answers.
 INSPECT_TIMEOUT = 1.0
@@ -37,8 +62,6 @@ def executor_state() -> ExecutorState:
     queues = task_instances_by_queue()
     if settings.EXECUTOR != "celery":
         return ExecutorState(settings.EXECUTOR, timezone.now(), queues)
-    from runtime.celery_app import celery_workers_seen  # the celery extra: EXECUTOR=celery only
-
     try:
         workers = celery_workers_seen(
             broker_url=settings.CELERY_BROKER_URL, timeout=INSPECT_TIMEOUT
