@@ -300,10 +300,15 @@ class WorkloadRunner:
                 self._running.discard(workload.ti_id)
 
     def _run(self, workload: Workload) -> str:
-        log_path = self.log_path(workload)
-        start = log_size(log_path)
-        started = time.monotonic()
-        process, scratch = self._spawn(workload, log_path)
+        try:
+            log_path = self.log_path(workload)
+            start = log_size(log_path)
+            started = time.monotonic()
+            process, scratch = self._spawn(workload, log_path)
+        except OSError as exc:  # left queued: TASK_QUEUED_TIMEOUT fails (or retries) it
+            line = f"could not start {workload.label}: {exc}"
+            self.report(line)
+            return line
         self.report(
             f"started {workload.label} (task instance {workload.ti_id}, pid {process.pid}, "
             f"log {log_path})"

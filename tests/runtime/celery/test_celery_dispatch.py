@@ -17,7 +17,13 @@ import pytest
 from assets_app.models import TaskInstance
 from assets_app.tokens import token_decode
 from runtime.celery_dispatch import Sendable, task_instances_dispatch
-from runtime.celery_worker import ConfigError, WorkerConfig, WorkloadError, workload_parse
+from runtime.celery_worker import (
+    ConfigError,
+    WorkerConfig,
+    WorkloadError,
+    WorkloadRunner,
+    workload_parse,
+)
 from tests.live_server import REPO
 from tests.runtime.worker.conftest import declare, scheduled_task_instances
 
@@ -170,3 +176,29 @@ def test_the_worker_module_reads_no_settings_database_or_secret():
         timeout=120,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_workload_that_cannot_start_is_reported_and_left_queued(tmp_path):
+    # given a worker whose log folder cannot be made (a file is in the way)
+    blocked = tmp_path / "logs"
+    blocked.write_text("a file")
+    config = WorkerConfig(
+        broker_url="redis://127.0.0.1:6379/0",
+        server="http://127.0.0.1:8000",
+        dags_folder=tmp_path,
+        log_dir=blocked,
+        airflow_home=tmp_path / "home",
+        warm=False,
+    )
+    runner = WorkloadRunner(config=config, base_env={"JWT_SECRET": "x", "PATH": "/bin"})
+    workload = {
+        "type": "ExecuteTask",
+        "token": "t",
+        "dag_rel_path": "a.py",
+        "ti": {"id": "1", "dag_id": "d", "run_id": "r", "task_id": "t", "try_number": 1},
+    }
+
+    # then it says so, runs nothing, and keeps the secret out of the tasks' environment
+    assert runner.run(json.dumps(workload)).startswith("could not start d.t @ r try 1")
+    assert "JWT_SECRET" not in runner._task_env
+    runner.close()
