@@ -8,6 +8,8 @@ URL and no secret.
 - a worker killed with SIGKILL mid-task leaves its task instance final, and the broker's
   redelivery to another worker is refused (409): the task ran once;
 - a workload delivered twice runs once;
+- a worker machine dying mid-task (the worker and its task's processes killed at once) leaves
+  the task instance to the scheduler's heartbeat timeout, and the redelivery is refused;
 - a broker killed and restarted mid-task (a Redis of the test's own) loses nothing and runs
   nothing twice;
 - a real scheduler (``EXECUTOR=celery``) sends a triggered run's tasks, on the queue their DAG
@@ -18,6 +20,7 @@ without Apache Airflow's task SDK."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +39,7 @@ import pytest
 
 from assets_app.models import Dag, DagRun, DagTask, TaskInstance
 from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.scheduling.upkeep import upkeep_pass
 from operatorapi.executor import celery_workers_seen
 from runtime.celery_app import celery_app
 from runtime.celery_dispatch import CelerySender, Sendable, task_instances_dispatch
@@ -560,3 +564,64 @@ def test_a_broker_restart_mid_run_loses_nothing_and_runs_nothing_twice(
         assert len(markers(tmp_path, "quick", quick)) == 1
     finally:
         stop(worker)
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid``'s live descendants, read from ``/proc`` (their parent ids)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def test_a_worker_machine_dying_mid_task_leaves_it_to_the_heartbeat_timeout(
+    airflow_sdk,  # noqa: F811
+    start_celery_worker,
+    dags_folder,
+    broker,
+    queue,
+    settings,
+    tmp_path,
+):
+    # given a worker running a long task
+    declare_dag(dags_folder, queue)
+    (ti,) = scheduled_task_instances(DAG_ID, "sleepy", 1)
+    worker = start_celery_worker("--concurrency", "1", extra={"CELERY_TEST_SLEEP": "60"})
+    task_instances_dispatch(send=sender(broker))
+    wait_until(lambda: markers(tmp_path, "sleepy_start", ti), timeout=180, what="the task start")
+    wait_until(lambda: state(ti) == "running", timeout=30, what="the task running")
+
+    # when the worker and every process of its task die at once (the machine is gone), and
+    # another worker takes the queue
+    tree = [worker.process.pid, *descendants(worker.process.pid)]
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    worker.process.wait()
+    second = start_celery_worker("--concurrency", "1")
+
+    # then the scheduler's heartbeat timeout ends the task instance (no tries left: failed),
+    # and the workload the broker hands the other worker is refused: it never ran again
+    settings.TASK_INSTANCE_HEARTBEAT_TIMEOUT = 3.0
+
+    def reaped() -> bool:
+        upkeep_pass()
+        return state(ti) == "failed"
+
+    wait_until(reaped, timeout=60, what="the heartbeat timeout to fail it")
+    assert "heartbeat" in (TaskInstance.objects.get(pk=ti.pk).failure_reason or "")
+    wait_until(
+        lambda: "runtime.celery_worker: dropped celery_worker_test.sleepy" in second.output(),
+        timeout=60,
+        what="the redelivered workload to be refused",
+    )
+    assert len(markers(tmp_path, "sleepy_start", ti)) == 1
