@@ -8,6 +8,15 @@ Usage (from the repository root)::
     .venv/bin/python bench/bench_dag_files.py                    # warm and off, 2 rounds
     .venv/bin/python bench/bench_dag_files.py --modes warm --rounds 1 --runs 3
     .venv/bin/python bench/bench_dag_files.py --modes off        # the before only
+    .venv/bin/python bench/bench_dag_files.py --executor celery  # local warm against Celery
+    .venv/bin/python bench/bench_dag_files.py --executor celery --modes celery \
+        --celery-workers 2 --shapes fanout1000 --runs-fanout1000 1   # 1,000 over 2 workers
+
+``--executor celery`` adds the mode ``celery`` (default modes: ``warm,celery``): the scheduler
+runs with ``EXECUTOR=celery`` (``--broker``, default Redis on this machine) and
+``--celery-workers`` ``manage.py celery_worker`` processes (``--concurrency`` each, warm, an
+environment holding no database URL nor secret) run the tasks. The scheduler is started
+anew for each mode, with the mode's executor.
 
 PostgreSQL only (``DATABASE_URL`` names the server, default
 ``postgres://postgres@127.0.0.1:5432/ar_bench``); it creates, migrates and drops
@@ -49,6 +58,27 @@ sessions' test suites; round 1, warm then off::
 
 Round 2 (load 9 to 16): warm chain10 2.93 s, fanout10 1.74 s, hand-over p50 155 ms, CPU
 118 / 75 ms; off 54.64 s, 30.25 s, 5094 ms, 2703 / 2611 ms. See docs/worker.md.
+
+``--executor celery``, measured 2026-12-06 on PostgreSQL and Redis (2 shared cores, load 4.8
+to 10 from other sessions), one round, warm local worker then one Celery worker, both
+``--concurrency 10``::
+
+                                      local warm      celery
+    chain10 trigger → end p50          4.42 s          6.20 s
+    fanout10 trigger → end p50         2.35 s          3.17 s
+    fanout100 trigger → end           20.80 s         24.65 s
+    hand-over p50/p95/p99         239/345/492 ms  406/715/1361 ms
+    CPU per task, all / worker tree   138 / 81 ms     133 / 75 ms
+    PSS idle worker tree / per task   279 / 39.5 MB   189 / 36.8 MB
+
+The Celery hand-over adds the scheduler's pass (woken by the runs channel) and the broker's
+round trip to the local worker's claim; the CPU per task is the same (the warm parent's fork
+and Airflow's supervisor are most of it). 1,000 parallel trivial tasks (``fanout1000``, 1,001
+task instances) over 2 Celery workers of ``--concurrency 8``: 149 s trigger → end (6.7 tasks
+a second), 146 ms CPU per task over all processes, 84 ms in the worker trees (load 4 to 12);
+one local warm worker of ``--concurrency 16`` (``--modes warm``): 134 s, 136 / 87 ms (load 7
+to 13). On one machine the two Celery workers share its 2 cores: spread over machines,
+each adds its own.
 """
 
 from __future__ import annotations
@@ -140,6 +170,15 @@ def bench_fanout100():
 
 
 bench_fanout100()
+""",
+    "fanout1000": HEADER
+    + """
+@dag(dag_id="bench_fanout1000", schedule=None, start_date=datetime(2024, 1, 1), catchup=False)
+def bench_fanout1000():
+    [trivial(f"p{i:04d}") for i in range(1000)] >> trivial("join")
+
+
+bench_fanout1000()
 """,
 }
 
@@ -269,34 +308,68 @@ def run_mode(
     others: list[int],
 ) -> dict[str, object]:
     database = connection.settings_dict["NAME"]
-    with (logs / f"worker-{mode}.log").open("ab") as log:
-        worker = subprocess.Popen(
-            [
-                *(sys.executable, "manage.py", "worker", "--server", url),
-                *("--log-dir", str(logs / "tasks"), "--concurrency", str(args.concurrency)),
-            ],
+    celery = mode == "celery"
+    scheduler_env = {**env, "EXECUTOR": "celery" if celery else "local"}
+    if celery:
+        scheduler_env["CELERY_BROKER_URL"] = args.broker
+    with (logs / f"scheduler-{mode}.log").open("ab") as log:
+        scheduler = subprocess.Popen(
+            [sys.executable, "manage.py", "scheduler", "--interval", "1"],
             cwd=REPO,
-            env={**env, "WORKER_WARM": "true" if mode == "warm" else "false"},
+            env=scheduler_env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+    others = [*others, scheduler.pid]
+    workers: list[subprocess.Popen[bytes]] = []
+    for n in range(args.celery_workers if celery else 1):
+        with (logs / f"worker-{mode}-{n}.log").open("ab") as log:
+            if celery:  # a worker machine's environment: no database URL, no secret
+                worker_env = {
+                    "PATH": env.get("PATH", "/usr/bin:/bin"),
+                    "HOME": env.get("HOME", "/tmp"),  # noqa: S108 - a fallback home
+                    "PYTHONPATH": str(REPO),
+                    "CELERY_BROKER_URL": args.broker,
+                    "EXECUTION_API_URL": url,
+                    "AIRFLOW__CORE__DAGS_FOLDER": str(logs / "dags"),
+                    "AIRFLOW_HOME": str(logs / "airflow_home"),
+                    "WORKER_LOG_DIR": str(logs / f"tasks-{n}"),
+                }
+                argv = [
+                    *(sys.executable, "manage.py", "celery_worker", "--loglevel", "WARNING"),
+                    *("--concurrency", str(args.concurrency), "--hostname", f"bench{n}@%h"),
+                ]
+            else:
+                worker_env = {**env, "WORKER_WARM": "true" if mode == "warm" else "false"}
+                argv = [
+                    *(sys.executable, "manage.py", "worker", "--server", url),
+                    *("--log-dir", str(logs / "tasks"), "--concurrency", str(args.concurrency)),
+                ]
+            workers.append(
+                subprocess.Popen(
+                    argv, cwd=REPO, env=worker_env, stdout=log, stderr=subprocess.STDOUT
+                )
+            )
+    worker = workers[0]
     try:
         time.sleep(2)
         run_once("bench_chain10", -1, args.timeout)  # warm-up: imports, the warm parent, parse
         time.sleep(1.5)  # the log shipper's last sending
-        idle_pss = sum(pss_kib(p) for p in tree(worker.pid))
+        idle_pss = sum(pss_kib(p) for w in workers for p in tree(w.pid))
         load_before = load_average()
         backends = backend_pids(database)
         cpu_before = {p: cpu_with_reaped(p) for p in backends}
         others_before = sum(tree_cpu(p) for p in others)
-        worker_before = tree_cpu(worker.pid)
-        parts_before = worker_parts(worker.pid)
+        worker_before = sum(tree_cpu(w.pid) for w in workers)
+        parts_before = workers_parts(workers)
         results: dict[str, list[float]] = {}
         handovers: list[float] = []
         tasks = 0
         per_task_pss: list[float] = []
         for shape in args.shapes:
-            runs = args.runs_fanout100 if shape == "fanout100" else args.runs
+            runs = {"fanout100": args.runs_fanout100, "fanout1000": args.runs_fanout1000}.get(
+                shape, args.runs
+            )
             for n in range(runs):
                 seconds, edges, count = run_once_sampled(
                     f"bench_{shape}", n, args.timeout, worker.pid, per_task_pss
@@ -305,8 +378,8 @@ def run_mode(
                 handovers += edges
                 tasks += count
         time.sleep(1.5)
-        worker_cpu = tree_cpu(worker.pid) - worker_before
-        parts_after = worker_parts(worker.pid)
+        worker_cpu = sum(tree_cpu(w.pid) for w in workers) - worker_before
+        parts_after = workers_parts(workers)
         parts = {name: parts_after[name] - parts_before[name] for name in parts_after}
         backends_after = set(backend_pids(database)) | set(backends)
         # a backend that ended meanwhile (a connection past CONN_MAX_AGE) is not counted
@@ -329,7 +402,18 @@ def run_mode(
             "load": (load_before, load_average()),
         }
     finally:
-        process_stop(worker)
+        for one in workers:
+            process_stop(one)
+        process_stop(scheduler)
+
+
+def workers_parts(workers: list[subprocess.Popen[bytes]]) -> dict[str, float]:
+    """:func:`worker_parts` summed over the workers."""
+    total: dict[str, float] = {}
+    for one in workers:
+        for name, cpu in worker_parts(one.pid).items():
+            total[name] = total.get(name, 0.0) + cpu
+    return total
 
 
 def run_once_sampled(
@@ -396,18 +480,40 @@ def report(mode: str, result: dict[str, object]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--modes", default="warm,off", help="warm, off or both (alternated)")
+    parser.add_argument(
+        "--modes",
+        default=None,
+        help="warm, off, celery (alternated; default warm,off, with --executor celery warm,celery)",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=("local", "celery"),
+        default="local",
+        help="celery: add the mode celery (EXECUTOR=celery, manage.py celery_worker)",
+    )
+    parser.add_argument(
+        "--broker", default="redis://127.0.0.1:6379/0", help="CELERY_BROKER_URL (mode celery)"
+    )
+    parser.add_argument(
+        "--celery-workers", type=int, default=1, help="celery_worker processes (mode celery)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the modes")
     parser.add_argument("--runs", type=int, default=3, help="runs of chain10 and fanout10")
     parser.add_argument("--runs-fanout100", type=int, default=1)
+    parser.add_argument("--runs-fanout1000", type=int, default=1)
     parser.add_argument("--shapes", default="chain10,fanout10,fanout100")
     parser.add_argument("--concurrency", type=int, default=10, help="worker --concurrency")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run at most")
     args = parser.parse_args()
     args.shapes = [s for s in args.shapes.split(",") if s]
-    modes = [m for m in args.modes.split(",") if m]
-    if not set(modes) <= {"warm", "off"} or not set(args.shapes) <= set(SHAPES):
-        parser.error(f"--modes: warm, off; --shapes: {', '.join(SHAPES)}")
+    default_modes = "warm,celery" if args.executor == "celery" else "warm,off"
+    modes = [m for m in (args.modes or default_modes).split(",") if m]
+    if not set(modes) <= {"warm", "off", "celery"} or not set(args.shapes) <= set(SHAPES):
+        parser.error(f"--modes: warm, off, celery; --shapes: {', '.join(SHAPES)}")
+    if "celery" in modes and args.executor != "celery":
+        parser.error("--modes celery needs --executor celery")
+    if args.celery_workers < 1 or args.concurrency < 1:
+        parser.error("--celery-workers and --concurrency must be at least 1")
     if connection.vendor != "postgresql":
         raise SystemExit("bench_dag_files.py needs PostgreSQL (DATABASE_URL=postgres://...)")
     logging.getLogger().setLevel(logging.WARNING)  # this process only
@@ -436,19 +542,10 @@ def main() -> None:
                     except ServerStartError as exc:
                         raise SystemExit(f"{exc}, see {logs / 'gunicorn.log'}") from exc
                 children.append(server)
-                with (logs / "scheduler.log").open("wb") as log:
-                    children.append(
-                        subprocess.Popen(
-                            [sys.executable, "manage.py", "scheduler", "--interval", "1"],
-                            cwd=REPO,
-                            env=env,
-                            stdout=log,
-                            stderr=subprocess.STDOUT,
-                        )
-                    )
                 print(
                     f"DAG files {', '.join(args.shapes)}; modes {', '.join(modes)} alternated, "
-                    f"{args.rounds} round(s); worker --concurrency {args.concurrency}; "
+                    f"{args.rounds} round(s); worker --concurrency {args.concurrency}"
+                    f"{f', {args.celery_workers} celery worker(s)' if 'celery' in modes else ''}; "
                     f"{load_average()}",
                     flush=True,
                 )

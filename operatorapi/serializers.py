@@ -376,3 +376,28 @@ class StrictInputSerializerSchema(OpenApiSerializerExtension):  # type: ignore[n
         schema = auto_schema._map_basic_serializer(self.target, direction)  # type: ignore[no-untyped-call]
         schema["additionalProperties"] = False
         return schema
+
+
+# --- the executor -------------------------------------------------------------------------------
+
+
+class QueueDepthSerializer(serializers.Serializer[Any]):
+    queue = serializers.CharField(help_text="the task queue (a task's `queue`)")
+    queued = serializers.IntegerField(help_text="task instances handed over, not started")
+    scheduled = serializers.IntegerField(help_text="runnable task instances not handed over yet")
+    oldest_queued_at = serializers.DateTimeField(allow_null=True)
+    oldest_wait_seconds = serializers.FloatField(
+        allow_null=True, help_text="how long the oldest queued task instance has waited"
+    )
+
+
+class WorkerSeenSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField(help_text="the Celery worker's node name")
+    queues = serializers.ListField(child=serializers.CharField())
+
+
+class ExecutorStateSerializer(serializers.Serializer[Any]):
+    executor = serializers.ChoiceField(choices=["local", "celery"])
+    queues = QueueDepthSerializer(many=True)
+    workers = WorkerSeenSerializer(many=True, help_text="Celery workers that answered")
+    workers_error = serializers.CharField(help_text="why the workers are unknown, else empty")

@@ -28,6 +28,7 @@ router.register("dags", views.DagViewSet, basename="dag")
 router.register("import-errors", views.ImportErrorViewSet, basename="import-error")
 router.register("dag-runs", views.DagRunViewSet, basename="dag-run")
 router.register("queue", views.QueueViewSet, basename="queue")
+router.register("executor", views.ExecutorViewSet, basename="executor")
 router.register("variables", secrets.VariableViewSet, basename="variable")
 router.register("connections", secrets.ConnectionViewSet, basename="connection")
 # Clearing task instances (issue 9) belongs here once runs can be cleared: a task-instances

@@ -26,6 +26,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from assets_app.edge.parsers import JSONBodyParser
+from assets_app.models import TaskInstance
 from assets_app.selectors.dags import dag_list, import_error_list
 from assets_app.selectors.runs import dag_run_list
 from assets_app.services.assets.events import asset_event_create_manual
@@ -37,6 +38,7 @@ from operatorapi import selectors
 from operatorapi import serializers as s
 from operatorapi.authentication import AUTHENTICATION_CLASSES, session_user_logged_in
 from operatorapi.exceptions import exception_handler
+from operatorapi.executor import executor_state
 from operatorapi.filters import (
     AssetAliasFilter,
     AssetEventFilter,
@@ -310,6 +312,44 @@ class QueueViewSet(mixins.ListModelMixin, OperatorViewSet):
     serializer_class = s.QueueEntrySerializer
     filterset_class = QueueFilter
     cursor_ordering = ("id",)
+
+
+class ExecutorViewSet(OperatorAPIMixin, viewsets.ViewSet):
+    """The executor's queues and workers (``operatorapi.executor``); needs
+    ``view_taskinstance``."""
+
+    queryset = TaskInstance.objects.none()  # the model whose view permission it needs
+
+    @extend_schema(
+        summary="The executor's queues and workers",
+        description="Per task queue, the task instances queued (handed to the executor, not "
+        "started) and scheduled (not handed over yet), and the oldest queued one's wait; with "
+        "EXECUTOR=celery, the Celery workers that answered an inspect within a second and the "
+        "queues they take.",
+        responses={200: s.ExecutorStateSerializer},
+    )
+    def list(self, request: Request) -> Response:
+        state = executor_state()
+        body = {
+            "executor": state.executor,
+            "queues": [
+                {
+                    "queue": depth.queue,
+                    "queued": depth.queued,
+                    "scheduled": depth.scheduled,
+                    "oldest_queued_at": depth.oldest_queued_at,
+                    "oldest_wait_seconds": (
+                        None
+                        if depth.oldest_queued_at is None
+                        else max((state.now - depth.oldest_queued_at).total_seconds(), 0.0)
+                    ),
+                }
+                for depth in state.queues
+            ],
+            "workers": [{"name": w.name, "queues": w.queues} for w in state.workers],
+            "workers_error": state.workers_error,
+        }
+        return Response(s.ExecutorStateSerializer(body).data)
 
 
 class OperatorAPIRootView(OperatorAPIMixin, routers.APIRootView):

@@ -255,7 +255,7 @@ def _timedelta(seconds: float | None) -> dict[str, Any] | None:
 
 def task(row: DagTask, *, dag: Dag, downstream: list[str]) -> dict[str, Any]:
     """Airflow's ``TaskResponse``: a task as its DAG file or manifest declares it (what the
-    registry does not keep, as Airflow's defaults: no owner, queue, colours or templates)."""
+    registry does not keep, as Airflow's defaults: no colours or templates)."""
     return {
         "task_id": row.task_id,
         "task_display_name": row.task_id,
@@ -266,7 +266,7 @@ def task(row: DagTask, *, dag: Dag, downstream: list[str]) -> dict[str, Any]:
         "depends_on_past": row.depends_on_past,
         "wait_for_downstream": row.wait_for_downstream,
         "retries": row.retries,
-        "queue": None,
+        "queue": row.queue,
         "pool": row.pool,
         "pool_slots": row.pool_slots,
         "execution_timeout": None,

@@ -135,7 +135,7 @@ class Daemon:
     run_pass: Callable[[], bool]
     interval: float
     max_passes: int | None = None
-    channel: str | None = None
+    channel: str | tuple[str, ...] | None = None
     stop_signals: Collection[signal.Signals] = STOP_SIGNALS
     check_every: float = STOP_CHECK
     recoverable: tuple[type[Exception], ...] = ()
@@ -159,7 +159,8 @@ class Daemon:
     def run(self) -> int:
         """Run until stopped, ``max_passes`` are done or a pass returns ``False``; the number
         of passes run."""
-        listener = Listener(self.channel) if self.channel is not None else None
+        channels = (self.channel,) if isinstance(self.channel, str) else self.channel or ()
+        listener = Listener(*channels) if channels else None
         with stop_signals(self.request_stop, signals=self.stop_signals):
             try:
                 if listener is not None and self.max_passes != 1:

@@ -192,8 +192,9 @@ CONTRACT: dict[str, Attribute] = {
     "BaseOperator.default_args": _h("applied by Airflow's parser to the task"),
     "BaseOperator.priority_weight": _h("what the worker claims first, with weight_rule"),
     "BaseOperator.weight_rule": _h("downstream, upstream or absolute, as under Airflow"),
-    "BaseOperator.queue": _r(
-        "queues are not supported by the registry (every worker takes every task instance)"
+    "BaseOperator.queue": _h(
+        "the Celery queue its task instances are sent to with EXECUTOR=celery "
+        "(docs/deployment.md); the local worker takes every queue"
     ),
     "BaseOperator.pool": _h("the pool whose slots the task takes (the worker's claim)"),
     "BaseOperator.pool_slots": _h("the slots of its pool the task takes"),

@@ -246,6 +246,7 @@ def _pool_and_priority(task: Any, where: str) -> dict[str, Any]:
         "max_active_tis_per_dag": task.max_active_tis_per_dag,
         "max_active_tis_per_dagrun": task.max_active_tis_per_dagrun,
         "owner": str(task.owner),
+        "queue": str(task.queue),
     }
 
 

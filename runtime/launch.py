@@ -17,10 +17,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assets_app.models import DagTask, TaskInstance
 from runtime import airflow_task
+
+if TYPE_CHECKING:  # importable without Django: the Celery worker (runtime.celery_worker) is
+    from assets_app.models import DagTask, TaskInstance
 
 #: The bundle name Airflow gives ``[core] dags_folder``.
 AIRFLOW_BUNDLE = "dags-folder"
@@ -36,9 +38,12 @@ class TaskCodeError(Exception):
     """The code of a task instance cannot be found; the message says why."""
 
 
-def airflow_workload(*, ti: TaskInstance, token: str, dag_rel_path: str) -> dict[str, Any]:
+def airflow_workload(
+    *, ti: TaskInstance, token: str, dag_rel_path: str, queue: str = "default"
+) -> dict[str, Any]:
     """The ``ExecuteTask`` workload Airflow's executors hand to its worker entry point
-    (``airflow_task.py --json-path``), for a DAG file in the ``dags-folder`` bundle."""
+    (``airflow_task.py --json-path``), for a DAG file in the ``dags-folder`` bundle; also what
+    ``EXECUTOR=celery`` sends to the task's Celery ``queue``."""
     return {
         "type": "ExecuteTask",
         "token": token,
@@ -55,7 +60,7 @@ def airflow_workload(*, ti: TaskInstance, token: str, dag_rel_path: str) -> dict
             "dag_version_id": AIRFLOW_DAG_VERSION_ID,
             "pool_slots": ti.pool_slots,
             "priority_weight": ti.priority_weight,
-            "queue": "default",
+            "queue": queue,
         },
     }
 

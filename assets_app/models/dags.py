@@ -25,6 +25,11 @@ DEFAULT_WEIGHT_RULE = "downstream"
 DEFAULT_OWNER = "airflow"
 OWNER_LENGTH = 500
 
+#: The Celery queue a task is sent to unless it names another (Airflow's ``[operators]
+#: default_queue``) and the longest name kept.
+DEFAULT_QUEUE = "default"
+QUEUE_LENGTH = 256
+
 
 class Dag(models.Model):
     """A declared DAG. ``asset_expression`` is its asset schedule condition, if any;
@@ -140,6 +145,9 @@ class DagTask(models.Model):
     weight_rule = models.CharField(max_length=20, default=DEFAULT_WEIGHT_RULE)
     #: who owns it (Airflow's ``BaseOperator.owner``, default ``airflow``)
     owner = models.CharField(max_length=OWNER_LENGTH, default=DEFAULT_OWNER)
+    #: the Celery queue its task instances are sent to with ``EXECUTOR=celery`` (Airflow's
+    #: ``BaseOperator.queue``); the local worker takes every queue
+    queue = models.CharField(max_length=QUEUE_LENGTH, default=DEFAULT_QUEUE)
     #: how many of its task instances may be queued or running at once, over all runs and in
     #: one run (``None``: no limit)
     max_active_tis_per_dag = models.PositiveIntegerField(null=True, blank=True)

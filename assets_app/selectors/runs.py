@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Min, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 
 from assets_app.exceptions import DagRunNotFoundError, PoolNotFoundError
 from assets_app.models import (
+    DEFAULT_QUEUE,
     TOKEN_REFRESH_TI_STATES,
     DagRun,
+    DagTask,
     Pool,
     TaskInstance,
     TaskInstanceState,
@@ -130,3 +134,36 @@ def task_instance_waiting_reason(task_instance: TaskInstance) -> str | None:
             f"{pool.slots}: it will not run until the pool has as many"
         )
     return None
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """The task instances waiting on one task queue (``DagTask.queue``): ``queued`` (handed to
+    the executor, not started), the oldest of them since when, and ``scheduled`` (runnable,
+    not yet handed over: pools, limits, or no pass yet)."""
+
+    queue: str
+    queued: int
+    scheduled: int
+    oldest_queued_at: datetime | None
+
+
+def task_instances_by_queue() -> list[QueueDepth]:
+    """Per task queue, the queued and scheduled task instances and the oldest queued one's
+    ``updated_at`` (when it was queued), by queue name; one query."""
+    queue_of = DagTask.objects.filter(dag_id=OuterRef("dag_id"), task_id=OuterRef("task_id"))
+    waiting = TaskInstanceState.QUEUED, TaskInstanceState.SCHEDULED
+    rows = (
+        TaskInstance.objects.filter(state__in=waiting)
+        .annotate(queue=Coalesce(Subquery(queue_of.values("queue")[:1]), Value(DEFAULT_QUEUE)))
+        .values("queue")
+        .annotate(
+            queued=Count("pk", filter=Q(state=TaskInstanceState.QUEUED)),
+            scheduled=Count("pk", filter=Q(state=TaskInstanceState.SCHEDULED)),
+            oldest=Min("updated_at", filter=Q(state=TaskInstanceState.QUEUED)),
+        )
+        .order_by("queue")
+    )
+    return [
+        QueueDepth(row["queue"], row["queued"], row["scheduled"], row["oldest"]) for row in rows
+    ]

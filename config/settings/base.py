@@ -214,6 +214,16 @@ TASK_QUEUED_TIMEOUT = env.float("TASK_QUEUED_TIMEOUT", default=600.0)
 MAX_MAP_LENGTH = env.int(
     "MAX_MAP_LENGTH", default=env.int("AIRFLOW__CORE__MAX_MAP_LENGTH", default=1024)
 )
+# Who runs task instances: "local" (`manage.py worker` processes claim them from the
+# database) or "celery" (the scheduler sends each to Celery as Airflow's ExecuteTask workload,
+# on its task's queue, through CELERY_BROKER_URL (amqp://… or redis://…); `manage.py
+# celery_worker` runs them: docs/deployment.md). CELERY_VISIBILITY_TIMEOUT: seconds before Redis
+# hands an unacknowledged message to another worker.
+EXECUTOR = env.str("EXECUTOR", default="local").strip().lower()
+if EXECUTOR not in ("local", "celery"):
+    raise ImproperlyConfigured(f"EXECUTOR: expected local or celery, got {EXECUTOR!r}")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=21600)
 # Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
 # it writes one log file per task-instance try.
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")

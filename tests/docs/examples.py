@@ -213,6 +213,10 @@ NOT_RUN_AS_WRITTEN = {
     "export DATABASE_URL=postgres://registry:secret@db.internal:5432/asset_registry": (
         "production hosts and secrets"
     ),
+    "export EXECUTOR=celery": (
+        "production hosts; tests/runtime/celery/test_celery_worker.py runs a server and a "
+        "scheduler with EXECUTOR=celery"
+    ),
 }
 
 

@@ -72,6 +72,7 @@ def test_root_lists_the_resources_schema_and_docs(api):
             ("import-errors", "import-errors"),
             ("dag-runs", "dag-runs"),
             ("queue", "queue"),
+            ("executor", "executor"),
             ("variables", "variables"),
             ("connections", "connections"),
             ("openapi", "openapi.json"),

@@ -19,7 +19,11 @@ def dag():
     dag = DagFactory(dag_id=DAG_ID, tags=["orders"])
     for task_id, upstream, extra in (
         ("extract_orders", [], {"retries": 2, "retry_delay": 90.0, "priority_weight": 5}),
-        ("transform_orders", ["extract_orders"], {"pool": "warehouse", "pool_slots": 2}),
+        (
+            "transform_orders",
+            ["extract_orders"],
+            {"pool": "warehouse", "pool_slots": 2, "queue": "etl"},
+        ),
         ("load_orders_fact", ["transform_orders"], {"depends_on_past": True}),
         ("notify", ["load_orders_fact"], {"trigger_rule": "all_done"}),
     ):
@@ -48,6 +52,7 @@ def test_the_tasks_in_airflows_shape(dag, admin_api):
         "warehouse",
         2,
     )
+    assert (by_id["transform_orders"]["queue"], extract["queue"]) == ("etl", "default")
     assert by_id["load_orders_fact"]["depends_on_past"] is True
     assert by_id["notify"]["trigger_rule"] == "all_done"
     assert by_id["notify"]["downstream_task_ids"] == []

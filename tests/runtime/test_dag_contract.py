@@ -51,8 +51,6 @@ REFUSED_VALUES: dict[str, tuple[str, str]] = {
         "",
         "task(depends_on_past=True, wait_for_past_depends_before_skipping=True)",
     ),
-    # through default_args: every task of the DAG gets it
-    "BaseOperator.queue": ("default_args={'queue': 'gpu'}", "task()"),
     "BaseOperator.resources": ("", "task(resources={'cpus': 2})"),
     "BaseOperator.run_as_user": ("", "task(run_as_user='nobody')"),
     "BaseOperator.executor": ("", "task(executor='LocalExecutor')"),
@@ -133,6 +131,7 @@ with DAG(
         weight_rule="absolute",
         pool="default_pool",
         pool_slots=2,
+        queue="reports",
         execution_timeout=timedelta(minutes=5),
         on_execute_callback=callback,
         on_failure_callback=callback,
@@ -335,6 +334,9 @@ def test_honoured_and_irrelevant_attributes_load(parsed):
         # then each loads, its DAG declared
         assert result.errors == [], (name, result.errors)
         assert [entry["dag_id"] for entry in result.entries] == [f"contract_{name}"]
+    # the queue is kept for EXECUTOR=celery
+    tasks = {task["task_id"]: task for task in parsed["allowed"].entries[0]["tasks"]}
+    assert (tasks["first"]["queue"], tasks["second"]["queue"]) == ("reports", "default")
 
 
 @pytest.mark.slow

@@ -391,6 +391,7 @@ def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
             priority_weight=task.priority_weight,
             weight_rule=task.weight_rule,
             owner=task.owner,
+            queue=task.queue,
             max_active_tis_per_dag=task.max_active_tis_per_dag,
             max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
             mapped=task.mapped,

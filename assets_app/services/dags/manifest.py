@@ -33,6 +33,7 @@ when the file name ends in ``.json``)::
             priority_weight: 1                 # optional; default 1
             weight_rule: downstream            # optional; downstream, upstream or absolute
             owner: data-eng                    # optional; default airflow
+            queue: reports                     # optional; the Celery queue, default default
             max_active_tis_per_dag: 1          # optional; default no limit
             max_active_tis_per_dagrun: 1       # optional; default no limit
       - dag_id: asset_s3_bucket_consumer
@@ -114,8 +115,10 @@ from assets_app.models import (
     DEFAULT_MAX_ACTIVE_TASKS,
     DEFAULT_OWNER,
     DEFAULT_POOL,
+    DEFAULT_QUEUE,
     OWNER_LENGTH,
     POOL_NAME_LENGTH,
+    QUEUE_LENGTH,
 )
 from assets_app.params import ParamSpec, params_check_defaults, params_parse
 from assets_app.timetables import Timetable, timetable_parse
@@ -187,6 +190,7 @@ class TaskDecl:
     owner: str = DEFAULT_OWNER
     #: how it expands into map indexes (``assets_app.mapping``); ``None``: not mapped
     mapped: dict[str, Any] | None = None
+    queue: str = DEFAULT_QUEUE
 
 
 @dataclass(frozen=True)
@@ -419,6 +423,7 @@ TASK_SETTINGS = (
     "max_active_tis_per_dagrun",
     "owner",
     "mapped",
+    "queue",
 )
 _TASK_KEYS = {
     "task_id",
@@ -524,6 +529,11 @@ def _parse_task(
     owner = spec.get("owner", DEFAULT_OWNER)
     if not isinstance(owner, str) or not 1 <= len(owner) <= OWNER_LENGTH or "\x00" in owner:
         raise ManifestError(f"{where}.owner: expected a name of 1 to {OWNER_LENGTH} characters")
+    queue = spec.get("queue", DEFAULT_QUEUE)
+    if not isinstance(queue, str) or not 1 <= len(queue) <= QUEUE_LENGTH or "\x00" in queue:
+        raise ManifestError(
+            f"{where}.queue: expected a queue name of 1 to {QUEUE_LENGTH} characters"
+        )
     priority_weight = spec.get("priority_weight", 1)
     if (
         isinstance(priority_weight, bool)
@@ -538,6 +548,7 @@ def _parse_task(
         priority_weight=priority_weight,
         weight_rule=str(weight_rule),
         owner=owner,
+        queue=queue,
         max_active_tis_per_dag=_parse_optional_cap(
             spec.get("max_active_tis_per_dag"), f"{where}.max_active_tis_per_dag"
         ),

@@ -146,6 +146,19 @@ def task_instances_fail_unstarted(*, now: datetime | None = None) -> list[Reaped
     return failed
 
 
+def task_instance_fail_queued(
+    *, task_instance_id: uuid.UUID, reason: str, now: datetime | None = None
+) -> ReapedTaskInstance | None:
+    """Fail (or retry) a ``queued`` task instance no runner can take, with ``reason`` as its
+    ``failure_reason`` (as the queued timeout does); ``None`` when it is no longer queued."""
+    return _reap(
+        task_instance_id,
+        still=Q(state=TaskInstanceState.QUEUED),
+        now=now or timezone.now(),
+        reason=lambda _ti: reason,
+    )
+
+
 def _reap(
     task_instance_id: uuid.UUID,
     *,

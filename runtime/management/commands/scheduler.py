@@ -10,12 +10,13 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 from django.utils import timezone
 
 from assets_app.management.base import optional_int_argument
-from assets_app.notify import QUEUE_CHANNEL
+from assets_app.notify import QUEUE_CHANNEL, RUNS_CHANNEL
 from assets_app.services.runs.admit import dag_runs_admit
 from assets_app.services.runs.advance import AdvanceResult, task_instances_advance
 from assets_app.services.scheduling.queue_watch import QueueWatch
@@ -25,6 +26,7 @@ from assets_app.services.scheduling.time_schedules import (
     dags_time_scheduled_runs_create,
 )
 from assets_app.services.scheduling.upkeep import UpkeepResult, upkeep_pass
+from runtime.celery_dispatch import CelerySender, DispatchResult, task_instances_dispatch
 from runtime.daemon import Daemon
 
 #: How far back a pass between the full ones looks for changed task instances: more than a
@@ -44,7 +46,8 @@ class Command(BaseCommand):
         "and schedule retries whose delay has passed. Runs passes until stopped (SIGTERM or "
         "Ctrl-C), or one pass with --once: on PostgreSQL as soon as producers commit queue "
         "rows (LISTEN), at the latest every --interval seconds (the upkeep at most once per "
-        "interval). Several schedulers may run at once."
+        "interval). Several schedulers may run at once. With EXECUTOR=celery it also sends "
+        "each runnable task instance to Celery (CELERY_BROKER_URL) on its task's queue."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -74,6 +77,12 @@ class Command(BaseCommand):
             raise CommandError("--max-dags must be >= 1")
 
         self._created = 0
+        self._sender: CelerySender | None = None
+        if settings.EXECUTOR == "celery":
+            try:
+                self._sender = CelerySender.from_settings(report=self._say)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
         self._watch = QueueWatch()  # passes after the first look at new queue rows only
         self._upkeep_due = 0.0
         daemon = Daemon(
@@ -81,12 +90,16 @@ class Command(BaseCommand):
             run_pass=lambda: self._pass(max_dags=options["max_dags"], interval=interval),
             interval=interval,
             max_passes=max_passes,
-            channel=QUEUE_CHANNEL,  # only sleeps on SQLite
+            # only sleeps on SQLite; with EXECUTOR=celery it also wakes when task instances
+            # became runnable (a task's end scheduled its downstreams), to send them at once
+            channel=(QUEUE_CHANNEL, RUNS_CHANNEL) if self._sender is not None else QUEUE_CHANNEL,
             # SIGTERM stops after the pass; Ctrl-C (SIGINT) is a KeyboardInterrupt, at once
             stop_signals=(signal.SIGTERM,),
             recoverable=(DatabaseError,),  # say, the database restarted
             report_error=self.stderr.write,
-            started=lambda: self._say(f"scheduler started (interval {interval}s)"),
+            started=lambda: self._say(
+                f"scheduler started (interval {interval}s, executor {settings.EXECUTOR})"
+            ),
         )
         passes = daemon.run()
         self.stdout.write(
@@ -119,8 +132,17 @@ class Command(BaseCommand):
         self._report(result)
         self._report_time(timed)
         self._report_flow(admitted, advanced)
+        if self._sender is not None:
+            self._report_dispatch(task_instances_dispatch(send=self._sender))
         self.stdout.flush()
         return len(result.created) + len(timed.created)
+
+    def _report_dispatch(self, result: DispatchResult) -> None:
+        lines = [f"sent {s.label} to Celery queue {s.queue}" for s in result.sent]
+        if result.given_back:
+            lines.append(f"gave back {result.given_back} task instance(s) the broker did not take")
+        lines += [f"failed {line}" for line in result.failed]
+        self._write(lines)
 
     def _say(self, line: str) -> None:
         self.stdout.write(line)

@@ -47,8 +47,8 @@ with DAG(
 """
 
 REFUSAL = (
-    "DAG 'contract_refused', task 'work', attribute 'queue': queues are not supported by the "
-    "registry (every worker takes every task instance)"
+    "DAG 'contract_refused', task 'work', attribute 'run_as_user': impersonation is not "
+    "supported by the registry (tasks run as the worker's user)"
 )
 
 
@@ -58,12 +58,12 @@ def test_a_dag_file_using_a_refused_attribute_is_an_import_error_and_never_runs(
     settings,
     tmp_path,
 ):
-    # given a DAGs folder with a good file and one whose task names a queue, both @once and
+    # given a DAGs folder with a good file and one whose task runs as another user, both @once and
     # unpaused at creation
     folder = tmp_path / "dags"
     folder.mkdir()
     markers = {name: tmp_path / f"{name}.ran" for name in ("good", "refused")}
-    for name, task_kwargs in (("good", ""), ("refused", "queue='gpu'")):
+    for name, task_kwargs in (("good", ""), ("refused", "run_as_user='nobody'")):
         (folder / f"{name}.py").write_text(
             textwrap.dedent(PIPELINE).format(
                 dag_id=f"contract_{name}", task_kwargs=task_kwargs, marker=str(markers[name])
