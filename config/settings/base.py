@@ -209,6 +209,12 @@ TASK_INSTANCE_HEARTBEAT_TIMEOUT = env.float("TASK_INSTANCE_HEARTBEAT_TIMEOUT", d
 # its runner starting it; then the scheduler fails it, or sets it up_for_retry while tries
 # remain (Airflow's [scheduler] task_queued_timeout).
 TASK_QUEUED_TIMEOUT = env.float("TASK_QUEUED_TIMEOUT", default=600.0)
+# The most triggers one ``manage.py triggerer`` runs at once (Airflow's [triggerer] capacity;
+# its --capacity overrides it), and the seconds without a heartbeat after which a triggerer
+# counts as dead and its triggers move to a live one (Airflow's [triggerer]
+# triggerer_health_check_threshold). docs/triggerer.md
+TRIGGERER_CAPACITY = env.int("TRIGGERER_CAPACITY", default=1000)
+TRIGGERER_HEALTH_CHECK_THRESHOLD = env.float("TRIGGERER_HEALTH_CHECK_THRESHOLD", default=30.0)
 # Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
 # it writes one log file per task-instance try.
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")

@@ -93,7 +93,8 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
         task_instance.hostname = run.hostname
         task_instance.unixname = run.unixname
         task_instance.pid = run.pid
-        task_instance.start_date = run.start_date
+        if not task_instance.next_kwargs:  # resuming from a deferral keeps its start (Airflow)
+            task_instance.start_date = run.start_date
         task_instance.end_date = None
         task_instance.duration = None
         task_instance.last_heartbeat_at = timezone.now()
