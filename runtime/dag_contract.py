@@ -9,8 +9,8 @@
 - **refused**: a DAG file giving it a value other than Airflow's default is refused at load,
   an import error ``DAG 'x', task 'y', attribute 'z': <reason>`` (:func:`refusals`, called by
   ``runtime/dag_parse.py``); the rows marked ``by_loader`` are refused by the loader's own,
-  older check, whose message names the feature instead (dynamic task mapping, deferrable
-  operators);
+  older check, whose message names the feature instead (dynamic task mapping,
+  ``start_from_trigger``);
 - **irrelevant here**: it changes nothing a run does under Airflow either (what its UI shows,
   or a feature Airflow 3 itself dropped), with the reason.
 
@@ -247,8 +247,9 @@ CONTRACT: dict[str, Attribute] = {
     "BaseOperator.is_teardown": _r(_SETUP_TEARDOWN),
     "BaseOperator.on_failure_fail_dagrun": _r(_SETUP_TEARDOWN),
     "BaseOperator.start_from_trigger": _r(
-        "deferrable operators (deferrable=True, start_from_trigger) need a triggerer, which the "
-        "registry does not have; refused at load by the loader",
+        "a task that starts in the triggerer, without a worker, is not supported (deferrable "
+        "operators, deferring from a worker, run: docs/triggerer.md); refused at load by the "
+        "loader",
         by_loader=True,
     ),
     "BaseOperator.start_trigger_args": _i("read only with start_from_trigger, which is refused"),
@@ -391,7 +392,7 @@ def render_markdown() -> str:
         f"{len(CONTRACT)} attributes: "
         + ", ".join(f"{counts[fate]} {fate.value}" for fate in Fate)
         + f" ({by_loader} of the refused ones by the loader's own checks: mapped tasks and "
-        "deferrable operators).",
+        "start_from_trigger).",
     ]
     for kind, title in _TITLES.items():
         lines += ["", f"#### {title}", "", "| Attribute | Fate | What the registry does, or why |"]

@@ -30,6 +30,12 @@ from datetime import timedelta
 from typing import Any
 
 #: Timetables whose runs the registry's scheduler makes (``assets_app.timetables``).
+#: why ``start_from_trigger`` is refused (deferring from a worker is not: docs/triggerer.md)
+START_FROM_TRIGGER_REFUSED = (
+    "start_from_trigger (a task that starts in the triggerer, without a worker) is not "
+    "supported by the registry; deferrable operators (deferrable=True) and tasks that raise "
+    "TaskDeferred are"
+)
 _TIME_TIMETABLES = ("CronTriggerTimetable", "DeltaTriggerTimetable", "OnceTimetable")
 
 
@@ -148,11 +154,8 @@ def _task(dag: Any, task: Any) -> dict[str, Any]:
             f"{where}: dynamic task mapping (.expand / .expand_kwargs / a mapped task group) "
             "is not supported by the registry"
         )
-    if getattr(task, "start_from_trigger", False) or getattr(task, "deferrable", False) is True:
-        raise RefusedError(
-            f"{where}: deferrable operators (deferrable=True, start_from_trigger) need a "
-            "triggerer, which the registry does not have"
-        )
+    if getattr(task, "start_from_trigger", False):
+        raise RefusedError(f"{where}: {START_FROM_TRIGGER_REFUSED}")
     return {
         "task_id": task.task_id,
         "upstream": sorted(task.upstream_task_ids),

@@ -353,6 +353,7 @@ def test_the_loaders_own_refusals_cover_the_rows_refused_by_the_loader(parsed):
         "mapped task group) is not supported by the registry"
     ]
     assert deferrable.errors == [
-        "DAG 'contract_deferrable', task 'wait': deferrable operators (deferrable=True, "
-        "start_from_trigger) need a triggerer, which the registry does not have"
+        "DAG 'contract_deferrable', task 'wait': start_from_trigger (a task that starts in the "
+        "triggerer, without a worker) is not supported by the registry; deferrable operators "
+        "(deferrable=True) and tasks that raise TaskDeferred are"
     ]

@@ -279,3 +279,24 @@ def test_concurrent_claims_share_the_triggers_on_postgresql():
     assert errors == []
     held = [work.id for claimer in claimers for work in triggers_assigned(triggerer_id=claimer.pk)]
     assert sorted(held) == sorted(Trigger.objects.values_list("pk", flat=True))  # each once
+
+
+# --- the admin ------------------------------------------------------------------------------
+
+
+def test_the_admin_says_when_deferred_task_instances_wait_and_no_triggerer_is_alive(
+    admin_client,
+):
+    from tests.assets_app.admin import change, changelist, page_text
+
+    _, ti = deferred_run(trigger_timeout="PT1H")
+
+    listed = page_text(admin_client, changelist("taskinstance"))
+    assert "1 task instance(s) deferred, and no triggerer is alive" in listed
+    page = page_text(admin_client, change("taskinstance", ti.pk))
+    assert "its trigger airflow.providers.standard.triggers.temporal.DateTimeTrigger" in page
+    assert "no triggerer is alive" in page
+
+    triggerer_register(hostname="h", pid=1, capacity=10)
+    assert "no triggerer is alive" not in page_text(admin_client, changelist("taskinstance"))
+    assert "no triggerer is alive" not in page_text(admin_client, change("taskinstance", ti.pk))
