@@ -22,6 +22,7 @@ import pytest
 from assets_app.models import Dag, DagRun, TaskInstance, Trigger, Triggerer
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.dag_runs import dag_run_trigger
+from assets_app.services.secrets.connections import ConnectionFields, connection_create
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
 from tests.live_server import REPO, server_env
 from tests.runtime.worker.conftest import WorkerProcess, dags_folder_load, wait_until
@@ -36,6 +37,8 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
+from airflow.providers.standard.sensors.filesystem import FileSensor
 from airflow.providers.standard.sensors.time_delta import TimeDeltaSensor
 from airflow.providers.standard.triggers.temporal import DateTimeTrigger, TimeDeltaTrigger
 from airflow.sdk import DAG, BaseOperator, task
@@ -88,6 +91,17 @@ with DAG("deferring", schedule=None, start_date=datetime(2026, 1, 1)):
     wait >> after()
     Defers(task_id="raises", seconds=0, trigger="raises")
     Defers(task_id="times_out", seconds=3600, timeout=timedelta(seconds=2))
+    DateTimeSensorAsync(
+        task_id="until", target_time=datetime.now(timezone.utc) + timedelta(seconds=1)
+    )
+    FileSensor(task_id="file", filepath="__FILE__", deferrable=True, poke_interval=0.5)
+
+with DAG("task_defers", schedule=None, start_date=datetime(2026, 1, 1)):
+    @task
+    def defers_itself():
+        raise TaskDeferred(trigger=TimeDeltaTrigger(timedelta(seconds=1)), method_name="execute")
+
+    defers_itself()
 
 with DAG("many", schedule=None, start_date=datetime(2026, 1, 1)):
     for n in range(8):
@@ -154,10 +168,23 @@ def outputs(*processes: WorkerProcess) -> str:
 def deferring_dags(airflow_sdk, server, settings, tmp_path):  # noqa: F811
     folder = tmp_path / "dags"
     folder.mkdir()
-    (folder / "deferring.py").write_text(textwrap.dedent(DEFERRING))
+    awaited = tmp_path / "awaited.txt"  # FileSensor's file, made once it defers
+    (folder / "deferring.py").write_text(
+        textwrap.dedent(DEFERRING).replace("__FILE__", str(awaited))
+    )
     out = dags_folder_load(folder, settings=settings, parser_home=tmp_path / "parser_home")
-    assert set(Dag.objects.values_list("dag_id", flat=True)) == {"deferring", "many"}, out
+    # deferrable operators, DateTimeSensorAsync, FileSensor(deferrable=True) and a @task
+    # raising TaskDeferred load
+    assert set(Dag.objects.values_list("dag_id", flat=True)) == {
+        "deferring",
+        "many",
+        "task_defers",
+    }, out
+    connection_create(
+        conn_id="fs_default", values=ConnectionFields(conn_type="fs", extra='{"path": "/"}')
+    )
     dags_set_paused(dag_ids=["deferring", "many"], is_paused=False)
+    return awaited
 
 
 def worker_env(tmp_path: Path) -> dict[str, str]:
@@ -196,6 +223,16 @@ def test_deferrable_tasks_defer_free_their_slot_and_resume_through_the_triggerer
     scheduler = start_scheduler(tmp_path)
     try:
         waited(
+            lambda: TaskInstance.objects.filter(
+                dag_id="deferring", task_id="file", state="deferred"
+            ).exists(),
+            worker,
+            triggerer,
+            timeout=240,
+            what="FileSensor deferred",
+        )
+        deferring_dags.write_text("here")
+        waited(
             lambda: DagRun.objects.get(pk=run.pk).state in ("success", "failed"),
             worker,
             triggerer,
@@ -214,6 +251,8 @@ def test_deferrable_tasks_defer_free_their_slot_and_resume_through_the_triggerer
         "own": "success",
         "raises": "failed",
         "times_out": "failed",
+        "until": "success",
+        "file": "success",
     }, logs
     # resumed on the same try, with its next_kwargs and the event
     own = TaskInstance.objects.get(dag_id="deferring", task_id="own")
