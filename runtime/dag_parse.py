@@ -65,8 +65,8 @@ def _leaf(obj: Any, where: str) -> dict[str, Any]:
     if isinstance(obj, Asset):
         if obj.watchers:
             raise RefusedError(
-                f"{where}: asset {obj.name!r} has watchers (event-driven scheduling through a "
-                "triggerer), which the registry does not run"
+                f"{where}: asset {obj.name!r} has watchers (event-driven scheduling, AIP-82), "
+                "which the registry's triggerer does not run yet"
             )
         try:
             json.dumps(obj.extra)

@@ -57,6 +57,7 @@ EXAMPLES = (
     "example_setup_teardown_taskflow.py",
     "example_failed_dag.py",
     "example_trigger_target_dag.py",
+    "example_time_delta_sensor_async.py",
 )
 
 # Run inside the scratch Airflow environment, in one process per file (Airflow's import is the
