@@ -36,6 +36,7 @@ from django.conf import settings
 from assets_app.services.runs.triggers import (
     TriggerWork,
     task_instances_deferral_timeout,
+    task_instances_start_in_triggerer,
     trigger_event_submit,
     trigger_failure_submit,
     triggerer_heartbeat,
@@ -219,6 +220,7 @@ class TriggererPass:
         triggerer_heartbeat(triggerer_id=self.triggerer_id)
         claim = triggers_claim(triggerer_id=self.triggerer_id, capacity=self.capacity)
         timed_out = task_instances_deferral_timeout()
+        task_instances_start_in_triggerer()
         triggers_clean()
         resumed, failed = self.submit()
         wanted = {work.id: work for work in triggers_assigned(triggerer_id=self.triggerer_id)}

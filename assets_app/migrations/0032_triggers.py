@@ -9,50 +9,76 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('assets_app', '0030_task_owners'),
+        ("assets_app", "0030_task_owners"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Trigger',
+            name="Trigger",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('classpath', models.CharField(max_length=1000)),
-                ('kwargs', models.TextField()),
-                ('created_date', models.DateTimeField(default=django.utils.timezone.now)),
-                ('queue', models.CharField(blank=True, max_length=256, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("classpath", models.CharField(max_length=1000)),
+                ("kwargs", models.TextField()),
+                ("created_date", models.DateTimeField(default=django.utils.timezone.now)),
+                ("queue", models.CharField(blank=True, max_length=256, null=True)),
             ],
             options={
-                'db_table': 'trigger',
-                'ordering': ['id'],
+                "db_table": "trigger",
+                "ordering": ["id"],
             },
         ),
         migrations.AddField(
-            model_name='taskinstance',
-            name='trigger',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='task_instances', to='assets_app.trigger'),
+            model_name="taskinstance",
+            name="trigger",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="task_instances",
+                to="assets_app.trigger",
+            ),
         ),
         migrations.CreateModel(
-            name='Triggerer',
+            name="Triggerer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hostname', models.CharField(blank=True, default='', max_length=1000)),
-                ('pid', models.IntegerField(blank=True, null=True)),
-                ('capacity', models.IntegerField(default=0)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('heartbeat', models.DateTimeField(default=django.utils.timezone.now)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hostname", models.CharField(blank=True, default="", max_length=1000)),
+                ("pid", models.IntegerField(blank=True, null=True)),
+                ("capacity", models.IntegerField(default=0)),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("heartbeat", models.DateTimeField(default=django.utils.timezone.now)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'db_table': 'triggerer',
-                'indexes': [models.Index(fields=['heartbeat'], name='triggerer_heartbeat')],
+                "db_table": "triggerer",
+                "indexes": [models.Index(fields=["heartbeat"], name="triggerer_heartbeat")],
             },
         ),
         migrations.AddField(
-            model_name='trigger',
-            name='triggerer',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='triggers', to='assets_app.triggerer'),
+            model_name="trigger",
+            name="triggerer",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="triggers",
+                to="assets_app.triggerer",
+            ),
+        ),
+        migrations.AddField(
+            model_name="dagtask",
+            name="start_trigger_args",
+            field=models.JSONField(blank=True, null=True),
         ),
     ]

@@ -144,6 +144,10 @@ class DagTask(models.Model):
     #: one run (``None``: no limit)
     max_active_tis_per_dag = models.PositiveIntegerField(null=True, blank=True)
     max_active_tis_per_dagrun = models.PositiveIntegerField(null=True, blank=True)
+    #: a task that starts in the triggerer (Airflow's ``start_from_trigger`` with its
+    #: ``start_trigger_args``: ``trigger_cls``, ``trigger_kwargs``, ``next_method``,
+    #: ``next_kwargs``, ``timeout`` seconds); ``None`` for every other task
+    start_trigger_args = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "dag_task"

@@ -21,12 +21,17 @@ A running task instance that defers stores a ``Trigger`` and goes ``deferred``
   pass): a deferred task instance past its ``trigger_timeout`` is scheduled with
   ``__fail__`` / ``Trigger timeout``, which the SDK raises as ``TaskDeferralTimeout``,
   whether or not a triggerer runs;
+- **starting in the triggerer** (:func:`task_instances_start_in_triggerer`, every scheduler
+  and triggerer pass): a ``scheduled`` task instance of a task with ``start_trigger_args``
+  (Airflow's ``start_from_trigger``) that has not run yet goes ``deferred`` with a trigger
+  from them (Airflow's ``TaskInstance.defer_task``); workers never claim it before (``claims``);
 - **unused triggers** (:func:`triggers_clean`): a trigger no deferred task instance waits on
   any more (marked, cleared, timed out) is deleted; the triggerer running it cancels it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -39,8 +44,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from assets_app.models import TaskInstance, TaskInstanceState, Trigger, Triggerer
-from assets_app.notify import RUNS_CHANNEL, notify
+from assets_app.models import DagTask, TaskInstance, TaskInstanceState, Trigger, Triggerer
+from assets_app.notify import RUNS_CHANNEL, TRIGGERS_CHANNEL, notify
 
 logger = logging.getLogger(__name__)
 
@@ -277,3 +282,75 @@ def task_instances_deferral_timeout(*, now: datetime | None = None) -> int:
         triggers_clean()
         logger.info("timed out %d deferred task instance(s) without fired triggers", timed_out)
     return timed_out
+
+
+#: The most task instances one pass starts in the triggerer (the rest wait for the next).
+START_LIMIT = 500
+
+
+def starts_in_triggerer() -> Q:
+    """The ``scheduled`` task instances that start in the triggerer and have not yet: their
+    task has ``start_trigger_args`` and they have no ``next_method`` (one resumed by its
+    trigger has one, and runs on a worker)."""
+    declared = DagTask.objects.filter(
+        dag_id=OuterRef("dag_id"), task_id=OuterRef("task_id"), start_trigger_args__isnull=False
+    )
+    return Q(next_method__isnull=True) & Q(Exists(declared))
+
+
+def task_instances_start_in_triggerer(*, now: datetime | None = None) -> int:
+    """Defer the ``scheduled`` task instances that start in the triggerer (Airflow's
+    ``TaskInstance.defer_task`` with ``start_trigger_args``): a trigger from their task's
+    ``start_trigger_args``, ``next_method``/``next_kwargs`` from them, the trigger timeout
+    from now, and the try's start now. One transaction; the rows are locked ``SKIP LOCKED``
+    (two schedulers never defer one twice). Triggerers are woken at the commit. How many."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        waiting = list(
+            TaskInstance.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(starts_in_triggerer(), state=TaskInstanceState.SCHEDULED)
+            .order_by("pk")[:START_LIMIT]
+        )
+        if not waiting:
+            return 0
+        declared: dict[tuple[str, str], dict[str, Any]] = {
+            (dag_id, task_id): dict(args or {})
+            for dag_id, task_id, args in DagTask.objects.filter(
+                dag_id__in={ti.dag_id for ti in waiting}, start_trigger_args__isnull=False
+            ).values_list("dag_id", "task_id", "start_trigger_args")
+        }
+        for ti in waiting:
+            args = declared[(ti.dag_id, ti.task_id)]
+            kwargs = args.get("trigger_kwargs") or {}
+            trigger = Trigger.objects.create(
+                classpath=args["trigger_cls"], kwargs=json.dumps(kwargs), created_date=now
+            )
+            timeout = args.get("timeout")
+            ti.state = TaskInstanceState.DEFERRED
+            ti.trigger = trigger
+            ti.trigger_classpath = args["trigger_cls"]
+            ti.trigger_kwargs = kwargs
+            ti.next_method = args["next_method"]
+            ti.next_kwargs = args.get("next_kwargs") or {}
+            ti.trigger_timeout = now + timedelta(seconds=timeout) if timeout else None
+            ti.start_date = now
+            ti.updated_at = now
+            ti.save(
+                update_fields=[
+                    "state",
+                    "trigger",
+                    "trigger_classpath",
+                    "trigger_kwargs",
+                    "next_method",
+                    "next_kwargs",
+                    "trigger_timeout",
+                    "start_date",
+                    "updated_at",
+                ]
+            )
+        notify(TRIGGERS_CHANNEL)
+    for ti in waiting:
+        logger.info(
+            "task instance %s started in the triggerer (%s)", ti.task_label, ti.trigger_classpath
+        )
+    return len(waiting)

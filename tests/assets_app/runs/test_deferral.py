@@ -300,3 +300,65 @@ def test_the_admin_says_when_deferred_task_instances_wait_and_no_triggerer_is_al
     triggerer_register(hostname="h", pid=1, capacity=10)
     assert "no triggerer is alive" not in page_text(admin_client, changelist("taskinstance"))
     assert "no triggerer is alive" not in page_text(admin_client, change("taskinstance", ti.pk))
+
+
+# --- start_from_trigger -----------------------------------------------------------------------
+
+STARTS_IN_TRIGGERER = """
+dags:
+  - dag_id: starts
+    tasks:
+      - task_id: wait
+        start_trigger_args:
+          trigger_cls: airflow.providers.standard.triggers.temporal.DateTimeTrigger
+          trigger_kwargs: {target_time: "2026-12-03T00:00:00+00:00", end_from_trigger: false}
+          next_method: execute_complete
+          next_kwargs: {}
+          timeout: 60
+      - {task_id: after, upstream: [wait]}
+"""
+
+
+def test_a_start_from_trigger_task_starts_deferred_without_a_worker():
+    dags_declare(manifest=manifest_parse(yaml.safe_load(STARTS_IN_TRIGGERER)), fileloc="s.yaml")
+    run = dag_run_trigger(dag_id="starts")
+    ti = TaskInstance.objects.get(dag_run=run, task_id="wait")
+    assert ti.state == "scheduled"
+
+    # no worker claims it: the scheduler's (or a triggerer's) pass defers it with its trigger
+    assert task_instances_claim(limit=10) == []
+    assert upkeep_pass().started_in_triggerer == 1
+    ti.refresh_from_db()
+    assert (ti.state, ti.next_method, ti.next_kwargs) == ("deferred", "execute_complete", {})
+    assert ti.trigger.classpath.endswith("DateTimeTrigger")
+    assert json.loads(ti.trigger.kwargs)["target_time"] == "2026-12-03T00:00:00+00:00"
+    assert ti.trigger_timeout == ti.start_date + timedelta(seconds=60)
+
+    # its event: a worker claims it and runs the next method
+    trigger_event_submit(trigger_id=ti.trigger_id, payload="fired")
+    assert upkeep_pass().started_in_triggerer == 0  # resumed: it runs on a worker now
+    assert [claimed.pk for claimed in task_instances_claim(limit=10)] == [ti.pk]
+    context = start(ti)
+    assert (context["next_method"], context["next_kwargs"]) == (
+        "execute_complete",
+        {"event": "fired"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ("[]", "expected a mapping"),
+        ("{next_method: x}", "trigger_cls: expected a name"),
+        ("{trigger_cls: a.B, next_method: x, timeout: -1}", "timeout: expected a positive"),
+        ("{trigger_cls: a.B, next_method: x, trigger_kwargs: 3}", "trigger_kwargs: expected"),
+        ("{trigger_cls: a.B, next_method: x, other: 1}", "unknown key(s) other"),
+    ],
+)
+def test_bad_start_trigger_args_are_refused_naming_the_field(args, message):
+    from assets_app.services.dags.manifest import ManifestError
+
+    text = f"dags:\n  - dag_id: s\n    tasks:\n      - {{task_id: w, start_trigger_args: {args}}}\n"
+    with pytest.raises(ManifestError, match="task 'w', start_trigger_args") as raised:
+        manifest_parse(yaml.safe_load(text))
+    assert message in str(raised.value)

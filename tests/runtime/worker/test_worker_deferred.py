@@ -95,6 +95,11 @@ with DAG("deferring", schedule=None, start_date=datetime(2026, 1, 1)):
         task_id="until", target_time=datetime.now(timezone.utc) + timedelta(seconds=1)
     )
     FileSensor(task_id="file", filepath="__FILE__", deferrable=True, poke_interval=0.5)
+    DateTimeSensorAsync(
+        task_id="starts_here",
+        target_time=datetime.now(timezone.utc) + timedelta(seconds=1),
+        start_from_trigger=True,
+    )
 
 with DAG("task_defers", schedule=None, start_date=datetime(2026, 1, 1)):
     @task
@@ -253,7 +258,16 @@ def test_deferrable_tasks_defer_free_their_slot_and_resume_through_the_triggerer
         "times_out": "failed",
         "until": "success",
         "file": "success",
+        "starts_here": "success",
     }, logs
+    # start_from_trigger: deferred by a pass, not by a worker; a worker ran only its resume
+    ran = [
+        line
+        for line in worker.output().splitlines()
+        if line.startswith("finished deferring.starts_here")
+    ]
+    assert len(ran) == 1, ran
+    assert "try 1: success" in ran[0], ran
     # resumed on the same try, with its next_kwargs and the event
     own = TaskInstance.objects.get(dag_id="deferring", task_id="own")
     assert own.try_number == 1
