@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from typing import Any
 
 from django.conf import settings
@@ -69,8 +70,17 @@ class Command(BaseCommand):
         row = triggerer_register(hostname=socket.getfqdn(), pid=os.getpid(), capacity=capacity)
         work = TriggererPass(triggerer_id=row.pk, capacity=capacity, loop=loop)
 
+        full_due = [0.0]
+
         def one_pass() -> bool:
+            """The full pass at most once per interval; woken by a fired trigger before
+            that, only submit what fired (its task instance resumes at once)."""
             fired.clear()
+            if time.monotonic() < full_due[0]:
+                resumed, failed = work.submit()
+                self._report(PassReport(0, 0, resumed, failed, 0, 0))
+                return True
+            full_due[0] = time.monotonic() + interval
             self._report(work.run())
             return True
 
