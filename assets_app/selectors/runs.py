@@ -37,7 +37,11 @@ def dag_run_get(*, dag_id: str, run_id: str) -> DagRun:
 
 
 def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
-    return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)
+    """The run's task instances with the run, and a deferred one's trigger and the triggerer
+    running it (joined)."""
+    return TaskInstance.objects.select_related("dag_run", "trigger__triggerer").filter(
+        dag_id=dag_id, run_id=run_id
+    )
 
 
 def task_instance_token_renewable(task_instance_id: str) -> bool:
