@@ -1,6 +1,6 @@
 """Wake on commit: PostgreSQL ``NOTIFY`` / ``LISTEN`` between producers, schedulers, workers.
 
-Three channels:
+Four channels:
 
 * :data:`QUEUE_CHANNEL`: a transaction that queued consumer DAGs (registration, a manual
   event) notifies it; the schedulers listen, so a pass starts as soon as the queue rows
@@ -9,6 +9,8 @@ Three channels:
   instances) notifies it; workers listen.
 * :data:`CALLBACKS_CHANNEL`: a run's end that asked for a DAG-level callback notifies it;
   DAG processors listen, and run it at once instead of at their next pass.
+* :data:`TRIGGERS_CHANNEL`: a task instance that deferred notifies it; triggerers listen and
+  claim its trigger at once (docs/triggerer.md).
 
 A notification sent inside a transaction is delivered when it commits, and not at all if it
 rolls back, so a listener woken up sees the committed rows. Notifications are only a hint:
@@ -33,6 +35,8 @@ QUEUE_CHANNEL = "asset_dag_run_queue"
 RUNS_CHANNEL = "task_instance_scheduled"
 #: a run's end asked for a DAG-level callback (``services.runs.callbacks``); DAG processors listen
 CALLBACKS_CHANNEL = "dag_callback_requested"
+#: a task instance deferred (a new ``trigger`` row); triggerers listen and claim it at once
+TRIGGERS_CHANNEL = "trigger_created"
 
 
 def notify(channel: str) -> None:

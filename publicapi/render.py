@@ -384,9 +384,43 @@ def task_instance(row: TaskInstance) -> dict[str, Any]:
         "note": None,
         "rendered_map_index": row.rendered_map_index,
         "rendered_fields": row.rendered_fields,
-        "trigger": None,
-        "triggerer_job": None,
+        **_trigger(row),
         "dag_version": None,
+    }
+
+
+def _trigger(row: TaskInstance) -> dict[str, Any]:
+    """A deferred task instance's ``trigger`` (Airflow's ``TriggerResponse``, its deprecated
+    ``kwargs`` emptied as Airflow does) and ``triggerer_job`` (``JobResponse`` of the triggerer
+    running it); null otherwise. Needs them joined (``task_instances_of_run``)."""
+    trigger = row.trigger if row.trigger_id is not None else None
+    if trigger is None:
+        return {"trigger": None, "triggerer_job": None}
+    triggerer = trigger.triggerer
+    return {
+        "trigger": {
+            "id": trigger.pk,
+            "classpath": trigger.classpath,
+            "kwargs": "",
+            "created_date": when(trigger.created_date),
+            "queue": trigger.queue,
+            "triggerer_id": trigger.triggerer_id,
+        },
+        "triggerer_job": None
+        if triggerer is None
+        else {
+            "id": triggerer.pk,
+            "dag_id": None,
+            "state": "success" if triggerer.ended_at else "running",
+            "job_type": "TriggererJob",
+            "start_date": when(triggerer.started_at),
+            "end_date": when(triggerer.ended_at),
+            "latest_heartbeat": when(triggerer.heartbeat),
+            "executor_class": None,
+            "hostname": triggerer.hostname or None,
+            "unixname": None,
+            "dag_display_name": None,
+        },
     }
 
 

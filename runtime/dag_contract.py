@@ -9,8 +9,7 @@
 - **refused**: a DAG file giving it a value other than Airflow's default is refused at load,
   an import error ``DAG 'x', task 'y', attribute 'z': <reason>`` (:func:`refusals`, called by
   ``runtime/dag_parse.py``); the rows marked ``by_loader`` are refused by the loader's own,
-  older check, whose message names the feature instead (dynamic task mapping, deferrable
-  operators);
+  older check, whose message names the feature instead (dynamic task mapping);
 - **irrelevant here**: it changes nothing a run does under Airflow either (what its UI shows,
   or a feature Airflow 3 itself dropped), with the reason.
 
@@ -249,12 +248,14 @@ CONTRACT: dict[str, Attribute] = {
     "BaseOperator.is_setup": _r(_SETUP_TEARDOWN),
     "BaseOperator.is_teardown": _r(_SETUP_TEARDOWN),
     "BaseOperator.on_failure_fail_dagrun": _r(_SETUP_TEARDOWN),
-    "BaseOperator.start_from_trigger": _r(
-        "deferrable operators (deferrable=True, start_from_trigger) need a triggerer, which the "
-        "registry does not have; refused at load by the loader",
-        by_loader=True,
+    "BaseOperator.start_from_trigger": _h(
+        "the task starts in the triggerer, deferred with its start_trigger_args, and a worker "
+        "runs its next method (docs/triggerer.md); templated trigger kwargs are refused by the "
+        "loader"
     ),
-    "BaseOperator.start_trigger_args": _i("read only with start_from_trigger, which is refused"),
+    "BaseOperator.start_trigger_args": _h(
+        "the trigger a start_from_trigger task starts with, stored with the task"
+    ),
     "BaseOperator.task_type": _i("the operator's class name, shown by Airflow's UI"),
     "BaseOperator.template_ext": _h(_RUNNER),
     "BaseOperator.template_fields": _h(_RUNNER),
@@ -277,7 +278,11 @@ CONTRACT: dict[str, Attribute] = {
     "MappedOperator.ui_fgcolor": _i(_UI),
     "MappedOperator.task_type": _i("the operator's class name, shown by Airflow's UI"),
     "MappedOperator.start_trigger_args": _i("read only with start_from_trigger"),
-    "MappedOperator.start_from_trigger": _h("as BaseOperator.start_from_trigger"),
+    "MappedOperator.start_from_trigger": _r(
+        "start_from_trigger on a mapped task is refused at load by the loader (each map index "
+        "would start in the triggerer)",
+        by_loader=True,
+    ),
     "MappedOperator.returns_dag_result": _h(_RUNNER),
     "MappedOperator.dag": _h("the DAG the task belongs to"),
     "MappedOperator.task_group": _h(
@@ -389,7 +394,8 @@ def render_markdown() -> str:
     lines = [
         f"{len(CONTRACT)} attributes: "
         + ", ".join(f"{counts[fate]} {fate.value}" for fate in Fate)
-        + f" ({by_loader} of the refused ones by the loader's own check: deferrable operators).",
+        + f" ({by_loader} of the refused ones by the loader's own check: start_from_trigger on a "
+        "mapped task).",
     ]
     for kind, title in _TITLES.items():
         lines += ["", f"#### {title}", "", "| Attribute | Fate | What the registry does, or why |"]

@@ -59,8 +59,8 @@ def _leaf(obj: Any, where: str) -> dict[str, Any]:
     if isinstance(obj, Asset):
         if obj.watchers:
             raise RefusedError(
-                f"{where}: asset {obj.name!r} has watchers (event-driven scheduling through a "
-                "triggerer), which the registry does not run"
+                f"{where}: asset {obj.name!r} has watchers (event-driven scheduling, AIP-82), "
+                "which the registry's triggerer does not run yet"
             )
         try:
             json.dumps(obj.extra)
@@ -139,15 +139,63 @@ def _schedule(dag: Any) -> tuple[Any, str]:
     return _time(timetable, where)
 
 
+_TEMPLATE_MARKS = ("{{", "{%", "{#")
+
+
+def _templated(value: Any) -> bool:
+    if isinstance(value, str):
+        return any(mark in value for mark in _TEMPLATE_MARKS)
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_templated(v) for v in value)
+    return False
+
+
+def _start_trigger_args(task: Any, where: str) -> dict[str, Any] | None:
+    """A task that starts in the triggerer (``start_from_trigger`` with its
+    ``start_trigger_args``, docs/triggerer.md): the trigger's class, kwargs (the SDK's serde
+    form, as a deferral sends them), the method and kwargs to resume with, the timeout in
+    seconds. ``None`` when it starts on a worker (as Airflow's ``defer_task`` without
+    ``start_trigger_args``). Templated kwargs (Airflow renders them in its triggerer with the
+    task's context) are refused."""
+    args = getattr(task, "start_trigger_args", None)
+    if not getattr(task, "start_from_trigger", False) or args is None:
+        return None
+    from airflow.sdk.serde import serialize
+
+    trigger_kwargs = dict(args.trigger_kwargs or {})
+    next_kwargs = dict(args.next_kwargs or {})
+    if _templated(trigger_kwargs) or _templated(next_kwargs):
+        raise RefusedError(
+            f"{where}: start_from_trigger with templated trigger kwargs (rendered by Airflow's "
+            "triggerer with the task's context) is not supported by the registry"
+        )
+    try:
+        encoded = serialize(trigger_kwargs), serialize(next_kwargs)
+        json.dumps(encoded)
+    except Exception as exc:
+        raise RefusedError(f"{where}: start_trigger_args cannot be serialized: {exc}") from None
+    return {
+        "trigger_cls": str(args.trigger_cls),
+        "trigger_kwargs": encoded[0],
+        "next_method": str(args.next_method),
+        "next_kwargs": encoded[1],
+        "timeout": args.timeout.total_seconds() if args.timeout else None,
+    }
+
+
 def _task(dag: Any, task: Any) -> dict[str, Any]:
     where = f"DAG {dag.dag_id!r}, task {task.task_id!r}"
     mapped = _mapped(task, where) if task.get_needs_expansion() else None
-    if getattr(task, "start_from_trigger", False) or getattr(task, "deferrable", False) is True:
+    starts = _start_trigger_args(task, where)
+    if mapped and starts is not None:
         raise RefusedError(
-            f"{where}: deferrable operators (deferrable=True, start_from_trigger) need a "
-            "triggerer, which the registry does not have"
+            f"{where}: start_from_trigger on a mapped task is not supported by the registry "
+            "(each map index would start in the triggerer)"
         )
     return {
+        **({"start_trigger_args": starts} if starts is not None else {}),
         "task_id": task.task_id,
         "upstream": sorted(task.upstream_task_ids),
         "trigger_rule": str(getattr(task.trigger_rule, "value", task.trigger_rule)),

@@ -477,6 +477,8 @@ class Worker:
                 f"its process exited ({code}) leaving it running; the scheduler's heartbeat "
                 f"timeout will reap it. Log: {child.log_path}"
             )
+        elif state == TaskInstanceState.DEFERRED:
+            detail = "waiting on its trigger, without a slot: a triggerer resumes it"
         elif state is not None and state != TaskInstanceState.SUCCESS:
             why = detail or _last_error_line(child.log_path) or f"exit code {code}"
             if not detail and state in (TaskInstanceState.FAILED, TaskInstanceState.UP_FOR_RETRY):

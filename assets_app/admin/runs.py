@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 
 from django.contrib import admin, messages
 from django.db.models import Case, IntegerField, Model, QuerySet, Value, When
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -49,8 +49,13 @@ from assets_app.models import (
     DagRunState,
     TaskInstance,
     TaskInstanceHistory,
+    TaskInstanceState,
 )
-from assets_app.selectors.runs import task_instance_waiting_reason
+from assets_app.selectors.runs import (
+    NO_TRIGGERER_ALIVE,
+    task_instance_waiting_reason,
+    triggerer_alive,
+)
 from assets_app.services.audit import Actor
 from assets_app.services.runs.clearing import task_instances_clear
 from assets_app.services.runs.marking import dag_run_mark
@@ -477,6 +482,21 @@ class TaskInstanceAdmin(
     @admin.action(description="Clear: run again as a new try", permissions=["clear"])
     def clear_task_instances(self, request: HttpRequest, queryset: QuerySet[TaskInstance]) -> None:
         _clear(self, request, queryset)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """The list, warning when deferred task instances wait and no triggerer is alive
+        (docs/triggerer.md): nothing runs their triggers (2 queries, only on a GET)."""
+        if request.method == "GET" and not triggerer_alive():
+            deferred = TaskInstance.objects.filter(state=TaskInstanceState.DEFERRED).count()
+            if deferred:
+                self.message_user(
+                    request,
+                    f"{deferred} task instance(s) deferred, and {NO_TRIGGERER_ALIVE}",
+                    messages.WARNING,
+                )
+        return super().changelist_view(request, extra_context)
 
     def do_clear(self, request: HttpRequest, obj: TaskInstance) -> TaskInstance | None:
         # the new try is a new row: its page is where the operator goes next

@@ -96,6 +96,7 @@ from .state import (
     TaskStateStore,
     XCom,
 )
+from .triggers import Trigger, Triggerer
 
 __all__ = [
     "DAG_RUN_SUMMARY_FIELDS",
@@ -164,6 +165,8 @@ __all__ = [
     "TaskReschedule",
     "TaskStateStore",
     "TaskTry",
+    "Trigger",
+    "Triggerer",
     "Variable",
     "XCom",
     "composite_key",

@@ -155,6 +155,10 @@ class DagTask(models.Model):
     #: how a mapped task expands (``None``: it is not mapped; ``services.runs.mapping``):
     #: ``{"length": <how many map indexes>, "group": <its closest mapped task group or None>}``
     mapped = models.JSONField(null=True, blank=True)
+    #: a task that starts in the triggerer (Airflow's ``start_from_trigger`` with its
+    #: ``start_trigger_args``: ``trigger_cls``, ``trigger_kwargs``, ``next_method``,
+    #: ``next_kwargs``, ``timeout`` seconds); ``None`` for every other task
+    start_trigger_args = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "dag_task"

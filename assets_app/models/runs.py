@@ -14,6 +14,7 @@ from django.utils import timezone
 from .assets import AssetEvent
 from .common import ID_LENGTH, PARTITION_KEY_LENGTH, composite_key
 from .dags import DEFAULT_POOL, POOL_NAME_LENGTH, Dag
+from .triggers import Trigger
 
 
 class DagRunState(models.TextChoices):
@@ -326,6 +327,10 @@ class TaskInstance(TaskTry):
     trigger_classpath = models.CharField(max_length=1000, null=True, blank=True)  # noqa: DJ001
     trigger_kwargs = models.JSONField(null=True, blank=True)
     trigger_timeout = models.DateTimeField(null=True, blank=True)
+    #: the trigger a ``deferred`` task instance waits on (Airflow's ``trigger_id``)
+    trigger = models.ForeignKey(
+        Trigger, null=True, blank=True, on_delete=models.SET_NULL, related_name="task_instances"
+    )
     reschedule_date = models.DateTimeField(null=True, blank=True)
     task_reschedule_count = models.IntegerField(default=0)
     #: when an ``up_for_retry`` task instance becomes ``scheduled`` again (its next try)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Count, Min, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from assets_app.exceptions import DagRunNotFoundError, PoolNotFoundError
 from assets_app.models import (
@@ -18,6 +20,7 @@ from assets_app.models import (
     Pool,
     TaskInstance,
     TaskInstanceState,
+    Triggerer,
 )
 
 
@@ -37,7 +40,11 @@ def dag_run_get(*, dag_id: str, run_id: str) -> DagRun:
 
 
 def task_instances_of_run(*, dag_id: str, run_id: str) -> QuerySet[TaskInstance]:
-    return TaskInstance.objects.select_related("dag_run").filter(dag_id=dag_id, run_id=run_id)
+    """The run's task instances with the run, and a deferred one's trigger and the triggerer
+    running it (joined)."""
+    return TaskInstance.objects.select_related("dag_run", "trigger__triggerer").filter(
+        dag_id=dag_id, run_id=run_id
+    )
 
 
 def task_instance_token_renewable(task_instance_id: str) -> bool:
@@ -116,10 +123,33 @@ def pools_slots(names: Iterable[str]) -> dict[str, PoolSlots]:
     return {name: PoolSlots(**values) for name, values in counts.items()}
 
 
+def triggerer_alive() -> bool:
+    """Whether a ``manage.py triggerer`` is alive: its heartbeat younger than
+    ``TRIGGERER_HEALTH_CHECK_THRESHOLD`` and not stopped (1 query; docs/triggerer.md)."""
+    cutoff = timezone.now() - timedelta(seconds=float(settings.TRIGGERER_HEALTH_CHECK_THRESHOLD))
+    return Triggerer.objects.filter(heartbeat__gte=cutoff, ended_at__isnull=True).exists()
+
+
+#: What a deferred task instance waits on when no triggerer is alive.
+NO_TRIGGERER_ALIVE = (
+    "no triggerer is alive (manage.py triggerer, docs/triggerer.md): it waits until one "
+    "runs, or fails at its trigger's timeout"
+)
+
+
 def task_instance_waiting_reason(task_instance: TaskInstance) -> str | None:
     """Why a ``scheduled`` task instance is not claimed by its pool (1 query), else ``None``:
     its pool does not exist (it never runs until one is created, as in Airflow), or takes
-    more slots than the pool has."""
+    more slots than the pool has. A ``deferred`` one waits for its trigger (and says when no
+    triggerer is alive to run it)."""
+    if task_instance.state == TaskInstanceState.DEFERRED:
+        deadline = (
+            f", or fails at its timeout {task_instance.trigger_timeout.isoformat()}"
+            if task_instance.trigger_timeout
+            else ""
+        )
+        waits = f"its trigger {task_instance.trigger_classpath} to fire{deadline}"
+        return waits if triggerer_alive() else f"{waits}; {NO_TRIGGERER_ALIVE}"
     if task_instance.state != TaskInstanceState.SCHEDULED:
         return None
     pool = Pool.objects.filter(pool=task_instance.pool).first()

@@ -224,6 +224,12 @@ if EXECUTOR not in ("local", "celery"):
     raise ImproperlyConfigured(f"EXECUTOR: expected local or celery, got {EXECUTOR!r}")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=21600)
+# The most triggers one ``manage.py triggerer`` runs at once (Airflow's [triggerer] capacity;
+# its --capacity overrides it), and the seconds without a heartbeat after which a triggerer
+# counts as dead and its triggers move to a live one (Airflow's [triggerer]
+# triggerer_health_check_threshold). docs/triggerer.md
+TRIGGERER_CAPACITY = env.int("TRIGGERER_CAPACITY", default=1000)
+TRIGGERER_HEALTH_CHECK_THRESHOLD = env.float("TRIGGERER_HEALTH_CHECK_THRESHOLD", default=30.0)
 # Where ``manage.py worker`` sends task instances' API calls (the server's root URL), and where
 # it writes one log file per task-instance try.
 EXECUTION_API_URL = env("EXECUTION_API_URL", default="http://127.0.0.1:8000")

@@ -434,6 +434,7 @@ class TIRunContextSerializer(serializers.Serializer[RunStartResult]):
     next_method = serializers.CharField(source="task_instance.next_method", allow_null=True)
     next_kwargs = serializers.JSONField(source="task_instance.next_kwargs", allow_null=True)
     should_retry = serializers.BooleanField()
+    start_date = serializers.SerializerMethodField()
 
     @extend_schema_field(serializers.ListField(child=serializers.JSONField()))
     def nothing_kept(self, result: RunStartResult) -> list[Any]:
@@ -442,6 +443,14 @@ class TIRunContextSerializer(serializers.Serializer[RunStartResult]):
     @extend_schema_field(serializers.JSONField(allow_null=True))
     def get_upstream_map_indexes(self, result: RunStartResult) -> None:
         return None
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_start_date(self, result: RunStartResult) -> str | None:
+        """The first start of a try resuming from a deferral (Airflow sends it only then)."""
+        ti = result.task_instance
+        if not ti.next_method or ti.start_date is None:
+            return None
+        return serializers.DateTimeField().to_representation(ti.start_date)
 
 
 # --- GET validate-inlets-and-outlets ----------------------------------------------------------

@@ -203,6 +203,9 @@ NOT_RUN_AS_WRITTEN = {
     ),
     ".venv/bin/python manage.py worker                   # until SIGTERM / Ctrl-C, 4 tasks at a "
     "time": "runs until stopped; tests/runtime/worker/ runs worker processes",
+    ".venv/bin/python manage.py triggerer                 # until SIGTERM / Ctrl-C": (
+        "runs until stopped; tests/runtime/worker/test_worker_deferred.py runs triggerers"
+    ),
     'M=".venv/bin/python manage.py"\n'
     "DAG=registry_worker_producer TASK=produce RUN=manual__$(date +%s)": (
         "needs a registry host; tests/executionapi/test_real_worker.py runs the same workload"

@@ -25,6 +25,7 @@ from assets_app.models import (
     DagRunTriggeredBy,
     EventLog,
     TaskInstance,
+    Trigger,
     XCom,
 )
 from assets_app.services.audit import Actor
@@ -33,6 +34,7 @@ from assets_app.services.runs.advance import task_instances_advance
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.logs import task_log_append
 from assets_app.services.runs.pools import PoolSpec, pool_set
+from assets_app.services.runs.triggers import triggerer_register
 from assets_app.services.secrets.connections import ConnectionFields, connection_create
 from assets_app.services.secrets.variables import variable_set
 from devtools.showcase import showcase_seed
@@ -101,6 +103,17 @@ def registry(tmp_path) -> dict[str, Any]:
         task_id=ti.task_id,
         key="return_value",
         value={"rows": 1204, "files": ["orders_2026-12-03.parquet"]},
+    )
+    # a deferred task instance, its trigger run by a triggerer (trigger, triggerer_job)
+    waiting = TaskInstance.objects.get(dag_run=run, task_id="load_orders")
+    triggerer = triggerer_register(hostname="triggerer-1", pid=7, capacity=1000)
+    trigger = Trigger.objects.create(
+        classpath="airflow.providers.standard.triggers.temporal.DateTimeTrigger",
+        kwargs='{"moment": "2026-12-04T10:00:00+00:00"}',
+        triggerer=triggerer,
+    )
+    TaskInstance.objects.filter(pk=waiting.pk).update(
+        state="deferred", trigger=trigger, next_method="execute_complete"
     )
     task_log_append(
         task_instance_id=ti.pk,
@@ -229,3 +242,15 @@ def test_a_dag_as_the_registry_once_sent_it_fails_both_checks(registry, admin_ap
     ]
     with pytest.raises(ValueError, match="dag_display_name"):
         client_model(schema).from_dict(body)
+
+
+def test_a_deferred_task_instance_shows_its_trigger_and_triggerer(registry, admin_api):
+    url = f"dags/{DAG_ID}/dagRuns/{registry['dag_run_id']}/taskInstances/load_orders"
+    body = admin_api.get(url).json()
+
+    assert body["state"] == "deferred"
+    assert body["trigger"]["classpath"].endswith("DateTimeTrigger")
+    assert body["trigger"]["kwargs"] == ""  # emptied, as Airflow does
+    assert body["triggerer_job"]["job_type"] == "TriggererJob"
+    assert body["triggerer_job"]["hostname"] == "triggerer-1"
+    assert body["triggerer_job"]["state"] == "running"

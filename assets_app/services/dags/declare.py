@@ -395,6 +395,7 @@ def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
             max_active_tis_per_dag=task.max_active_tis_per_dag,
             max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
             mapped=task.mapped,
+            start_trigger_args=task.start_trigger_args,
         )
         for decl in dags
         for leaves in [decl.leaf_task_ids]

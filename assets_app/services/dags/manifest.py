@@ -191,6 +191,8 @@ class TaskDecl:
     #: how it expands into map indexes (``assets_app.mapping``); ``None``: not mapped
     mapped: dict[str, Any] | None = None
     queue: str = DEFAULT_QUEUE
+    #: starts in the triggerer (Airflow's ``start_from_trigger``): its ``start_trigger_args``
+    start_trigger_args: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -424,6 +426,7 @@ TASK_SETTINGS = (
     "owner",
     "mapped",
     "queue",
+    "start_trigger_args",
 )
 _TASK_KEYS = {
     "task_id",
@@ -549,6 +552,9 @@ def _parse_task(
         weight_rule=str(weight_rule),
         owner=owner,
         queue=queue,
+        start_trigger_args=_parse_start_trigger_args(
+            spec.get("start_trigger_args"), f"{where}.start_trigger_args"
+        ),
         max_active_tis_per_dag=_parse_optional_cap(
             spec.get("max_active_tis_per_dag"), f"{where}.max_active_tis_per_dag"
         ),
@@ -806,6 +812,43 @@ def _parse_bool(value: Any, where: str) -> bool:
 def _parse_optional_bool(value: Any, where: str) -> bool | None:
     """``None`` (omitted: the stored value stays) or :func:`_parse_bool`."""
     return None if value is None else _parse_bool(value, where)
+
+
+def _parse_start_trigger_args(value: Any, where: str) -> dict[str, Any] | None:
+    """A task's ``start_trigger_args`` (it starts in the triggerer, docs/triggerer.md):
+    ``trigger_cls`` and ``next_method`` (names), ``trigger_kwargs`` and ``next_kwargs``
+    (objects or null), ``timeout`` (seconds or null)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ManifestError(f"{where}: expected a mapping")
+    unknown = set(value) - {
+        "trigger_cls",
+        "trigger_kwargs",
+        "next_method",
+        "next_kwargs",
+        "timeout",
+    }
+    if unknown:
+        raise ManifestError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("trigger_cls", "next_method"):
+        if not isinstance(value.get(key), str) or not 1 <= len(value[key]) <= 1000:
+            raise ManifestError(f"{where}.{key}: expected a name of 1 to 1000 characters")
+    for key in ("trigger_kwargs", "next_kwargs"):
+        if value.get(key) is not None and not isinstance(value[key], dict):
+            raise ManifestError(f"{where}.{key}: expected a mapping or null")
+    timeout = value.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        raise ManifestError(f"{where}.timeout: expected a positive number of seconds or null")
+    return {
+        "trigger_cls": value["trigger_cls"],
+        "trigger_kwargs": value.get("trigger_kwargs") or {},
+        "next_method": value["next_method"],
+        "next_kwargs": value.get("next_kwargs") or {},
+        "timeout": timeout,
+    }
 
 
 def _parse_cap(value: Any, where: str) -> int:

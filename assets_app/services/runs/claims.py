@@ -33,6 +33,7 @@ from assets_app.exceptions import (
 from assets_app.models import Dag, DagTask, Pool, TaskInstance, TaskInstanceState
 from assets_app.services.runs.settle import dag_run_start
 from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_lock
+from assets_app.services.runs.triggers import starts_in_triggerer
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,8 @@ def task_instance_run_start(*, task_instance_id: uuid.UUID | str, run: RunStart)
         task_instance.hostname = run.hostname
         task_instance.unixname = run.unixname
         task_instance.pid = run.pid
-        task_instance.start_date = run.start_date
+        if not task_instance.next_kwargs:  # resuming from a deferral keeps its start (Airflow)
+            task_instance.start_date = run.start_date
         task_instance.end_date = None
         task_instance.duration = None
         task_instance.last_heartbeat_at = timezone.now()
@@ -333,6 +335,7 @@ def _candidates(open_pools: list[str]) -> QuerySet[TaskInstance]:
             dag_run__dag__is_paused=False,
             dag_run__dag__is_stale=False,
         )
+        .exclude(starts_in_triggerer())  # a triggerer starts it (runs.triggers)
         .annotate(
             max_per_dag=Subquery(declared.values("max_active_tis_per_dag")[:1]),
             max_per_dagrun=Subquery(declared.values("max_active_tis_per_dagrun")[:1]),

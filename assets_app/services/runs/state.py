@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import uuid
 from collections.abc import Collection, Sequence
@@ -30,7 +31,14 @@ from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from assets_app.exceptions import TaskInstanceInvalidStateError, TaskInstanceNotFoundError
-from assets_app.models import DagTask, TaskInstance, TaskInstanceHistory, TaskInstanceState
+from assets_app.models import (
+    DagTask,
+    TaskInstance,
+    TaskInstanceHistory,
+    TaskInstanceState,
+    Trigger,
+)
+from assets_app.notify import TRIGGERS_CHANNEL, notify
 from assets_app.outlets import AliasOutletEvent, AssetOutletEvent, OutletProfile
 from assets_app.selectors.secrets import secrets_masker
 from assets_app.services.assets.registration import asset_changes_register
@@ -144,7 +152,7 @@ def task_instance_state_update(
     if isinstance(payload, SuccessPayload | TerminalPayload):
         return _finish(task_instance_id, payload)
     if isinstance(payload, DeferredPayload):
-        return _defer_refused(task_instance_id, payload)
+        return _defer(task_instance_id, payload)
     with transaction.atomic():
         task_instance = task_instance_lock(task_instance_id)
         if task_instance.state == payload.state:
@@ -161,39 +169,60 @@ def task_instance_state_update(
     return StateUpdateOutcome.UPDATED
 
 
-#: Why a task instance that asked to defer failed.
-NO_TRIGGERER_REASON = (
-    "deferred to trigger {classpath}, but this registry runs no triggerer: the task failed "
-    "instead of waiting for ever (use a sensor in reschedule mode, or a non-deferrable operator)"
-)
-
-
-def _defer_refused(
-    task_instance_id: uuid.UUID | str, payload: DeferredPayload
-) -> StateUpdateOutcome:
-    """A running task instance asked to defer: with no triggerer to resume it, it fails at
-    once (its run moves on as for any failure) and says why, instead of staying ``deferred``
-    for ever. One stored ``deferred`` already (from an older version) → ``UNCHANGED``; any
-    other state → ``TaskInstanceInvalidStateError``, as for every state patch."""
-    current = TaskInstance.objects.filter(pk=task_instance_id).values_list("state").first()
-    if current is None:
-        raise task_instance_not_found(task_instance_id)
-    if current[0] == TaskInstanceState.DEFERRED:
-        return _unchanged(task_instance_id, TaskInstanceState.DEFERRED)
-    if current[0] != TaskInstanceState.RUNNING:
-        raise TaskInstanceInvalidStateError(previous_state=current[0])
-    outcome = _finish(
+def _defer(task_instance_id: uuid.UUID | str, payload: DeferredPayload) -> StateUpdateOutcome:
+    """A running task instance defers (Airflow's ``ti_update_state`` with a
+    ``TIDeferredStatePayload``): a ``Trigger`` row is stored for a triggerer to run, and the
+    task instance goes ``deferred`` with the method and arguments to resume with and the
+    trigger's deadline (``trigger_timeout``: now + the payload's timeout). It holds no worker
+    slot while deferred; a triggerer's event (or the scheduler at the deadline) schedules it
+    again (``services.runs.triggers``). One stored ``deferred`` already → ``UNCHANGED``; any
+    other state than ``running`` → ``TaskInstanceInvalidStateError``. Triggerers listening
+    are woken at the commit."""
+    now = timezone.now()
+    with transaction.atomic():
+        task_instance = task_instance_lock(task_instance_id)
+        if task_instance.state == TaskInstanceState.DEFERRED:
+            return _unchanged(task_instance_id, TaskInstanceState.DEFERRED)
+        if task_instance.state != TaskInstanceState.RUNNING:
+            raise TaskInstanceInvalidStateError(previous_state=task_instance.state)
+        kwargs = payload.trigger_kwargs
+        # a string is the client's own (encrypted) form, kept as is; an object is JSON text
+        text = kwargs if isinstance(kwargs, str) else json.dumps({} if kwargs is None else kwargs)
+        trigger = Trigger.objects.create(
+            classpath=payload.classpath, kwargs=text, created_date=now, queue=payload.queue
+        )
+        task_instance.state = TaskInstanceState.DEFERRED
+        task_instance.trigger = trigger
+        task_instance.next_method = payload.next_method
+        task_instance.next_kwargs = payload.next_kwargs
+        task_instance.trigger_classpath = payload.classpath
+        task_instance.trigger_kwargs = kwargs
+        task_instance.trigger_timeout = (
+            now + payload.trigger_timeout if payload.trigger_timeout is not None else None
+        )
+        fields = [
+            "state",
+            "trigger",
+            "next_method",
+            "next_kwargs",
+            "trigger_classpath",
+            "trigger_kwargs",
+            "trigger_timeout",
+            "updated_at",
+        ]
+        if payload.rendered_map_index is not KEEP:
+            task_instance.rendered_map_index = payload.rendered_map_index
+            fields.append("rendered_map_index")
+        task_instance.save(update_fields=fields)
+        notify(TRIGGERS_CHANNEL)
+    logger.info(
+        "task instance %s deferred to trigger %s (%s), resuming with %s",
         task_instance_id,
-        TerminalPayload(
-            state=TaskInstanceState.FAILED,
-            end_date=timezone.now(),
-            rendered_map_index=payload.rendered_map_index,
-        ),
+        trigger.pk,
+        payload.classpath,
+        payload.next_method,
     )
-    reason = NO_TRIGGERER_REASON.format(classpath=payload.classpath)
-    task_instance_failure_reason_record(task_instance_id=task_instance_id, reason=reason)
-    logger.warning("task instance %s: %s", task_instance_id, reason)
-    return outcome
+    return StateUpdateOutcome.UPDATED
 
 
 def _unchanged(task_instance_id: uuid.UUID | str, state: str) -> StateUpdateOutcome:

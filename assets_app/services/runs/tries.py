@@ -155,9 +155,16 @@ def task_instance_renew(
 ) -> None:
     """Move a locked task instance to a new try's id, in ``state`` with ``changes``: its old
     id then finds nothing, so a late report from the old try's runner gets a 404. A
-    deferral's ``next_method``/``next_kwargs`` go with the old try. One ``UPDATE``, which
-    ``task_instance`` follows in memory; for a retry and for a clear (``clearing``)."""
-    values = {"state": state, "next_method": None, "next_kwargs": None, "updated_at": now}
+    deferral's ``next_method``/``next_kwargs`` and trigger go with the old try. One
+    ``UPDATE``, which ``task_instance`` follows in memory; for a retry and for a clear
+    (``clearing``)."""
+    values = {
+        "state": state,
+        "next_method": None,
+        "next_kwargs": None,
+        "trigger": None,
+        "updated_at": now,
+    }
     values |= changes
     TaskInstance.objects.filter(pk=task_instance.pk).update(id=new_id, **values)
     for name, value in values.items():

@@ -13,6 +13,10 @@
 - **Stuck in queued** (Airflow's ``task_queued_timeout``): a ``queued`` task instance that
   no runner started within ``settings.TASK_QUEUED_TIMEOUT`` seconds fails (or is retried
   while tries remain), saying why, like a reaped one.
+- **Deferral timeouts** (Airflow's ``check_trigger_timeouts``): a ``deferred`` task instance
+  past its ``trigger_timeout`` is scheduled to fail (``runs.triggers``), with or without a
+  triggerer running: nothing waits for ever. A ``scheduled`` task instance of a
+  ``start_from_trigger`` task is deferred to start in a triggerer.
 - **Unsettled runs**: a ``running`` run whose task instances have all finished ends
   (``dag_runs_settle_finished``): a process that died between a task instance's commit and
   its run's settle leaves one behind.
@@ -43,6 +47,10 @@ from assets_app.services.runs.advance import dag_run_progress
 from assets_app.services.runs.emails import FailureMail, failure_mail_on_commit, recipients_of
 from assets_app.services.runs.settle import dag_runs_fail_timed_out, dag_runs_settle_finished
 from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_next_try
+from assets_app.services.runs.triggers import (
+    task_instances_deferral_timeout,
+    task_instances_start_in_triggerer,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +73,10 @@ class UpkeepResult:
     unstarted: list[ReapedTaskInstance] = field(default_factory=list)
     retries_scheduled: int = 0
     reschedules_scheduled: int = 0
+    #: deferred task instances past their trigger timeout, scheduled to fail
+    deferrals_timed_out: int = 0
+    #: scheduled task instances of start_from_trigger tasks, deferred to start in a triggerer
+    started_in_triggerer: int = 0
     runs_settled: int = 0  # left running by a process that died before settling them
     #: runs failed because they ran longer than their DAG's ``dagrun_timeout``
     runs_timed_out: list[int] = field(default_factory=list)
@@ -77,6 +89,8 @@ def upkeep_pass(*, now: datetime | None = None) -> UpkeepResult:
         reaped=task_instances_reap(now=now), unstarted=task_instances_fail_unstarted(now=now)
     )
     result.retries_scheduled, result.reschedules_scheduled = task_instances_schedule_due(now=now)
+    result.deferrals_timed_out = task_instances_deferral_timeout(now=now)
+    result.started_in_triggerer = task_instances_start_in_triggerer(now=now)
     result.runs_settled = dag_runs_settle_finished(end_date=now)
     result.runs_timed_out = dag_runs_fail_timed_out(now=now)
     return result

@@ -185,6 +185,11 @@ class Command(BaseCommand):
                 f"scheduled {result.retries_scheduled} retry(ies), "
                 f"{result.reschedules_scheduled} reschedule(s)"
             )
+        if result.deferrals_timed_out:
+            lines.append(
+                f"timed out {result.deferrals_timed_out} deferred task instance(s): "
+                "scheduled to fail (Trigger timeout)"
+            )
         if result.runs_settled:
             lines.append(f"settled {result.runs_settled} run(s) left running with nothing to run")
         if result.runs_timed_out:

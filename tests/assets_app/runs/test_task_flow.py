@@ -1,6 +1,6 @@
 """Runs that follow their DAG: task instances decided by their trigger rules as their upstreams
 finish through the execution API (the hand-over), runs settled by their leaves, queued runs
-admitted as ``max_active_runs`` allows, deferrals and never-started task instances that end."""
+admitted as ``max_active_runs`` allows, and never-started task instances that end."""
 
 from __future__ import annotations
 
@@ -285,33 +285,6 @@ dags:
     assert task_instances_claim(limit=10) == []  # both slots taken until one finishes
     TaskInstance.objects.filter(task_id="a").update(state="success")
     assert [ti.task_id for ti in task_instances_claim(limit=10)] == ["c"]
-
-
-def test_a_deferral_fails_at_once_saying_no_triggerer_runs():
-    declare(CHAIN)
-    run = dag_run_trigger(dag_id="etl")
-    ti = TaskInstance.objects.get(dag_run=run, task_id="extract")
-    TaskInstance.objects.filter(pk=ti.pk).update(state="queued")
-    client = client_for(ti)
-    client.patch(f"/execution/task-instances/{ti.pk}/run", wire_sample("run_start"), format="json")
-
-    response = client.patch(
-        state_url(ti),
-        {
-            "state": "deferred",
-            "classpath": "airflow.triggers.temporal.DateTimeTrigger",
-            "trigger_kwargs": {"moment": "2026-12-03T00:00:00Z"},
-            "next_method": "execute_complete",
-        },
-        format="json",
-    )
-
-    assert response.status_code == 204, response.content
-    ti.refresh_from_db()
-    assert ti.state == "failed"
-    assert "runs no triggerer" in ti.failure_reason
-    assert "DateTimeTrigger" in ti.failure_reason
-    assert run_state(run) == "failed"  # its downstreams upstream_failed, the leaf decides
 
 
 def test_a_queued_task_instance_no_runner_starts_fails_after_the_queued_timeout(settings):

@@ -20,6 +20,7 @@ import importlib.util
 import json
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -35,7 +36,7 @@ from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.scheduling.scheduler import scheduler_pass
 from tests.executionapi.conftest import airflow_sdk  # noqa: F401 (a fixture)
-from tests.live_server import REPO
+from tests.live_server import REPO, server_env
 from tests.runtime.worker.airflow_reference.record import ti_key
 
 HERE = Path(__file__).resolve().parent
@@ -84,7 +85,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "example_task_state_store_mapped.py",
         "example_params_trigger_ui.py",
     ),
+    # its TimeDeltaSensor defers: a manage.py triggerer runs beside the worker
+    "deferrable": ("example_time_delta_sensor_async.py",),
 }
+#: Groups whose tasks defer, run with a ``manage.py triggerer`` process too.
+TRIGGERER_GROUPS = frozenset({"deferrable"})
 
 #: (file, dag_id, task_id) -> (the registry's final state, why it differs from Airflow's).
 DIFFERENCES: dict[tuple[str, str, str], tuple[str, str]] = {}
@@ -139,6 +144,18 @@ def _run_everything(expected_dags: set[str], worker: Any) -> None:
                 f"\n--- worker output ---\n{worker.output()[-20000:]}"
             )
         time.sleep(0.3)
+
+
+def _start_triggerer(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """``manage.py triggerer`` against the test database (docs/triggerer.md)."""
+    with (tmp_path / "triggerer.out").open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "manage.py", "triggerer", "--interval", "0.5"],
+            cwd=REPO,
+            env=server_env(AIRFLOW_HOME=str(tmp_path / "airflow_home")),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 @pytest.mark.slow
@@ -196,6 +213,7 @@ def test_airflow_example_dags_end_as_under_airflow(
             "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
         },
     )
+    triggerer = _start_triggerer(tmp_path) if group in TRIGGERER_GROUPS else None
     for dag in Dag.objects.filter(asset_expression__isnull=True).order_by("dag_id"):
         dag_run_trigger(dag_id=dag.dag_id)
     try:
@@ -203,6 +221,9 @@ def test_airflow_example_dags_end_as_under_airflow(
     finally:
         worker.process.terminate()
         worker.wait(timeout=60)
+        if triggerer is not None:
+            triggerer.terminate()
+            triggerer.wait(timeout=60)
 
     # then exactly the DAGs Airflow ran have run (none of the never-due consumers), and every
     # run's task instances ended as Airflow's did, but for the named differences

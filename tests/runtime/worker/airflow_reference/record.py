@@ -61,6 +61,7 @@ EXAMPLES = (
     "example_dynamic_task_mapping_with_no_taskflow_operators.py",
     "example_task_state_store_mapped.py",
     "example_params_trigger_ui.py",
+    "example_time_delta_sensor_async.py",
 )
 
 # Run inside the scratch Airflow environment, in one process per file (Airflow's import is the
