@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
                 ('task_id', models.CharField(max_length=250)),
                 ('map_index', models.IntegerField(default=-1)),
                 ('length', models.PositiveIntegerField()),
-                ('dag_run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='task_maps', to='assets_app.dagrun')),
+                ('dag_run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='task_maps', to='assets_app.dagrun')),
             ],
             options={
                 'db_table': 'task_map',

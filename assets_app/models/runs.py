@@ -418,7 +418,12 @@ class TaskMap(models.Model):
     value maps a downstream (``mapped_length``); read when that downstream expands
     (``services.runs.mapping``). The rows go with their DAG run."""
 
-    dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="task_maps")
+    dag_run = models.ForeignKey(
+        DagRun,
+        on_delete=models.CASCADE,
+        related_name="task_maps",
+        db_index=False,  # by run: task_map_natural_key_unique's prefix
+    )
     task_id = models.CharField(max_length=ID_LENGTH)
     map_index = models.IntegerField(default=-1)
     length = models.PositiveIntegerField()
