@@ -58,7 +58,7 @@ from assets_app.selectors.runs import (
 )
 from assets_app.services.audit import Actor
 from assets_app.services.runs.clearing import task_instances_clear
-from assets_app.services.runs.marking import dag_run_mark
+from assets_app.services.runs.marking import dag_run_mark, task_instances_mark
 from assets_app.services.runs.past import task_instance_past_wait
 
 CLEAR_PERMISSION = "assets_app.change_taskinstance"
@@ -476,12 +476,56 @@ class TaskInstanceAdmin(
         "updated",
     )
     fields = readonly_fields
-    actions = ("clear_task_instances",)
-    object_actions = (ObjectAction("clear", "Clear: run again as a new try", "clear"),)
+    actions = ("clear_task_instances", "mark_task_instances_success", "mark_task_instances_failed")
+    object_actions = (
+        ObjectAction("clear", "Clear: run again as a new try", "clear"),
+        ObjectAction("mark_success", "Mark success", "clear"),
+        ObjectAction("mark_failed", "Mark failed", "clear"),
+    )
 
     @admin.action(description="Clear: run again as a new try", permissions=["clear"])
     def clear_task_instances(self, request: HttpRequest, queryset: QuerySet[TaskInstance]) -> None:
         _clear(self, request, queryset)
+
+    @admin.action(description="Mark success", permissions=["clear"])
+    def mark_task_instances_success(
+        self, request: HttpRequest, queryset: QuerySet[TaskInstance]
+    ) -> None:
+        self._mark(request, queryset, TaskInstanceState.SUCCESS)
+
+    @admin.action(description="Mark failed", permissions=["clear"])
+    def mark_task_instances_failed(
+        self, request: HttpRequest, queryset: QuerySet[TaskInstance]
+    ) -> None:
+        self._mark(request, queryset, TaskInstanceState.FAILED)
+
+    def do_mark_success(self, request: HttpRequest, obj: TaskInstance) -> None:
+        self._mark(request, TaskInstance.objects.filter(pk=obj.pk), TaskInstanceState.SUCCESS)
+
+    def do_mark_failed(self, request: HttpRequest, obj: TaskInstance) -> None:
+        self._mark(request, TaskInstance.objects.filter(pk=obj.pk), TaskInstanceState.FAILED)
+
+    def _mark(self, request: HttpRequest, selected: QuerySet[TaskInstance], state: str) -> None:
+        """Airflow's "mark success/failed" of task instances (``services.runs.marking``): the
+        failed ones downstream run again; in each one's History."""
+        try:
+            result = task_instances_mark(
+                task_instances=selected, state=state, actor=Actor.of_request(request, "ui")
+            )
+        except AssetsError as exc:
+            self.message_user(request, f"Nothing marked: {exc}", messages.ERROR)
+            return
+        if not result.marked:
+            self.message_user(request, f"Nothing marked: already {state}", messages.WARNING)
+            return
+        for ti in selected.filter(state=state):
+            self.log_change(request, ti, f"Marked {state}")
+        cleared = f"; cleared downstream: {', '.join(result.cleared)}" if result.cleared else ""
+        self.message_user(
+            request,
+            f"Marked {state}: {', '.join(m.label for m in result.marked)}{cleared}",
+            messages.SUCCESS,
+        )
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

@@ -24,10 +24,12 @@ answers 409, which stops the task.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from assets_app.exceptions import DagRunNotFoundError, InvalidInputError
@@ -44,6 +46,10 @@ from assets_app.models import (
 from assets_app.services.audit import Actor, event_log_record
 from assets_app.services.inputs import KEEP, Keep, checked_text
 from assets_app.services.runs.admit import dag_runs_admit
+from assets_app.services.runs.advance import task_instances_advance
+from assets_app.services.runs.clearing import task_instances_clear
+from assets_app.services.runs.past import downstream_of
+from assets_app.services.runs.plans import dags_task_plans
 
 logger = logging.getLogger(__name__)
 
@@ -177,3 +183,111 @@ def _requeue(dag_run: DagRun) -> None:
         return
     dag_run.state, dag_run.start_date, dag_run.end_date = DagRunState.QUEUED, None, None
     dag_run.save(update_fields=["state", "start_date", "end_date"])
+
+
+# --- a task instance ---------------------------------------------------------------------------
+
+#: The states a task instance may be marked with (Airflow's ``PatchTaskInstanceBody``).
+MARKABLE_TI_STATES = (
+    TaskInstanceState.SUCCESS,
+    TaskInstanceState.FAILED,
+    TaskInstanceState.SKIPPED,
+)
+
+
+@dataclass
+class TaskInstancesMarkResult:
+    """What :func:`task_instances_mark` changed: the task instances marked, and the failed or
+    upstream-failed task instances downstream of them cleared (``clearing``) to run again."""
+
+    marked: list[MarkedTaskInstance] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)
+
+
+def task_instances_mark(
+    *,
+    task_instances: QuerySet[TaskInstance],
+    state: str,
+    actor: Actor | None = None,
+) -> TaskInstancesMarkResult:
+    """Airflow's "mark success / failed / skipped" of task instances (one, or one map index of
+    a mapped task; ``DAG.set_task_instance_state``): each selected task instance not already
+    in ``state`` takes it, with a start date (if it had none), an end date of now and a
+    duration; a running one's runner then finds it no longer running (its heartbeat answers
+    409, which stops the task). Then, as Airflow, the failed and upstream-failed task
+    instances downstream of them in their runs are cleared (a finished run goes back to
+    ``queued``), and each running run decides its waiting task instances and settles. No
+    asset events are recorded: marking is no task run. One transaction."""
+    if state not in MARKABLE_TI_STATES:
+        raise InvalidInputError(
+            f"state: a task instance can be marked {', '.join(MARKABLE_TI_STATES)}, not {state!r}"
+        )
+    result = TaskInstancesMarkResult()
+    now = timezone.now()
+    with transaction.atomic():
+        locked = list(
+            TaskInstance.objects.select_for_update()
+            .filter(pk__in=task_instances.values("pk"))
+            .order_by("dag_id", "run_id", "task_id", "map_index")
+        )
+        changed = [ti for ti in locked if ti.state != state]
+        for ti in changed:
+            result.marked.append(MarkedTaskInstance(ti.task_label, ti.state, state))
+            ti.start_date = ti.start_date or now
+            ti.state, ti.end_date = state, now
+            ti.duration = (now - ti.start_date).total_seconds()
+            ti.save(update_fields=["state", "start_date", "end_date", "duration", "updated_at"])
+        for ti in changed[:1]:
+            event_log_record(
+                actor,
+                "patch_task_instance",
+                dag_id=ti.dag_id,
+                run_id=ti.run_id,
+                task_id=ti.task_id,
+                map_index=ti.map_index,
+                extra={"new_state": state, "task_instances": [m.label for m in result.marked]},
+            )
+        downstream = _failed_downstream(changed)
+        if downstream:
+            cleared = task_instances_clear(
+                task_instances=TaskInstance.objects.filter(pk__in=downstream)
+            )
+            result.cleared = [c.label for c in cleared.cleared]
+        running = sorted(
+            {ti.dag_run_id for ti in changed}
+            & set(
+                DagRun.objects.filter(
+                    pk__in={ti.dag_run_id for ti in changed}, state=DagRunState.RUNNING
+                ).values_list("pk", flat=True)
+            )
+        )
+    if running:  # after the commit, as every hand-over (advance's docstring)
+        task_instances_advance(dag_run_ids=running, now=now)
+    logger.info("marked %d task instance(s) %s", len(result.marked), state)
+    return result
+
+
+def _failed_downstream(marked: list[TaskInstance]) -> list[uuid.UUID]:
+    """The failed and upstream-failed task instances downstream (transitively) of the marked
+    ones in their runs, not themselves marked (2 queries; none without marked ones)."""
+    if not marked:
+        return []
+    plans = dags_task_plans({ti.dag_id for ti in marked})
+    below = downstream_of(plans)
+    wanted: dict[int, set[str]] = {}
+    for ti in marked:
+        found = wanted.setdefault(ti.dag_run_id, set())
+        stack = list(below.get((ti.dag_id, ti.task_id), ()))
+        while stack:
+            task_id = stack.pop()
+            if task_id not in found:
+                found.add(task_id)
+                stack.extend(below.get((ti.dag_id, task_id), ()))
+    marked_pks = {ti.pk for ti in marked}
+    rows = TaskInstance.objects.filter(
+        dag_run_id__in=list(wanted),
+        state__in=[TaskInstanceState.FAILED, TaskInstanceState.UPSTREAM_FAILED],
+    ).values_list("pk", "dag_run_id", "task_id")
+    return [
+        pk for pk, run_pk, task_id in rows if task_id in wanted[run_pk] and pk not in marked_pks
+    ]

@@ -434,3 +434,40 @@ def test_a_mapped_task_is_one_box_with_its_counts_opening_its_map_indexes(admin_
     assert "copy_table [2] table=customers" in text
     for index in (0, 1, 3):
         assert f"copy_table [{index}]" in text
+
+
+def test_mark_buttons_mark_one_task_instance_and_the_list_action_several(
+    admin_client, admin_user, graph_dag
+):
+    # given a running run with a failed task and what its failure held back
+    states = dict.fromkeys(TASKS, "success") | {"export_orders": "failed", LAST: "upstream_failed"}
+    run = _run_with_states(graph_dag, states)
+    failed = TaskInstance.objects.get(dag_run=run, task_id="export_orders")
+
+    # when the failed one is marked success from its page
+    admin_client.post(_do("taskinstance", failed.pk, "mark_success"))
+
+    # then it succeeded (the same row: no new try), what it held back runs again, the
+    # History and the event log say who
+    failed.refresh_from_db()
+    assert (failed.state, failed.try_number) == ("success", 1)
+    assert TaskInstance.objects.get(dag_run=run, task_id=LAST).state == "scheduled"
+    assert LogEntry.objects.get(object_id=str(failed.pk)).get_change_message() == ("Marked success")
+    from assets_app.models import EventLog
+
+    logged = EventLog.objects.get(event="patch_task_instance")
+    assert (logged.owner, logged.task_id) == (admin_user.username, "export_orders")
+
+    # and two are marked failed at once from the list
+    pks = list(
+        TaskInstance.objects.filter(
+            dag_run=run, task_id__in=["extract_orders", "transform_orders"]
+        ).values_list("pk", flat=True)
+    )
+    listing = reverse("admin:assets_app_taskinstance_changelist")
+    admin_client.post(
+        listing, {"action": "mark_task_instances_failed", "_selected_action": [str(p) for p in pks]}
+    )
+    assert set(TaskInstance.objects.filter(pk__in=pks).values_list("state", flat=True)) == {
+        "failed"
+    }

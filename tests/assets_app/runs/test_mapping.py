@@ -347,3 +347,48 @@ def test_max_active_tis_per_dagrun_holds_across_the_map_indexes():
     assert task_instances_claim(limit=10) == []
     TaskInstance.objects.filter(pk=first[0].pk).update(state="success")
     assert [ti.map_index for ti in task_instances_claim(limit=10)] == [2]
+
+
+def test_marking_one_map_index_success_runs_what_its_failure_held_back():
+    """Airflow's "mark success" of one map index: the task instance takes the state, the
+    upstream-failed task downstream is cleared and runs; the others are left alone."""
+    from assets_app.services.runs.marking import task_instances_mark
+
+    declare(XCOM)
+    run = dag_run_trigger(dag_id="etl_partitions_mapped_over_xcom")
+    finish(run, "list_partitions", "success", returns=list("abc"), mapped_length=3)
+    for index in range(3):
+        finish(run, "load_partition", "failed" if index == 1 else "success", map_index=index)
+    assert states(run)["publish"] == "upstream_failed"
+    assert states(run)["report"] == "scheduled"
+    before = TaskInstance.objects.get(dag_run=run, task_id="load_partition", map_index=0)
+
+    result = task_instances_mark(
+        task_instances=TaskInstance.objects.filter(
+            dag_run=run, task_id="load_partition", map_index=1
+        ),
+        state="success",
+    )
+
+    assert [m.label for m in result.marked] == [
+        f"etl_partitions_mapped_over_xcom.load_partition[1] @ {run.run_id}"
+    ]
+    assert [c.split(" @ ")[0] for c in result.cleared] == [
+        "etl_partitions_mapped_over_xcom.publish"
+    ]
+    after = states(run)
+    assert [after[f"load_partition[{i}]"] for i in range(3)] == ["success"] * 3
+    assert after["publish"] == "scheduled"  # cleared, and its upstreams now all succeeded
+    assert TaskInstance.objects.get(pk=before.pk).end_date == before.end_date  # untouched
+
+
+def test_a_task_instance_cannot_be_marked_running():
+    from assets_app.exceptions import InvalidInputError
+    from assets_app.services.runs.marking import task_instances_mark
+
+    declare(LITERAL)
+    run = dag_run_trigger(dag_id="example_dynamic_task_mapping")
+    with pytest.raises(InvalidInputError, match="can be marked success, failed, skipped"):
+        task_instances_mark(
+            task_instances=TaskInstance.objects.filter(dag_run=run), state="running"
+        )
