@@ -65,6 +65,19 @@ class DagRunPatchBody(Body):
     note: Note | None = None
 
 
+class TaskInstancePatchBody(Body):
+    """Airflow's ``PatchTaskInstanceBody``: mark a task instance (the registry keeps no
+    task-instance notes and marks no relatives: ``note`` and the ``include_*`` flags are
+    refused with a 400 naming them)."""
+
+    new_state: Literal["success", "failed", "skipped"] | None = None
+    note: Note | None = None
+    include_upstream: bool = False
+    include_downstream: bool = False
+    include_future: bool = False
+    include_past: bool = False
+
+
 class DagRunClearBody(Body):
     dry_run: bool = True
     only_failed: bool = False

@@ -119,11 +119,17 @@ SERVED: dict[str, dict[str, list[str]]] = {
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}": {"get": [], "patch": ["update_mask"]},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/clear": {"post": []},
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances": {"get": _PAGE},
-    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}": {"get": []},
+    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}": {
+        "get": [],
+        "patch": ["map_index", "update_mask"],
+    },
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/listMapped": {
         "get": [*_PAGE, "state"]
     },
-    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/{map_index}": {"get": []},
+    "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/{map_index}": {
+        "get": [],
+        "patch": ["update_mask"],
+    },
     "/api/v2/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries": {
         "get": [
             *_PAGE,

@@ -98,6 +98,14 @@ def task_instance_get(
     )
 
 
+def task_instances_of_task(
+    *, dag_id: str, run_id: str, task_id: str, map_index: int | None
+) -> QuerySet[TaskInstance]:
+    """The run's task instances of ``task_id``: one map index, or all of them (``None``)."""
+    rows = task_instances_in_order(dag_id=dag_id, run_id=run_id).filter(task_id=task_id)
+    return rows if map_index is None else rows.filter(map_index=map_index)
+
+
 def task_is_mapped(*, dag_id: str, task_id: str) -> bool | None:
     """Whether the DAG's task is mapped (``None``: the DAG declares no such task)."""
     mapped = DagTask.objects.filter(dag_id=dag_id, task_id=task_id).values_list("mapped", flat=True)

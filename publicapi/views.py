@@ -40,7 +40,7 @@ from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.inputs import KEEP
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
 from assets_app.services.runs.dag_runs import INTEGER_MAX, dag_run_trigger
-from assets_app.services.runs.marking import dag_run_mark
+from assets_app.services.runs.marking import dag_run_mark, task_instances_mark
 from assets_app.services.scheduling.queued_events import queued_events_delete
 from publicapi import render, selectors
 from publicapi.base import (
@@ -61,6 +61,7 @@ from publicapi.bodies import (
     DagRunClearBody,
     DagRunPatchBody,
     MaterializeBody,
+    TaskInstancePatchBody,
     TriggerBody,
 )
 from publicapi.exceptions import BadRequest, Conflict, NotFound
@@ -542,12 +543,70 @@ def _task_instance(dag_id: str, dag_run_id: str, task_id: str) -> TaskInstance:
     return found
 
 
+class TaskInstancePatchQuery(UpdateMaskQuery):
+    map_index: int | None = Field(default=None, ge=-1, le=INTEGER_MAX)
+
+
+def _task_instances_patch(
+    request: Request, dag_id: str, dag_run_id: str, task_id: str, map_index: int | None
+) -> Response:
+    """Airflow's ``patch_task_instance``: mark the task instance (``map_index``; without one,
+    every map index of the task) ``new_state`` through ``task_instances_mark``; the task
+    instances as they are after, as Airflow's ``TaskInstanceCollectionResponse``."""
+    run = _run(dag_id, dag_run_id)
+    body = body_parse(TaskInstancePatchBody, request)
+    mask = parse(TaskInstancePatchQuery, request.query_params, lists=("update_mask",)).update_mask
+    given = body.model_fields_set if mask is None else body.model_fields_set & set(mask)
+    refused = [
+        name
+        for name in (
+            "note",
+            "include_upstream",
+            "include_downstream",
+            "include_future",
+            "include_past",
+        )
+        if name in given and getattr(body, name)
+    ]
+    if refused:
+        raise BadRequest(
+            f"{', '.join(refused)}: not supported by the registry (it keeps no task instance "
+            "notes and marks only the task instances named)"
+        )
+    selected = selectors.task_instances_of_task(
+        dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id), map_index=map_index
+    )
+    if not selected.exists():
+        raise NotFound(
+            f"The Task Instance with dag_id: `{dag_id}`, run_id: `{dag_run_id}`, "
+            f"task_id: `{task_id}` and map_index: `{-1 if map_index is None else map_index}` "
+            "was not found"
+        )
+    if "new_state" in given and body.new_state is not None:
+        task_instances_mark(
+            task_instances=selected,
+            state=body.new_state,
+            actor=Actor.of_request(request, "rest_api"),
+        )
+    tis = list(selected)
+    return Response(
+        {"task_instances": [render.task_instance(t) for t in tis], "total_entries": len(tis)}
+    )
+
+
 class TaskInstanceDetailView(PublicView):
-    required_permissions: ClassVar = {"GET": [V + "taskinstance"]}
+    required_permissions: ClassVar = {
+        "GET": [V + "taskinstance"],
+        "PATCH": [V + "taskinstance", "assets_app.change_taskinstance"],
+    }
 
     def get(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
         found = _task_instance(dag_id, dag_run_id, task_id)
         return Response(render.task_instance(found))
+
+    def patch(self, request: Request, dag_id: str, dag_run_id: str, task_id: str) -> Response:
+        query = parse(TaskInstancePatchQuery, request.query_params, lists=("update_mask",))
+        return _task_instances_patch(request, dag_id, dag_run_id, task_id, query.map_index)
 
 
 class MappedTaskInstancesQuery(Page):
@@ -582,9 +641,20 @@ class MappedTaskInstanceListView(PublicView):
 
 
 class MappedTaskInstanceDetailView(PublicView):
-    """Airflow's ``GET …/taskInstances/{task_id}/{map_index}``."""
+    """Airflow's ``GET`` and ``PATCH …/taskInstances/{task_id}/{map_index}``."""
 
-    required_permissions: ClassVar = {"GET": [V + "taskinstance"]}
+    required_permissions: ClassVar = {
+        "GET": [V + "taskinstance"],
+        "PATCH": [V + "taskinstance", "assets_app.change_taskinstance"],
+    }
+
+    def patch(
+        self, request: Request, dag_id: str, dag_run_id: str, task_id: str, map_index: str
+    ) -> Response:
+        index = int(map_index)
+        if not -1 <= index <= INTEGER_MAX:
+            raise NotFound(f"map_index: `{map_index}` names no task instance")
+        return _task_instances_patch(request, dag_id, dag_run_id, task_id, index)
 
     def get(
         self, request: Request, dag_id: str, dag_run_id: str, task_id: str, map_index: str

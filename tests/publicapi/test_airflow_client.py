@@ -338,3 +338,26 @@ def test_airflows_client_reads_a_mapped_tasks_instances(server):
         tis.get_mapped_task_instances("nightly_tables", run.run_id, "list_tables")
     with pytest.raises(NotFoundException):
         tis.get_mapped_task_instance("nightly_tables", run.run_id, "copy_table", 7)
+
+    # Airflow's "mark success" of one map index, through the client's model of the body
+    from airflow_client.client.exceptions import BadRequestException
+    from airflow_client.client.models.patch_task_instance_body import PatchTaskInstanceBody
+
+    marked = tis.patch_task_instance_by_map_index(
+        "nightly_tables",
+        run.run_id,
+        "copy_table",
+        1,
+        PatchTaskInstanceBody(new_state="success"),
+    )
+    assert [(t.map_index, t.state.value) for t in marked.task_instances] == [(1, "success")]
+    assert TaskInstance.objects.get(task_id="copy_table", map_index=1).state == "success"
+    with pytest.raises(BadRequestException):
+        tis.patch_task_instance_by_map_index(
+            "nightly_tables",
+            run.run_id,
+            "copy_table",
+            2,
+            PatchTaskInstanceBody(new_state="failed", include_downstream=True),
+        )
+    assert TaskInstance.objects.get(task_id="copy_table", map_index=2).state == "scheduled"
