@@ -110,7 +110,7 @@ with DAG("task_defers", schedule=None, start_date=datetime(2026, 1, 1)):
 
 with DAG("many", schedule=None, start_date=datetime(2026, 1, 1)):
     for n in range(8):
-        Defers(task_id=f"w{n}", seconds=25)
+        Defers(task_id=f"w{n}", seconds=40)
 """
 
 
