@@ -14,9 +14,10 @@ The triggers are Airflow's own classes, imported by classpath and built from the
 decoded as Airflow's triggerer does (JSON, then the SDK's serde with the
 ``BaseSerialization`` fallback, then ``smart_decode_trigger_kwargs``). They run as tasks of
 one asyncio event loop on a thread of its own (:class:`TriggerLoop`); the database work
-stays on the main thread. A trigger's first event ends it (task triggers fire once); one
-that ends without an event, raises, or cannot be built fails its task instances with the
-traceback, as in Airflow.
+stays on the main thread. A trigger's first event ends it (task triggers fire once); a
+task-end event (``TaskSuccessEvent`` …, ``end_from_trigger``) ends its task instance without
+a worker (``trigger_task_end_submit``); one that ends without an event, raises, or cannot
+be built fails its task instances with the traceback, as in Airflow.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from assets_app.services.runs.triggers import (
     task_instances_start_in_triggerer,
     trigger_event_submit,
     trigger_failure_submit,
+    trigger_task_end_submit,
     triggerer_heartbeat,
     triggers_assigned,
     triggers_claim,
@@ -55,6 +57,9 @@ class Fired:
     trigger_id: int
     payload: Any = None
     failure: list[str] | None = None
+    #: a task-end event's state (``end_from_trigger``: the task ends without a worker)
+    end_state: str | None = None
+    xcoms: dict[str, Any] | None = None
 
 
 def airflow_home() -> None:
@@ -177,7 +182,17 @@ class TriggerLoop:
         try:
             async for event in trigger.run():
                 logger.info("trigger %s fired: %r", trigger_id, event)
-                self._put(Fired(trigger_id, payload=event.payload))
+                end_state = getattr(event, "task_instance_state", None)  # a BaseTaskEndEvent
+                self._put(
+                    Fired(
+                        trigger_id,
+                        payload=event.payload,
+                        end_state=str(getattr(end_state, "value", end_state))
+                        if end_state is not None
+                        else None,
+                        xcoms=getattr(event, "xcoms", None),
+                    )
+                )
                 return
             self._put(
                 Fired(
@@ -255,6 +270,12 @@ class TriggererPass:
             except queue.Empty:
                 return resumed, failed
             self.loop.ended(fired.trigger_id)
+            if fired.end_state is not None:
+                done = trigger_task_end_submit(
+                    trigger_id=fired.trigger_id, state=fired.end_state, xcoms=fired.xcoms
+                )
+                resumed += [f"{one.label} ({one.next_method})" for one in done]
+                continue
             if fired.failure is None:
                 try:
                     payload = serialize(fired.payload)

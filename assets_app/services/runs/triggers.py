@@ -44,7 +44,14 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from assets_app.models import DagTask, TaskInstance, TaskInstanceState, Trigger, Triggerer
+from assets_app.models import (
+    DagTask,
+    TaskInstance,
+    TaskInstanceState,
+    Trigger,
+    Triggerer,
+    XCom,
+)
 from assets_app.notify import RUNS_CHANNEL, TRIGGERS_CHANNEL, notify
 
 logger = logging.getLogger(__name__)
@@ -354,3 +361,89 @@ def task_instances_start_in_triggerer(*, now: datetime | None = None) -> int:
             "task instance %s started in the triggerer (%s)", ti.task_label, ti.trigger_classpath
         )
     return len(waiting)
+
+
+#: The states a trigger's task-end event may end its task instance in (Airflow's
+#: ``TaskSuccessEvent``, ``TaskFailedEvent``, ``TaskSkippedEvent``).
+TASK_END_STATES = frozenset(
+    {TaskInstanceState.SUCCESS, TaskInstanceState.FAILED, TaskInstanceState.SKIPPED}
+)
+
+
+def trigger_task_end_submit(
+    *, trigger_id: int, state: str, xcoms: dict[str, Any] | None = None
+) -> list[Resumed]:
+    """The trigger ended its task itself (``end_from_trigger``: a ``TaskSuccessEvent``,
+    ``TaskFailedEvent`` or ``TaskSkippedEvent``; Airflow's ``handle_event_submit`` for a
+    ``BaseTaskEndEvent``): each task instance deferred on it ends in ``state`` without a
+    worker, its ``xcoms`` pushed; a failure with tries left becomes ``up_for_retry`` (no XComs)
+    instead. The trigger is deleted; each run moves on after the commit. Nothing when none
+    waits (exactly once, as for an event)."""
+    from assets_app.services.runs.advance import dag_run_progress
+    from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_next_try
+
+    if state not in TASK_END_STATES:
+        raise ValueError(f"a trigger cannot end a task in state {state!r}")
+    now = timezone.now()
+    ended: list[tuple[TaskInstance, Resumed]] = []
+    with transaction.atomic():
+        waiting = list(
+            TaskInstance.objects.select_for_update(of=("self",))
+            .filter(trigger_id=trigger_id, state=TaskInstanceState.DEFERRED)
+            .order_by("pk")
+        )
+        for ti in waiting:
+            label = ti.task_label
+            retry = state == TaskInstanceState.FAILED and is_eligible_to_retry(
+                state=ti.state, try_number=ti.try_number, max_tries=ti.max_tries
+            )
+            if retry:
+                task_instance_next_try(
+                    ti, end_date=now, failure_reason="its trigger ended the task failed"
+                )
+            else:
+                ti.state = state
+                ti.end_date = now
+                ti.duration = (now - ti.start_date).total_seconds() if ti.start_date else None
+                ti.next_method = None
+                ti.next_kwargs = None
+                ti.trigger = None
+                ti.updated_at = now
+                ti.save(
+                    update_fields=[
+                        "state",
+                        "end_date",
+                        "duration",
+                        "next_method",
+                        "next_kwargs",
+                        "trigger",
+                        "updated_at",
+                    ]
+                )
+                for key, value in (xcoms or {}).items():
+                    XCom.objects.bulk_create(
+                        [
+                            XCom(
+                                dag_run_id=ti.dag_run_id,
+                                dag_id=ti.dag_id,
+                                run_id=ti.run_id,
+                                task_id=ti.task_id,
+                                map_index=ti.map_index,
+                                key=str(key),
+                                value=value,
+                                timestamp=now,
+                            )
+                        ],
+                        update_conflicts=True,
+                        unique_fields=["dag_run", "task_id", "map_index", "key"],
+                        update_fields=["value", "timestamp"],
+                    )
+            ended.append((ti, Resumed(ti.pk, label, f"ended {ti.state} by its trigger")))
+        Trigger.objects.filter(pk=trigger_id).delete()
+        if any(ti.state == TaskInstanceState.UP_FOR_RETRY for ti, _ in ended):
+            notify(RUNS_CHANNEL)
+    for ti, one in ended:
+        if ti.state != TaskInstanceState.UP_FOR_RETRY:
+            dag_run_progress(dag_run_id=ti.dag_run_id, has_downstream=True, end_date=now)
+        logger.info("task instance %s %s", one.label, one.next_method)
+    return [one for _, one in ended]

@@ -362,3 +362,41 @@ def test_bad_start_trigger_args_are_refused_naming_the_field(args, message):
     with pytest.raises(ManifestError, match="task 'w', start_trigger_args") as raised:
         manifest_parse(yaml.safe_load(text))
     assert message in str(raised.value)
+
+
+# --- end_from_trigger -------------------------------------------------------------------------
+
+
+def test_a_task_end_event_ends_the_task_instance_without_a_worker():
+    from assets_app.models import XCom
+    from assets_app.services.runs.triggers import trigger_task_end_submit
+
+    run, ti = deferred_run()
+
+    ended = trigger_task_end_submit(
+        trigger_id=ti.trigger_id, state="success", xcoms={"return_value": {"n": 1}}
+    )
+    again = trigger_task_end_submit(trigger_id=ti.trigger_id, state="success")
+
+    assert [one.task_instance_id for one in ended] == [ti.pk]
+    assert again == []
+    ti.refresh_from_db()
+    assert (ti.state, ti.next_method, ti.trigger_id) == ("success", None, None)
+    assert ti.end_date is not None
+    assert XCom.objects.get(task_id="wait", key="return_value").value == {"n": 1}
+    # the run moved on: its downstream is scheduled, no worker ever claimed "wait" again
+    assert TaskInstance.objects.get(dag_run=run, task_id="after").state == "scheduled"
+    assert Trigger.objects.count() == 0
+
+
+def test_a_task_failed_event_with_tries_left_retries():
+    from assets_app.services.runs.triggers import trigger_task_end_submit
+
+    run, ti = deferred_run()
+    TaskInstance.objects.filter(pk=ti.pk).update(max_tries=1)
+
+    trigger_task_end_submit(trigger_id=ti.trigger_id, state="failed")
+
+    now = TaskInstance.objects.get(dag_run=run, task_id="wait")
+    assert now.state == "up_for_retry"
+    assert now.pk != ti.pk  # a new try

@@ -81,7 +81,8 @@ class Defers(BaseOperator):
 
 
 with DAG("deferring", schedule=None, start_date=datetime(2026, 1, 1)):
-    wait = TimeDeltaSensor(task_id="wait", delta=timedelta(seconds=3), deferrable=True)
+    # 30 s from the run's start: a loaded machine's worker reaches them before, so they defer
+    wait = TimeDeltaSensor(task_id="wait", delta=timedelta(seconds=30), deferrable=True)
     own = Defers(task_id="own", seconds=2)
 
     @task
@@ -95,6 +96,9 @@ with DAG("deferring", schedule=None, start_date=datetime(2026, 1, 1)):
         task_id="until", target_time=datetime.now(timezone.utc) + timedelta(seconds=1)
     )
     FileSensor(task_id="file", filepath="__FILE__", deferrable=True, poke_interval=0.5)
+    TimeDeltaSensor(
+        task_id="ends_there", delta=timedelta(seconds=30), deferrable=True, end_from_trigger=True
+    )
     DateTimeSensorAsync(
         task_id="starts_here",
         target_time=datetime.now(timezone.utc) + timedelta(seconds=1),
@@ -110,7 +114,7 @@ with DAG("task_defers", schedule=None, start_date=datetime(2026, 1, 1)):
 
 with DAG("many", schedule=None, start_date=datetime(2026, 1, 1)):
     for n in range(8):
-        Defers(task_id=f"w{n}", seconds=25)
+        Defers(task_id=f"w{n}", seconds=40)
 """
 
 
@@ -259,7 +263,17 @@ def test_deferrable_tasks_defer_free_their_slot_and_resume_through_the_triggerer
         "until": "success",
         "file": "success",
         "starts_here": "success",
+        "ends_there": "success",
     }, logs
+    # end_from_trigger: the triggerer ended it; the worker only ran it up to its deferral
+    started = [
+        line
+        for line in worker.output().splitlines()
+        if line.startswith("started deferring.ends_there")
+    ]
+    assert len(started) == 1, started
+    assert "deferring.ends_there" in triggerer.output(), logs
+    assert "(ended success by its trigger)" in triggerer.output(), logs
     # start_from_trigger: deferred by a pass, not by a worker; a worker ran only its resume
     ran = [
         line
@@ -280,6 +294,7 @@ def test_deferrable_tasks_defer_free_their_slot_and_resume_through_the_triggerer
     marks = Counter((marker_dir / "resumed.txt").read_text().split())
     assert marks == Counter({"deferring.own": 1}), marks
     assert "resumed deferring.own" in triggerer.output(), logs
+    assert "resumed deferring.wait" in triggerer.output(), logs  # TimeDeltaSensor deferred
     assert "trigger failed: deferring.raises" in triggerer.output(), logs
     # the failures are Airflow's: the trigger's traceback, TaskDeferralTimeout
     logs_dir = tmp_path / "task_logs"
