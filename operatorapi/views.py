@@ -314,11 +314,19 @@ class QueueViewSet(mixins.ListModelMixin, OperatorViewSet):
     cursor_ordering = ("id",)
 
 
+class _OneObjectSchema(AutoSchema):
+    """A ``list`` route that answers one object (not an array, not paginated)."""
+
+    def _is_list_view(self, serializer: Any = None) -> bool:
+        return False
+
+
 class ExecutorViewSet(OperatorAPIMixin, viewsets.ViewSet):
     """The executor's queues and workers (``operatorapi.executor``); needs
     ``view_taskinstance``."""
 
     queryset = TaskInstance.objects.none()  # the model whose view permission it needs
+    schema = _OneObjectSchema()
 
     @extend_schema(
         summary="The executor's queues and workers",
