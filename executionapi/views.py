@@ -20,7 +20,7 @@ from django.db.models import QuerySet
 from django.http import HttpResponseBase, JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ParseError, PermissionDenied
 from rest_framework.renderers import JSONRenderer
@@ -349,9 +349,9 @@ class TaskInstanceViewSet(ExecutionAPIViewSet):
     )
     @action(detail=True, methods=["patch"], url_path="rendered-map-index")
     def rendered_map_index(self, request: Request, task_instance_id: uuid.UUID) -> Response:
-        label = serializers.CharField(max_length=250).run_validation(_body(request))
+        label = common.StrictStringField(max_length=250).run_validation(_body(request))
         state_services.task_instance_rendered_map_index_set(
-            task_instance_id=task_instance_id, rendered_map_index=label
+            task_instance_id=task_instance_id, rendered_map_index=str(label)
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 

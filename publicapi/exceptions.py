@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework import status
 
@@ -79,6 +80,7 @@ class PublicErrors(ErrorHandler):
 exception_handler = PublicErrors()
 
 
+@csrf_exempt  # a PATCH or POST to no route is a JSON 404 too, not the CSRF check's HTML 403
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Any other path under ``/api/v2/``: FastAPI's 404."""
     return JsonResponse({"detail": "Not Found"}, status=404)

@@ -167,8 +167,17 @@ class EventFilter(Page):
         "source_map_index",
     )
 
+    #: the integer filters' columns: a value beyond them names no row (not a database error)
+    INTEGER_BOUNDS: ClassVar = {"asset_id": 2**63 - 1, "source_map_index": 2**31 - 1}
+
     def filter_queryset(self, rows: QuerySet[AssetEvent]) -> QuerySet[AssetEvent]:
         exact = {f: getattr(self, f) for f in self.EXACT if getattr(self, f) is not None}
+        if any(
+            not -bound - 1 <= exact[name] <= bound
+            for name, bound in self.INTEGER_BOUNDS.items()
+            if name in exact
+        ):
+            return rows.none()
         rows = rows.filter(**exact, **_ranges(self, ("timestamp",)))
         rows = search(rows, "asset__name", self.name_pattern, prefix=False)
         rows = search(rows, "asset__name", self.name_prefix_pattern, prefix=True)

@@ -59,10 +59,6 @@ urlpatterns = [
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/listMapped$",
         views.MappedTaskInstanceListView.as_view(),
     ),
-    re_path(
-        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/(?P<map_index>-?[0-9]+)$",
-        views.MappedTaskInstanceDetailView.as_view(),
-    ),
     re_path(rf"{RUN}/taskInstances/(?P<task_id>{KEY})/xcomEntries$", views.XComListView.as_view()),
     re_path(
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/dependencies$",
@@ -75,6 +71,12 @@ urlpatterns = [
     re_path(
         rf"{RUN}/taskInstances/(?P<task_id>{KEY})/logs/(?P<try_number>{KEY})$",
         logs.TaskInstanceLogView.as_view(),
+    ),
+    # after the task instance's named sub-routes: any other part is a map index (an integer,
+    # else FastAPI's 422 at ["path", "map_index"])
+    re_path(
+        rf"{RUN}/taskInstances/(?P<task_id>{KEY})/(?P<map_index>{KEY})$",
+        views.MappedTaskInstanceDetailView.as_view(),
     ),
     path("variables", secrets.VariableListView.as_view(), name="variables"),
     # [\s\S], not ".": a key or name may hold a newline; it is then looked up (404 JSON)

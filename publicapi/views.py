@@ -77,7 +77,15 @@ from publicapi.filters import (
     QueuedEventsFilter,
     XComFilter,
 )
-from publicapi.params import Page, Query, SourceQuery, Text, UpdateMaskQuery, body_parse
+from publicapi.params import (
+    Page,
+    Query,
+    SourceQuery,
+    Text,
+    UpdateMaskQuery,
+    body_parse,
+    path_parse,
+)
 from publicapi.params import query_parse as parse
 
 # --- assets -----------------------------------------------------------------------------------
@@ -640,6 +648,10 @@ class MappedTaskInstanceListView(PublicView):
         )
 
 
+class MapIndexPath(Query):
+    map_index: int
+
+
 class MappedTaskInstanceDetailView(PublicView):
     """Airflow's ``GET`` and ``PATCH …/taskInstances/{task_id}/{map_index}``."""
 
@@ -651,7 +663,7 @@ class MappedTaskInstanceDetailView(PublicView):
     def patch(
         self, request: Request, dag_id: str, dag_run_id: str, task_id: str, map_index: str
     ) -> Response:
-        index = int(map_index)
+        index = path_parse(MapIndexPath, {"map_index": map_index}).map_index
         if not -1 <= index <= INTEGER_MAX:
             raise NotFound(f"map_index: `{map_index}` names no task instance")
         return _task_instances_patch(request, dag_id, dag_run_id, task_id, index)
@@ -660,7 +672,7 @@ class MappedTaskInstanceDetailView(PublicView):
         self, request: Request, dag_id: str, dag_run_id: str, task_id: str, map_index: str
     ) -> Response:
         run = _run(dag_id, dag_run_id)
-        index = int(map_index)
+        index = path_parse(MapIndexPath, {"map_index": map_index}).map_index
         found = (
             selectors.task_instance_get(
                 dag_id=run.dag_id, run_id=run.run_id, task_id=path_key(task_id), map_index=index

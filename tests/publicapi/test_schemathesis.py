@@ -75,6 +75,23 @@ CONFIG = {
             },
         },
         {
+            # Airflow's PatchTaskInstanceBody takes any TaskInstanceState in its document but
+            # its validator refuses all but success, failed and skipped with a 422 (as ours)
+            "include-path-regex": r"/taskInstances/\{task_id\}(/\{map_index\})?$",
+            "include-method": "PATCH",
+            "checks": {
+                "positive_data_acceptance": {
+                    "expected-statuses": ["2xx", "400", "401", "403", "404", "409", "422"]
+                },
+                "negative_data_rejection": {
+                    "expected-statuses": [
+                        *("2xx", "400", "401", "403", "404", "405", "406", "409", "414"),
+                        *("415", "422", "428", "429", "5xx"),
+                    ]
+                },
+            },
+        },
+        {
             # a query value is text: a "negative" update_mask such as false arrives as the
             # string "false", a valid mask entry, which Airflow's route (as ours) ignores
             # when it names no field of the body

@@ -185,6 +185,35 @@ with DAG(dag_id="contract_mapped", schedule=None):
     add.partial().expand(x=[1, 2])
 """
 
+MAPPED_FROM_TRIGGER = """
+from datetime import timedelta
+
+from airflow.sdk import DAG, BaseOperator
+from airflow.triggers.base import StartTriggerArgs
+
+
+class StartsInTriggerer(BaseOperator):
+    start_from_trigger = True
+    start_trigger_args = StartTriggerArgs(
+        trigger_cls="airflow.providers.standard.triggers.temporal.TimeDeltaTrigger",
+        trigger_kwargs={"delta": timedelta(seconds=1)},
+        next_method="execute_complete",
+        next_kwargs=None,
+        timeout=None,
+    )
+
+    def __init__(self, *, part, **kwargs):
+        super().__init__(**kwargs)
+        self.part = part
+
+    def execute_complete(self, context, event=None):
+        pass
+
+
+with DAG(dag_id="contract_mapped_from_trigger", schedule=None):
+    StartsInTriggerer.partial(task_id="wait").expand(part=[1, 2])
+"""
+
 DEFERRABLE = """
 from airflow.sdk import DAG, BaseOperator
 
@@ -288,7 +317,11 @@ def parsed(tmp_path_factory) -> dict[str, ParsedFile]:
         for key, (dag_kwargs, decorator) in REFUSED_VALUES.items()
     }
     sources |= {"allowed": ALLOWED, "defaults": DEFAULTS}
-    sources |= {"mapped": MAPPED, "deferrable": DEFERRABLE}
+    sources |= {
+        "mapped": MAPPED,
+        "deferrable": DEFERRABLE,
+        "mapped_from_trigger": MAPPED_FROM_TRIGGER,
+    }
     paths = {}
     for name, source in sources.items():
         paths[name] = folder / f"{name.replace('.', '_').lower()}.py"
@@ -342,17 +375,25 @@ def test_honoured_and_irrelevant_attributes_load(parsed):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_loaders_own_refusals_cover_the_rows_refused_by_the_loader(parsed):
-    # the mapped forms are refused by the loader's own check, with the message it had before
-    # the table, and never twice
+    # a mapped task loads (its partial arguments held to BaseOperator's rows, its expansion
+    # stored); only start_from_trigger on a mapped task is refused by the loader's own check
     by_loader = {key for key, attribute in CONTRACT.items() if attribute.by_loader}
-    assert by_loader == {key for key in CONTRACT if key.startswith("MappedOperator.")}
+    assert by_loader == {"MappedOperator.start_from_trigger"}
     mapped, deferrable = parsed["mapped"], parsed["deferrable"]
-    assert mapped.entries == []
+    assert mapped.errors == []
+    (entry,) = mapped.entries
+    (add,) = entry["tasks"]
+    assert (entry["dag_id"], add["task_id"], add["mapped"]) == (
+        "contract_mapped",
+        "add",
+        {"length": 2, "group": None},
+    )
     # start_from_trigger without start_trigger_args starts on a worker, as in Airflow
     assert deferrable.errors == []
     assert [entry["dag_id"] for entry in deferrable.entries] == ["contract_deferrable"]
     assert "start_trigger_args" not in deferrable.entries[0]["tasks"][0]
-    assert mapped.errors == [
-        "DAG 'contract_mapped', task 'add': dynamic task mapping (.expand / .expand_kwargs / a "
-        "mapped task group) is not supported by the registry"
+    assert parsed["mapped_from_trigger"].entries == []
+    assert parsed["mapped_from_trigger"].errors == [
+        "DAG 'contract_mapped_from_trigger', task 'wait': start_from_trigger on a mapped task "
+        "is not supported by the registry (each map index would start in the triggerer)"
     ]

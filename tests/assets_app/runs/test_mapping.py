@@ -315,6 +315,7 @@ def test_a_mapped_task_instance_stores_its_rendered_label_and_bad_labels_are_ref
     empty = client.patch(url, data=json.dumps(""), content_type="application/json")
     number = client.patch(url, data=json.dumps({"x": 1}), content_type="application/json")
     too_long = client.patch(url, data=json.dumps("x" * 251), content_type="application/json")
+    coerced = client.patch(url, data="0", content_type="application/json")  # not "0"
     foreign = client.patch(
         f"/execution/task-instances/{other.pk}/rendered-map-index",
         data=json.dumps("stolen"),
@@ -324,7 +325,7 @@ def test_a_mapped_task_instance_stores_its_rendered_label_and_bad_labels_are_ref
     assert stored.status_code == 204, stored.content
     ti.refresh_from_db()
     assert ti.rendered_map_index == "table=orders"
-    assert [r.status_code for r in (empty, number, too_long)] == [422, 422, 422]
+    assert [r.status_code for r in (empty, number, too_long, coerced)] == [422, 422, 422, 422]
     assert number.json()["detail"][0]["loc"] == ["body"]
     assert foreign.status_code == 403  # a token is for its own task instance only
     other.refresh_from_db()
