@@ -7,8 +7,10 @@ on (what the scheduler's ``DagRun.task_instance_scheduling_decisions`` uses): fi
 task instance can never run (→ ``upstream_failed`` or ``skipped``), then whether the rule holds
 (→ ready to be ``scheduled``) or it must wait for more upstreams to finish.
 
-Mapped task instances are not modelled here (a registry task instance has ``map_index = -1``),
-so Airflow's ``removed`` branch for mapped downstreams does not apply.
+The counts are of task instances: a mapped upstream counts each of its map indexes (the
+scheduler gathers them, ``services.runs.advance``). The registry does not shrink an expanded
+task (no map index is ever ``removed``), so Airflow's ``removed`` branch for mapped
+downstreams does not apply.
 """
 
 from __future__ import annotations

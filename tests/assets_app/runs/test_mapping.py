@@ -7,7 +7,6 @@ index (or, in a mapped task group, its own)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 import yaml
@@ -21,7 +20,8 @@ from assets_app.services.dags.manifest import manifest_parse
 from assets_app.services.runs.advance import task_instances_advance
 from assets_app.services.runs.dag_runs import dag_run_trigger
 from assets_app.services.runs.mapping import Expansion, task_instances_expand
-from tests.executionapi.conftest import client_for, state_url, wire_sample
+from tests.assets_app.runs.test_task_flow import finish
+from tests.executionapi.conftest import client_for, wire_sample
 
 pytestmark = pytest.mark.django_db
 
@@ -40,42 +40,6 @@ def states(run: DagRun) -> dict[str, str | None]:
             "task_id", "map_index", "state"
         )
     }
-
-
-def finish(
-    run: DagRun,
-    task_id: str,
-    state: str,
-    *,
-    map_index: int = -1,
-    returns: Any = None,
-    mapped_length: int | None = None,
-) -> None:
-    """Claim the task instance as a worker would, start it, push its return value (with
-    ``mapped_length`` as the SDK sends it when a mapped task maps over it) and report."""
-    ti = TaskInstance.objects.get(dag_run=run, task_id=task_id, map_index=map_index)
-    assert ti.state == "scheduled", f"{task_id}[{map_index}] is {ti.state}, not scheduled"
-    TaskInstance.objects.filter(pk=ti.pk).update(state="queued")
-    client = client_for(ti)
-    started = client.patch(
-        f"/execution/task-instances/{ti.pk}/run", wire_sample("run_start"), format="json"
-    )
-    assert started.status_code == 200, started.content
-    if returns is not None:
-        query = f"?map_index={map_index}"
-        if mapped_length is not None:
-            query += f"&mapped_length={mapped_length}"
-        pushed = client.post(
-            f"/execution/xcoms/{run.dag_id}/{run.run_id}/{task_id}/return_value{query}",
-            data=json.dumps(returns),
-            content_type="application/json",
-        )
-        assert pushed.status_code == 201, pushed.content
-    body: dict = {"state": state, "end_date": END}
-    if state == "success":
-        body.update(task_outlets=[], outlet_events=[])
-    response = client.patch(state_url(ti), body, format="json")
-    assert response.status_code == 204, response.content
 
 
 LITERAL = """

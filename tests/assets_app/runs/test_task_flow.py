@@ -4,7 +4,9 @@ admitted as ``max_active_runs`` allows, and never-started task instances that en
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import yaml
@@ -47,16 +49,36 @@ def run_state(run: DagRun) -> str:
     return run.state
 
 
-def finish(run: DagRun, task_id: str, state: str) -> None:
-    """Claim the task instance as a worker would, start it and report ``state`` over HTTP."""
-    ti = TaskInstance.objects.get(dag_run=run, task_id=task_id)
-    assert ti.state == "scheduled", f"{task_id} is {ti.state}, not scheduled"
+def finish(
+    run: DagRun,
+    task_id: str,
+    state: str,
+    *,
+    map_index: int = -1,
+    returns: Any = None,
+    mapped_length: int | None = None,
+) -> None:
+    """Claim the task instance (of ``map_index``) as a worker would, start it, push its return
+    value when it ``returns`` one (with ``mapped_length`` as the SDK sends it when a mapped
+    task maps over it) and report ``state`` over HTTP."""
+    ti = TaskInstance.objects.get(dag_run=run, task_id=task_id, map_index=map_index)
+    assert ti.state == "scheduled", f"{task_id}[{map_index}] is {ti.state}, not scheduled"
     TaskInstance.objects.filter(pk=ti.pk).update(state="queued")
     client = client_for(ti)
     started = client.patch(
         f"/execution/task-instances/{ti.pk}/run", wire_sample("run_start"), format="json"
     )
     assert started.status_code == 200, started.content
+    if returns is not None:
+        query = f"?map_index={map_index}"
+        if mapped_length is not None:
+            query += f"&mapped_length={mapped_length}"
+        pushed = client.post(
+            f"/execution/xcoms/{run.dag_id}/{run.run_id}/{task_id}/return_value{query}",
+            data=json.dumps(returns),
+            content_type="application/json",
+        )
+        assert pushed.status_code == 201, pushed.content
     body: dict = {"state": state, "end_date": END}
     if state == "success":
         body.update(task_outlets=[], outlet_events=[])
