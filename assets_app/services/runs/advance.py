@@ -37,6 +37,7 @@ from typing import Any
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from assets_app.mapping import max_map_length
 from assets_app.models import (
     FINISHED_TI_STATES,
     DagRun,
@@ -214,6 +215,10 @@ def _decisions_write(decided: Mapping[str, list[uuid.UUID]], *, now: datetime) -
         if state != TaskInstanceState.SCHEDULED:
             changes |= {"start_date": now, "end_date": now, "duration": 0.0}
             changes["try_number"] = NEVER_TRIED
+        if state == TaskInstanceState.FAILED:  # only a mapped task too wide to expand
+            changes["failure_reason"] = (
+                f"its expansion has more than MAX_MAP_LENGTH ({max_map_length()}) map indexes"
+            )
         count = TaskInstance.objects.filter(pk__in=pks, state__isnull=True).update(**changes)
         if state == TaskInstanceState.SCHEDULED:
             result.scheduled += count

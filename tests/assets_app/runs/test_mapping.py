@@ -214,6 +214,19 @@ def test_expanding_a_thousand_map_indexes_costs_a_constant_number_of_statements(
     assert len(queries) <= 14, [q["sql"][:120] for q in queries]
 
 
+def test_an_expansion_wider_than_max_map_length_fails_the_mapped_task_saying_why(settings):
+    settings.MAX_MAP_LENGTH = 4
+    declare(LITERAL.replace("length: 3", "length: 5"))
+    run = dag_run_trigger(dag_id="example_dynamic_task_mapping")
+
+    task_instances_advance(dag_run_ids=[run.pk])
+
+    wide = TaskInstance.objects.get(dag_run=run, task_id="add_one")
+    assert (wide.map_index, wide.state) == (-1, "failed")
+    assert wide.failure_reason == "its expansion has more than MAX_MAP_LENGTH (4) map indexes"
+    assert states(run)["sum_it"] == "upstream_failed"
+
+
 def test_two_processes_expanding_one_task_leave_one_set_of_map_indexes():
     declare(LITERAL)
     run = dag_run_trigger(dag_id="example_dynamic_task_mapping")
