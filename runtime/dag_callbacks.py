@@ -1,8 +1,8 @@
-"""The DAG processor's callbacks: each pass it claims the pending DAG-level callback requests
-(``assets_app.services.runs.callbacks``) and runs each in a subprocess with the DAG file's code
-(:mod:`runtime.dag_callback_runner` under ``DAG_PARSER_PYTHON``, killed after
+"""The DAG processor's callbacks: each pass it claims the pending callback requests, a DAG's
+or a task's (``assets_app.services.runs.callbacks``), and runs each in a subprocess with the
+DAG file's code (:mod:`runtime.dag_callback_runner` under ``DAG_PARSER_PYTHON``, killed after
 ``CALLBACK_TIMEOUT``), recording it ``success`` or ``failed`` with what it printed. A failing
-callback never changes its run; it is logged and shown in the admin.
+callback never changes its run or task instance; it is logged and shown in the admin.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ import logging
 import os
 import signal
 import subprocess
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
-from assets_app.models import DagCallbackRequest, DagTask
+from assets_app.models import DagCallbackRequest, DagTask, TaskInstance
 from assets_app.services.runs.callbacks import (
     CALLBACK_TIMEOUT,
     dag_callback_finish,
@@ -47,7 +49,8 @@ def dag_callbacks_run(*, limit: int = 10) -> list[CallbackOutcome]:
     for request in dag_callbacks_claim(limit=limit):
         error = _run_one(request)
         dag_callback_finish(request_ids=[request.pk], error=error)
-        label = f"{request.get_kind_display()} of {request.dag_id} / {request.dag_run.run_id}"
+        who = f"{request.dag_id}.{request.task_id}" if request.task_id else request.dag_id
+        label = f"{request.get_kind_display()} of {who} / {request.dag_run.run_id}"
         if error:
             logger.warning("DAG callback %s failed: %s", label, error.strip().splitlines()[-1:])
         else:
@@ -75,6 +78,7 @@ def _run_one(request: DagCallbackRequest) -> str:
         "dag_id": request.dag_id,
         "kind": request.kind,
         "reason": request.reason,
+        "ti": _task_instance(request),
         "dag_run": {
             "dag_id": run.dag_id,
             "run_id": run.run_id,
@@ -112,6 +116,27 @@ def _run_one(request: DagCallbackRequest) -> str:
     if process.returncode:
         return text[-OUTPUT_TAIL:] or f"the callback's process exited {process.returncode}"
     return ""
+
+
+def _task_instance(request: DagCallbackRequest) -> dict[str, Any] | None:
+    """A task callback's task instance as the runner needs it (``None``: a DAG's callback);
+    its ``max_tries`` is read now (the try's own, kept by its history row, is the same)."""
+    if not request.task_id:
+        return None
+    ti = (
+        TaskInstance.objects.filter(
+            dag_run_id=request.dag_run_id, task_id=request.task_id, map_index=request.map_index
+        )
+        .values("id", "max_tries")
+        .first()
+    )
+    return {
+        "id": str(ti["id"]) if ti else str(uuid.uuid4()),
+        "task_id": request.task_id,
+        "map_index": request.map_index,
+        "try_number": request.try_number,
+        "max_tries": ti["max_tries"] if ti else 0,
+    }
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -79,8 +79,12 @@ _SETUP_TEARDOWN = (
 )
 _CALLBACK = (
     "run by Airflow's task runner in the task's process (the registry answers should_retry, "
-    "so a failed try calls on_retry_callback or on_failure_callback as under Airflow); a task "
-    "whose process dies never calls it (Airflow runs those in its DAG processor)"
+    "so a failed try calls on_retry_callback or on_failure_callback as under Airflow)"
+)
+_PROCESSOR_CALLBACK = (
+    f"{_CALLBACK}; a try that ends outside its process (heartbeat or queued timeout, its "
+    "trigger's failure event) has it run by manage.py dag_processor in the DAG file's code, "
+    "as Airflow's DAG processor runs a TaskCallbackRequest"
 )
 _RETRY_DELAY = "the delay before a retry (issue 37: Airflow's formula)"
 
@@ -200,9 +204,9 @@ CONTRACT: dict[str, Attribute] = {
     "BaseOperator.sla": _i("SLAs were removed in Airflow 3.0; Airflow ignores it too"),
     "BaseOperator.execution_timeout": _h("enforced by Airflow's task runner"),
     "BaseOperator.on_execute_callback": _h(_CALLBACK),
-    "BaseOperator.on_failure_callback": _h(_CALLBACK),
+    "BaseOperator.on_failure_callback": _h(_PROCESSOR_CALLBACK),
     "BaseOperator.on_success_callback": _h(_CALLBACK),
-    "BaseOperator.on_retry_callback": _h(_CALLBACK),
+    "BaseOperator.on_retry_callback": _h(_PROCESSOR_CALLBACK),
     "BaseOperator.on_skipped_callback": _h(_CALLBACK),
     "BaseOperator.pre_execute": _h(_RUNNER),
     "BaseOperator.post_execute": _h(_RUNNER),

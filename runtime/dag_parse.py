@@ -213,7 +213,15 @@ def _task(dag: Any, task: Any) -> dict[str, Any]:
         "inlets": [_leaf(i, f"{where}, inlets") for i in task.inlets],
         **_pool_and_priority(task, where),
         **({"mapped": mapped} if mapped else {}),
+        # run by the DAG processor when a try fails outside its process (a heartbeat timeout,
+        # never started, ended by its trigger), as Airflow's TaskCallbackRequest
+        **{name: True for name in _TASK_CALLBACK_FLAGS if getattr(task, name)},
     }
+
+
+#: A task's callbacks the DAG processor runs (Airflow's ``TaskCallbackRequest``: failure and
+#: retry only); the others run in the task's process only.
+_TASK_CALLBACK_FLAGS = ("has_on_failure_callback", "has_on_retry_callback")
 
 
 def _mapped(task: Any, where: str) -> dict[str, Any]:

@@ -648,17 +648,29 @@ class TaskInstanceAdmin(
 class DagCallbackRequestAdmin(
     _DagColumnMixin, ReadOnlyAdminMixin, admin.ModelAdmin[DagCallbackRequest]
 ):
-    """The DAG-level callbacks runs asked for and how each went (the DAG processor runs them,
-    ``runtime.dag_callbacks``), read-only."""
+    """The callbacks runs asked for (a DAG's; a task's whose try ended outside its process) and
+    how each went (the DAG processor runs them, ``runtime.dag_callbacks``), read-only."""
 
-    list_display = ("__str__", "dag_link", "run_link", "kind", "reason", "state", "created_at")
+    list_display = (
+        "__str__",
+        "dag_link",
+        "run_link",
+        "task_id",
+        "kind",
+        "reason",
+        "state",
+        "created_at",
+    )
     list_select_related = ("dag_run",)
     list_filter = ("state", "kind")
-    search_fields = ("=dag_id", "dag_run__run_id")
+    search_fields = ("=dag_id", "dag_run__run_id", "=task_id")
     ordering = ("-created_at", "-id")
     fields = (
         "dag_id",
         "run_link",
+        "task_id",
+        "map_index",
+        "try_number",
         "kind",
         "reason",
         "state",

@@ -159,6 +159,10 @@ class DagTask(models.Model):
     #: ``start_trigger_args``: ``trigger_cls``, ``trigger_kwargs``, ``next_method``,
     #: ``next_kwargs``, ``timeout`` seconds); ``None`` for every other task
     start_trigger_args = models.JSONField(null=True, blank=True)
+    #: the DAG file's task has an ``on_failure_callback`` / ``on_retry_callback``: a try that
+    #: fails outside its process asks the DAG processor to run it (``DagCallbackRequest``)
+    has_on_failure_callback = models.BooleanField(default=False)
+    has_on_retry_callback = models.BooleanField(default=False)
 
     class Meta:
         db_table = "dag_task"

@@ -442,14 +442,23 @@ class TaskMap(models.Model):
 
 
 class DagCallbackRequest(models.Model):
-    """A DAG-level ``on_success_callback`` / ``on_failure_callback`` to run for a run that
-    ended (Airflow's ``callback_request``): created by the run's end when its DAG has such a
-    callback, run once by the DAG processor in a process with the DAG file's code
-    (``runtime.dag_callbacks``), which records how it went."""
+    """A callback of an Airflow DAG file to run in the DAG processor (Airflow's
+    ``callback_request``), run once in a process with the DAG file's code
+    (``runtime.dag_callbacks``), which records how it went:
+
+    - a DAG-level ``on_success_callback`` / ``on_failure_callback`` (``task_id`` empty),
+      asked for by the end of a run whose DAG has such a callback (Airflow's
+      ``DagCallbackRequest``);
+    - a task's ``on_failure_callback`` / ``on_retry_callback`` (``task_id``, ``map_index``,
+      ``try_number`` set), asked for when a try of a task that has one ends failed or up for
+      retry outside its own process — its heartbeat timed out, it was never started, or its
+      trigger ended it (Airflow's ``TaskCallbackRequest``): a try that ends in its process
+      runs its callbacks there."""
 
     class Kind(models.TextChoices):
         SUCCESS = "success", "on_success_callback"
         FAILURE = "failure", "on_failure_callback"
+        RETRY = "retry", "on_retry_callback"
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -459,10 +468,14 @@ class DagCallbackRequest(models.Model):
 
     dag_run = models.ForeignKey(DagRun, on_delete=models.CASCADE, related_name="callbacks")
     dag_id = models.CharField(max_length=ID_LENGTH)
+    #: a task's callback: its task instance (``""``: the DAG's)
+    task_id = models.CharField(max_length=ID_LENGTH, default="", blank=True)
+    map_index = models.IntegerField(default=-1)
+    try_number = models.PositiveIntegerField(null=True, blank=True)
     kind = models.CharField(max_length=10, choices=Kind.choices)
-    #: Airflow's ``reason`` in the callback's context (``success``, ``task_failure``,
-    #: ``timed_out``)
-    reason = models.CharField(max_length=100, default="", blank=True)
+    #: Airflow's ``reason`` in a DAG callback's context (``success``, ``task_failure``,
+    #: ``timed_out``); a task callback's: why its try failed (its ``failure_reason``)
+    reason = models.CharField(max_length=1000, default="", blank=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -477,6 +490,12 @@ class DagCallbackRequest(models.Model):
         indexes = [models.Index(fields=["state"], name="dag_callback_state")]
 
     def __str__(self) -> str:
+        if self.task_id:
+            index = f"[{self.map_index}]" if self.map_index >= 0 else ""
+            return (
+                f"{self.get_kind_display()} of {self.dag_id}.{self.task_id}{index} "
+                f"run {self.dag_run_id} try {self.try_number}"
+            )
         return f"{self.get_kind_display()} of {self.dag_id} run {self.dag_run_id}"
 
 

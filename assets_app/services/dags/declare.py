@@ -396,6 +396,8 @@ def _dag_task_rows(dags: Iterable[DagDecl]) -> list[DagTask]:
             max_active_tis_per_dagrun=task.max_active_tis_per_dagrun,
             mapped=task.mapped,
             start_trigger_args=task.start_trigger_args,
+            has_on_failure_callback=task.has_on_failure_callback,
+            has_on_retry_callback=task.has_on_retry_callback,
         )
         for decl in dags
         for leaves in [decl.leaf_task_ids]

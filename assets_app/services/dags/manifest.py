@@ -193,6 +193,10 @@ class TaskDecl:
     queue: str = DEFAULT_QUEUE
     #: starts in the triggerer (Airflow's ``start_from_trigger``): its ``start_trigger_args``
     start_trigger_args: dict[str, Any] | None = None
+    #: the DAG file's task has these callbacks (the DAG-file loader sets them): a try that fails
+    #: outside its process has the DAG processor run them
+    has_on_failure_callback: bool = False
+    has_on_retry_callback: bool = False
 
 
 @dataclass(frozen=True)
@@ -427,6 +431,8 @@ TASK_SETTINGS = (
     "mapped",
     "queue",
     "start_trigger_args",
+    "has_on_failure_callback",
+    "has_on_retry_callback",
 )
 _TASK_KEYS = {
     "task_id",
@@ -562,6 +568,12 @@ def _parse_task(
             spec.get("max_active_tis_per_dagrun"), f"{where}.max_active_tis_per_dagrun"
         ),
         mapped=_parse_mapped(spec.get("mapped"), f"{where}.mapped", upstream, code),
+        has_on_failure_callback=_parse_callback_flag(
+            spec, "has_on_failure_callback", where, "" if code else airflow_dag_file[0]
+        ),
+        has_on_retry_callback=_parse_callback_flag(
+            spec, "has_on_retry_callback", where, "" if code else airflow_dag_file[0]
+        ),
         outlets=_parse_leaves(spec.get("outlets"), f"{where}.outlets", declared),
         inlets=_parse_leaves(spec.get("inlets"), f"{where}.inlets", declared),
         retries=retries,
@@ -783,8 +795,9 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
 
 
 def _parse_callback_flag(spec: dict[str, Any], key: str, where: str, dag_file: str) -> bool:
-    """``has_on_success_callback`` / ``has_on_failure_callback``: the DAG file's DAG has that
-    callback (the DAG-file loader sets them; the callback runs in the file's code)."""
+    """``has_on_success_callback`` / ``has_on_failure_callback`` of a DAG,
+    ``has_on_failure_callback`` / ``has_on_retry_callback`` of a task: the DAG file's DAG or task
+    has that callback (the DAG-file loader sets them; the callback runs in the file's code)."""
     flag = _parse_bool(spec.get(key, False), f"{where}.{key}")
     if flag and not dag_file:
         raise ManifestError(f"{where}.{key}: needs an airflow_dag_file, whose code it runs")

@@ -53,6 +53,7 @@ from assets_app.models import (
     XCom,
 )
 from assets_app.notify import RUNS_CHANNEL, TRIGGERS_CHANNEL, notify
+from assets_app.services.runs.callbacks import task_callback_request
 
 logger = logging.getLogger(__name__)
 
@@ -377,8 +378,9 @@ def trigger_task_end_submit(
     ``TaskFailedEvent`` or ``TaskSkippedEvent``; Airflow's ``handle_event_submit`` for a
     ``BaseTaskEndEvent``): each task instance deferred on it ends in ``state`` without a
     worker, its ``xcoms`` pushed; a failure with tries left becomes ``up_for_retry`` (no XComs)
-    instead. The trigger is deleted; each run moves on after the commit. Nothing when none
-    waits (exactly once, as for an event)."""
+    instead, and a failure asks for the task's ``on_failure_callback`` / ``on_retry_callback``
+    (``runs.callbacks``; Airflow's ``TaskCallbackRequest``). The trigger is deleted; each run
+    moves on after the commit. Nothing when none waits (exactly once, as for an event)."""
     from assets_app.services.runs.advance import dag_run_progress
     from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_next_try
 
@@ -397,6 +399,13 @@ def trigger_task_end_submit(
             retry = state == TaskInstanceState.FAILED and is_eligible_to_retry(
                 state=ti.state, try_number=ti.try_number, max_tries=ti.max_tries
             )
+            if state == TaskInstanceState.FAILED:  # its process is gone: the DAG processor runs it
+                task_callback_request(
+                    task_instance=ti,
+                    try_number=ti.try_number,
+                    failed=not retry,
+                    reason="its trigger ended the task failed",
+                )
             if retry:
                 task_instance_next_try(
                     ti, end_date=now, failure_reason="its trigger ended the task failed"

@@ -3,7 +3,8 @@
 - **Reaper** (Airflow's task-instance heartbeat timeout): a ``running`` task instance whose
   last heartbeat (or, before the first, its start) is older than
   ``settings.TASK_INSTANCE_HEARTBEAT_TIMEOUT`` seconds fails, or becomes ``up_for_retry`` (a
-  new try) while tries remain, with ``failure_reason`` saying why; its run settles (after
+  new try) while tries remain, with ``failure_reason`` saying why, and asks for its task's
+  ``on_failure_callback`` / ``on_retry_callback`` (``runs.callbacks``); its run settles (after
   the commit, see ``dag_run_settle``). Each is
   reaped in its own transaction with ``FOR UPDATE SKIP LOCKED``, so several schedulers never
   reap one twice and never wait on a task instance a runner is reporting on.
@@ -44,6 +45,7 @@ from django.utils import timezone
 
 from assets_app.models import DagTask, TaskInstance, TaskInstanceState
 from assets_app.services.runs.advance import dag_run_progress
+from assets_app.services.runs.callbacks import task_callback_request
 from assets_app.services.runs.emails import FailureMail, failure_mail_on_commit, recipients_of
 from assets_app.services.runs.settle import dag_runs_fail_timed_out, dag_runs_settle_finished
 from assets_app.services.runs.tries import is_eligible_to_retry, task_instance_next_try
@@ -210,6 +212,12 @@ def _reap(
                 update_fields=["state", "end_date", "duration", "failure_reason", "updated_at"]
             )
             _failure_mail(task_instance, reason=why)
+        task_callback_request(
+            task_instance=task_instance,
+            try_number=try_number,
+            failed=task_instance.state == TaskInstanceState.FAILED,
+            reason=why,
+        )
     if task_instance.state == TaskInstanceState.FAILED:  # after the commit: its run moves on
         dag_run_progress(dag_run_id=task_instance.dag_run_id, has_downstream=True, end_date=now)
     logger.warning("reaped %s (try %s) → %s: %s", label, try_number, task_instance.state, why)

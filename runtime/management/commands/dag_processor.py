@@ -1,8 +1,9 @@
 """``manage.py dag_processor DIR``: keep a folder of Airflow DAG files loaded, pass after pass:
 every ``--interval`` a pass runs :func:`runtime.dag_processing.dag_folder_load` (the loader
 ``declare_dags --dags-folder`` runs once) with a watch, so a new or changed file (modification
-time or size) is parsed again and a removed file's DAGs go stale; every pass runs the DAG-level
-callbacks runs asked for (:mod:`runtime.dag_callbacks`), woken by their notification
+time or size) is parsed again and a removed file's DAGs go stale; every pass runs the
+callbacks runs asked for — a DAG's, or a task's whose try ended outside its process
+(:mod:`runtime.dag_callbacks`) — woken by their notification
 (PostgreSQL) or at the latest every second. The loop is :class:`runtime.daemon.Daemon`'s.
 """
 
@@ -34,7 +35,9 @@ class Command(BaseCommand):
         "are parsed again, new files are loaded and removed files' DAGs marked stale. A file "
         "that fails to import is an import error (admin, /api/v1/import-errors) and its DAGs "
         "keep their last good version. It also runs the DAG-level on_success_callback / "
-        "on_failure_callback runs asked for, in the DAG file's code, as soon as a run asks "
+        "on_failure_callback runs asked for, and a task's on_failure_callback / "
+        "on_retry_callback when its try ended outside its process (heartbeat or queued timeout, "
+        "its trigger), in the DAG file's code, as soon as asked "
         "(PostgreSQL: LISTEN; else within a second). Runs until stopped (SIGTERM or Ctrl-C), "
         "or one pass with --once."
     )
