@@ -157,7 +157,9 @@ class AssetEventViewSet(ReadOnlyViewSet):
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         payload = s.AssetEventCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        event = asset_event_create_manual(**payload.validated_data)
+        event = asset_event_create_manual(
+            **payload.validated_data, actor=Actor.of_request(request, "rest_api")
+        )
         created = self.get_queryset().get(pk=event.pk)
         location = reverse("operatorapi:asset-event-detail", args=[event.pk], request=request)
         return Response(

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from assets_app.exceptions import AssetsError, PoolExistsError, PoolNotFoundError
 from assets_app.models import DEFAULT_POOL, Pool
 from assets_app.selectors.runs import pool_get, pool_list, pools_slots
+from assets_app.services.audit import Actor
 from assets_app.services.inputs import KEEP
 from assets_app.services.runs.pools import (
     PoolSpec,
@@ -23,6 +24,7 @@ from assets_app.services.runs.pools import (
     pool_delete,
     pool_set,
     pool_update,
+    pools_bulk_record,
 )
 from publicapi.base import PublicView, page, path_key
 from publicapi.exceptions import BadRequest, Conflict, NotFound
@@ -143,7 +145,7 @@ class PoolListView(PublicView):
     def post(self, request: Request) -> Response:
         body = body_parse(PoolBody, request)
         try:
-            pool = pool_create(body.spec())
+            pool = pool_create(body.spec(), actor=Actor.of_request(request, "rest_api"))
         except PoolExistsError as exc:
             raise Conflict(
                 {
@@ -161,6 +163,10 @@ class PoolListView(PublicView):
         done: dict[str, Any] = {"create": None, "update": None, "delete": None}
         for action in body.actions:
             done[action.action] = _bulk_action(action)
+        pools_bulk_record(
+            actor=Actor.of_request(request, "rest_api"),
+            done={name: one["success"] for name, one in done.items() if one},
+        )
         return Response(done)
 
 
@@ -186,19 +192,21 @@ class PoolDetailView(PublicView):
             mask and all(field.strip() in {"slots", "include_deferred"} for field in mask)
         ):
             raise BadRequest("Only slots and included_deferred can be modified on Default Pool")
-        return Response(render_pools([_patch(pool, body, mask)])[0])
+        return Response(
+            render_pools([_patch(pool, body, mask, Actor.of_request(request, "rest_api"))])[0]
+        )
 
     def delete(self, request: Request, pool_name: str) -> Response:
         if pool_name == DEFAULT_POOL:
             raise BadRequest("Default Pool can't be deleted")
         try:
-            pool_delete(name=path_key(pool_name))
+            pool_delete(name=path_key(pool_name), actor=Actor.of_request(request, "rest_api"))
         except PoolNotFoundError as exc:
             raise NotFound(f"The Pool with name: `{pool_name}` was not found") from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-def _patch(pool: Pool, body: PoolPatchBody, mask: list[str] | None) -> Pool:
+def _patch(pool: Pool, body: PoolPatchBody, mask: list[str] | None, actor: Actor) -> Pool:
     given = set(body.model_fields_set) - {"pool", "team_name"}
     if mask is not None:
         given &= {field.strip() for field in mask}
@@ -213,6 +221,7 @@ def _patch(pool: Pool, body: PoolPatchBody, mask: list[str] | None) -> Pool:
         include_deferred=body.include_deferred
         if "include_deferred" in given and body.include_deferred is not None
         else KEEP,
+        actor=actor,
     )
 
 

@@ -171,7 +171,11 @@ class AssetEventListView(PublicView):
                 raise NotFound(f"Asset with ID: `{body.asset_id}` was not found")
             name, uri = target.name, target.uri
         event = asset_event_create_manual(
-            name=name, uri=uri, extra=body.extra, partition_key=body.partition_key
+            name=name,
+            uri=uri,
+            extra=body.extra,
+            partition_key=body.partition_key,
+            actor=Actor.of_request(request, "rest_api"),
         )
         return Response(render.asset_event(selectors.asset_event_detailed_get(event_id=event.pk)))
 

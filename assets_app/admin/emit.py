@@ -21,6 +21,7 @@ from assets_app.admin.panels import waiting_consumers
 from assets_app.exceptions import InvalidInputError
 from assets_app.models import PARTITION_KEY_LENGTH, Asset, AssetEvent
 from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.audit import Actor
 from assets_app.validators import json_value_problem
 
 #: The model permission that allows emitting an event (Django's "add asset event").
@@ -100,6 +101,7 @@ def emit_event_view(
                     uri=asset.uri,
                     extra=form.cleaned_data["extra"],
                     partition_key=form.cleaned_data["partition_key"],
+                    actor=Actor.of_request(request, "ui"),
                 )
                 model_admin.log_change(request, asset, _history_message(event))
         except InvalidInputError as exc:

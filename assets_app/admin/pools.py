@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from assets_app.exceptions import AssetsError, InvalidInputError
 from assets_app.models import DEFAULT_POOL, Pool
 from assets_app.selectors.runs import PoolSlots, pools_slots
+from assets_app.services.audit import Actor
 from assets_app.services.inputs import KEEP
 from assets_app.services.runs.pools import PoolSpec, pool_delete, pool_set, pool_update
 
@@ -95,6 +96,7 @@ class PoolAdmin(admin.ModelAdmin[Pool]):
                     slots=data["slots"],
                     description=KEEP if obj.pool == DEFAULT_POOL else data.get("description"),
                     include_deferred=bool(data.get("include_deferred")),
+                    actor=Actor.of_request(request, "ui"),
                 )
             else:
                 saved = pool_set(
@@ -103,7 +105,8 @@ class PoolAdmin(admin.ModelAdmin[Pool]):
                         slots=data["slots"],
                         description=data.get("description") or None,
                         include_deferred=bool(data.get("include_deferred")),
-                    )
+                    ),
+                    actor=Actor.of_request(request, "ui"),
                 )
         except AssetsError as error:
             self.message_user(request, error.message, messages.ERROR)
@@ -112,7 +115,7 @@ class PoolAdmin(admin.ModelAdmin[Pool]):
 
     def delete_model(self, request: HttpRequest, obj: Pool) -> None:
         try:
-            pool_delete(name=obj.pool)
+            pool_delete(name=obj.pool, actor=Actor.of_request(request, "ui"))
         except AssetsError as error:
             self.message_user(request, error.message, messages.ERROR)
 

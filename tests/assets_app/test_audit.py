@@ -270,6 +270,107 @@ def test_api_v2_records_a_trigger_and_a_connection_via_rest_api(admin_user):
     assert "hunter2" not in rows[1].extra
 
 
+def test_pool_writes_are_recorded_on_every_face(admin_user, tmp_path):
+    from assets_app.models import Pool
+
+    # the command: set, import, delete
+    call_command("pools", "set", "warehouse_loads", "4", "nightly loads", stdout=StringIO())
+    exported = tmp_path / "pools.json"
+    exported.write_text(json.dumps({"reports": {"slots": 2}, "warehouse_loads": {"slots": 6}}))
+    call_command("pools", "import", str(exported), stdout=StringIO())
+    # /api/v2: create, patch, bulk, delete
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {user_token_issue(user=admin_user)}")
+    created = api.post(
+        "/api/v2/pools",
+        json.dumps({"name": "exports", "slots": 3}),
+        content_type="application/json",
+    )
+    patched = api.patch(
+        "/api/v2/pools/exports?update_mask=slots",
+        json.dumps({"slots": 5}),
+        content_type="application/json",
+    )
+    bulk = api.patch(
+        "/api/v2/pools",
+        json.dumps(
+            {
+                "actions": [
+                    {"action": "create", "entities": [{"name": "adhoc", "slots": 1}]},
+                    {"action": "delete", "entities": ["nope"], "action_on_non_existence": "skip"},
+                ]
+            }
+        ),
+        content_type="application/json",
+    )
+    deleted = api.delete("/api/v2/pools/adhoc")
+    # the admin: change, delete
+    admin = Client()
+    admin.force_login(admin_user)
+    reports = Pool.objects.get(pool="reports")
+    changed = admin.post(
+        reverse("admin:assets_app_pool_change", args=[reports.pk]),
+        {"pool": "reports", "slots": 7, "description": "", "include_deferred": ""},
+    )
+    removed = admin.post(
+        reverse("admin:assets_app_pool_delete", args=[reports.pk]), {"post": "yes"}
+    )
+
+    assert [r.status_code for r in (created, patched, bulk, deleted)] == [201, 200, 200, 204]
+    assert (changed.status_code, removed.status_code) == (302, 302)
+    rows = [(r.event, r.owner, json.loads(r.extra)) for r in EventLog.objects.order_by("id")]
+    me = getpass.getuser()
+    assert [(event, owner, extra["via"]) for event, owner, extra in rows] == [
+        ("post_pool", me, "cli"),
+        ("bulk_pools", me, "cli"),
+        ("post_pool", "alice", "rest_api"),
+        ("patch_pool", "alice", "rest_api"),
+        ("bulk_pools", "alice", "rest_api"),
+        ("delete_pool", "alice", "rest_api"),
+        ("patch_pool", "alice", "ui"),
+        ("delete_pool", "alice", "ui"),
+    ]
+    assert rows[0][2] == {
+        "name": "warehouse_loads",
+        "slots": 4,
+        "description": "nightly loads",
+        "include_deferred": False,
+        "via": "cli",
+    }
+    assert rows[1][2]["pools"] == ["reports", "warehouse_loads"]
+    assert rows[3][2] == {"pool_name": "exports", "slots": 5, "via": "rest_api"}
+    assert rows[4][2] == {"create": ["adhoc"], "delete": ["nope"], "via": "rest_api"}
+    assert rows[7][2] == {"pool_name": "reports", "via": "ui"}
+
+
+def test_a_manual_asset_event_is_recorded_with_its_extra_masked(admin_user):
+    from tests.factories import AssetFactory
+
+    asset = AssetFactory(name="orders_daily", uri="s3://warehouse/orders/daily")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {user_token_issue(user=admin_user)}")
+
+    response = api.post(
+        "/api/v2/assets/events",
+        json.dumps({"asset_id": asset.pk, "extra": {"rows": 3, "api_key": "s3cr3t"}}),
+        content_type="application/json",
+    )
+    call_command("create_asset_event", "--name", "orders_daily", stdout=StringIO())
+
+    assert response.status_code == 200, response.content
+    rows = list(EventLog.objects.order_by("id"))
+    assert [(r.event, json.loads(r.extra)["via"]) for r in rows] == [
+        ("create_asset_event", "rest_api"),
+        ("create_asset_event", "cli"),
+    ]
+    extra = json.loads(rows[0].extra)
+    assert (extra["asset_id"], extra["name"], extra["event_id"]) == (
+        asset.pk,
+        "orders_daily",
+        response.json()["id"],
+    )
+    assert extra["extra"] == {"rows": 3, "api_key": "***"}
+    assert "s3cr3t" not in rows[0].extra
+
+
 # --- the Audit log page -----------------------------------------------------------------------
 
 

@@ -85,7 +85,7 @@ ROOMS_BELOW: dict[str, set[str]] = {
     "services.accounts": {"models"},
     "services.state": {"models", "services.sql"},
     "services.secrets": {"models", "selectors.secrets", "services.inputs", "services.audit"},
-    "services.assets": {"models", "selectors.assets", "services.sql"},
+    "services.assets": {"models", "selectors.assets", "services.sql", "services.audit"},
     "services.runs": {
         "models",
         "selectors.runs",

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assets_app.management.base import add_asset_arguments, domain_errors
 from assets_app.services.assets.events import asset_event_create_manual
+from assets_app.services.audit import Actor
 
 
 class Command(BaseCommand):
@@ -37,5 +38,6 @@ class Command(BaseCommand):
                 uri=options["uri"],
                 extra=extra,
                 partition_key=options["partition_key"],
+                actor=Actor.of_command(),
             )
         self.stdout.write(self.style.SUCCESS(f"Created asset event {event.pk} on {event.asset}"))

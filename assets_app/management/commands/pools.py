@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from assets_app.management.base import domain_errors
 from assets_app.models import Pool
 from assets_app.selectors.runs import pool_get, pool_list, pools_slots
+from assets_app.services.audit import Actor
 from assets_app.services.runs.pools import (
     PoolSpec,
     pool_delete,
@@ -110,12 +111,13 @@ class Command(BaseCommand):
                 slots=slots,
                 description=options["description"],
                 include_deferred=options["include_deferred"],
-            )
+            ),
+            actor=Actor.of_command(),
         )
         self.stdout.write(self.style.SUCCESS(f"Pool {pool.pool} set: {pool.slots} slots"))
 
     def _delete(self, options: dict[str, Any]) -> None:
-        pool_delete(name=options["name"])
+        pool_delete(name=options["name"], actor=Actor.of_command())
         self.stdout.write(self.style.SUCCESS(f"Pool {options['name']} deleted"))
 
     def _import(self, options: dict[str, Any]) -> None:
@@ -126,7 +128,7 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
         except ValueError as exc:
             raise CommandError(f"{path} is not valid JSON: {exc}") from exc
-        imported = pools_import(pools)
+        imported = pools_import(pools, actor=Actor.of_command())
         self.stdout.write(self.style.SUCCESS(f"{len(imported)} pool(s) imported from {path}"))
 
     def _export(self, options: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ from assets_app.services.assets.registration import (
     asset_changes_notify,
     asset_event_consumers_queue,
 )
+from assets_app.services.audit import Actor, event_log_record
 from assets_app.validators import json_value_problem
 
 logger = logging.getLogger(__name__)
@@ -68,9 +69,11 @@ def asset_event_create_manual(
     uri: str | None = None,
     extra: dict[str, Any] | None = None,
     partition_key: str | None = None,
+    actor: Actor | None = None,
 ) -> AssetEvent:
     """Record an operator's event on an existing asset (source fields empty) and queue its
-    consumer DAGs, as Airflow's "create asset event" does. Signals are sent after commit."""
+    consumer DAGs, as Airflow's "create asset event" does, with ``actor``'s
+    ``create_asset_event`` in the event log. Signals are sent after commit."""
     if extra is not None and not isinstance(extra, dict):
         raise InvalidInputError("extra must be a JSON object")
     problem = json_value_problem(extra, max_bytes=settings.ASSET_EVENT_EXTRA_MAX_BYTES)
@@ -88,6 +91,18 @@ def asset_event_create_manual(
         source_dag_id=None,
         source_run_id=None,
         timestamp=now,
+    )
+    event_log_record(
+        actor,
+        "create_asset_event",
+        extra={
+            "asset_id": asset.pk,
+            "name": asset.name,
+            "uri": asset.uri,
+            "event_id": event.pk,
+            "extra": event.extra,
+            "partition_key": partition_key,
+        },
     )
     emitted = [EmittedEvent(event=event)]
     queued = asset_event_consumers_queue(events=emitted, now=now)

@@ -24,6 +24,7 @@ from assets_app.models import (
     POOL_NAME_LENGTH,
     Pool,
 )
+from assets_app.services.audit import Actor, event_log_record
 from assets_app.services.inputs import KEEP, Keep
 
 logger = logging.getLogger(__name__)
@@ -91,29 +92,41 @@ class PoolSpec:
         return self
 
 
-def pool_set(spec: PoolSpec) -> Pool:
+def _pool_extra(spec: PoolSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "slots": spec.slots,
+        "description": spec.description,
+        "include_deferred": spec.include_deferred,
+    }
+
+
+def pool_set(spec: PoolSpec, *, actor: Actor | None = None) -> Pool:
     """Create the pool or replace its slots, description and include_deferred (Airflow's
-    ``pools set``; race-safe: the unique name decides)."""
+    ``pools set``; race-safe: the unique name decides); ``actor``'s ``post_pool`` event."""
     spec.checked()
-    Pool.objects.bulk_create(
-        [
-            Pool(
-                pool=spec.name,
-                slots=spec.slots,
-                description=spec.description,
-                include_deferred=spec.include_deferred,
-            )
-        ],
-        update_conflicts=True,
-        unique_fields=["pool"],
-        update_fields=["slots", "description", "include_deferred"],
-    )
+    with transaction.atomic():
+        Pool.objects.bulk_create(
+            [
+                Pool(
+                    pool=spec.name,
+                    slots=spec.slots,
+                    description=spec.description,
+                    include_deferred=spec.include_deferred,
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["pool"],
+            update_fields=["slots", "description", "include_deferred"],
+        )
+        event_log_record(actor, "post_pool", extra=_pool_extra(spec))
     logger.info("pool %s set: %d slots", spec.name, spec.slots)
     return Pool.objects.get(pool=spec.name)
 
 
-def pool_create(spec: PoolSpec) -> Pool:
-    """A new pool; ``PoolExistsError`` when the name is taken."""
+def pool_create(spec: PoolSpec, *, actor: Actor | None = None) -> Pool:
+    """A new pool; ``PoolExistsError`` when the name is taken; ``actor``'s ``post_pool``
+    event."""
     spec.checked()
     try:
         with transaction.atomic():
@@ -123,6 +136,7 @@ def pool_create(spec: PoolSpec) -> Pool:
                 description=spec.description,
                 include_deferred=spec.include_deferred,
             )
+            event_log_record(actor, "post_pool", extra=_pool_extra(spec))
     except IntegrityError as exc:
         raise PoolExistsError(f"The Pool with name: `{spec.name}` already exists") from exc
     logger.info("pool %s created: %d slots", spec.name, spec.slots)
@@ -135,10 +149,11 @@ def pool_update(
     slots: int | Keep = KEEP,
     description: str | Keep | None = KEEP,
     include_deferred: bool | Keep = KEEP,
+    actor: Actor | None = None,
 ) -> Pool:
     """Change the given fields of pool ``name`` (``PoolNotFoundError`` if none);
     ``default_pool``'s description stays (Airflow lets only its slots and include_deferred
-    change)."""
+    change); ``actor``'s ``patch_pool`` event names the fields given."""
     if not isinstance(slots, Keep):
         pool_slots_check(slots)
     if not isinstance(description, Keep):
@@ -166,12 +181,18 @@ def pool_update(
             changed.append("include_deferred")
         if changed:
             pool.save(update_fields=changed)
+        event_log_record(
+            actor,
+            "patch_pool",
+            extra={"pool_name": name, **{field: getattr(pool, field) for field in changed}},
+        )
     logger.info("pool %s updated: %s", name, ", ".join(changed) or "nothing")
     return pool
 
 
-def pool_delete(*, name: str) -> Pool:
-    """Delete pool ``name`` (``PoolNotFoundError`` if none); ``default_pool`` is refused.
+def pool_delete(*, name: str, actor: Actor | None = None) -> Pool:
+    """Delete pool ``name`` (``PoolNotFoundError`` if none); ``default_pool`` is refused;
+    ``actor``'s ``delete_pool`` event.
 
     Its task instances keep naming it: a scheduled one then waits until a pool of that name
     exists again (Airflow's behaviour); queued and running ones finish.
@@ -183,14 +204,16 @@ def pool_delete(*, name: str) -> Pool:
         if pool is None:
             raise PoolNotFoundError(f"The Pool with name: `{name}` was not found")
         pool.delete()
+        event_log_record(actor, "delete_pool", extra={"pool_name": name})
     logger.info("pool %s deleted", name)
     return pool
 
 
-def pools_import(pools: Any) -> list[Pool]:
+def pools_import(pools: Any, *, actor: Actor | None = None) -> list[Pool]:
     """Set every pool of an export (``{name: {slots, description, include_deferred}}``,
-    Airflow's ``pools import`` file) in one transaction: all or none. ``PoolInputError`` names
-    the pool and the field of the first bad entry."""
+    Airflow's ``pools import`` file) in one transaction: all or none, ``actor``'s
+    ``bulk_pools`` event naming them. ``PoolInputError`` names the pool and the field of the
+    first bad entry."""
     if not isinstance(pools, Mapping):
         raise PoolInputError(
             'expected a JSON object {"NAME": {"slots": N, "description": "...", '
@@ -223,7 +246,16 @@ def pools_import(pools: Any) -> list[Pool]:
         except PoolInputError as exc:
             raise PoolInputError(f"pool {name!r}: {exc.message}", **exc.context) from exc
     with transaction.atomic():
-        return [pool_set(spec) for spec in specs]
+        done = [pool_set(spec) for spec in specs]
+        event_log_record(actor, "bulk_pools", extra={"pools": [spec.name for spec in specs]})
+        return done
+
+
+def pools_bulk_record(*, actor: Actor, done: Mapping[str, list[str]]) -> None:
+    """``actor``'s ``bulk_pools`` event for a bulk request (``/api/v2``'s ``PATCH /pools``,
+    each entity written in its own transaction): the pools each action did."""
+    if any(done.values()):
+        event_log_record(actor, "bulk_pools", extra=dict(done))
 
 
 def pools_export() -> dict[str, dict[str, Any]]:
