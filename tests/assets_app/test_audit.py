@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from assets_app.models import DagRun, EventLog
+from assets_app.models import DagRun, EventLog, TaskInstance
 from assets_app.services.audit import Actor, event_log_record
 from assets_app.services.dags.declare import dags_set_paused
 from assets_app.services.runs.clearing import task_instances_clear, task_instances_select
@@ -137,6 +137,20 @@ def test_clearing_records_unless_dry_run():
     row, extra = only()
     assert (row.event, row.dag_id, row.run_id) == ("clear_dag_run", "d", "r")
     assert extra == {"dry_run": False, "via": "rest_api"}
+
+
+def test_a_clear_across_dags_records_one_row_per_dag():
+    for dag_id in ("nightly_warehouse_load", "hourly_orders_sync"):
+        run = DagRunFactory(dag=DagFactory(dag_id=dag_id), run_id="scheduled__1", state="failed")
+        TaskInstanceFactory(dag_run=run, task_id="load", state="failed")
+
+    task_instances_clear(task_instances=TaskInstance.objects.all(), actor=OPS)
+
+    rows = EventLog.objects.order_by("dag_id")
+    assert [(r.event, r.dag_id) for r in rows] == [
+        ("post_clear_task_instances", "hourly_orders_sync"),
+        ("post_clear_task_instances", "nightly_warehouse_load"),
+    ]
 
 
 def test_variable_values_are_masked_whatever_their_key():

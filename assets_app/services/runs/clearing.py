@@ -181,14 +181,16 @@ def task_instances_clear(
             str(run) for run in runs.values() if run.state in REQUEUED_RUN_STATES
         ]
         if not dry_run:
-            event_log_record(
-                actor,
-                event,
-                dag_id=dag_id,
-                run_id=run_id,
-                task_id=task_id,
-                extra={**(extra or {}), "dry_run": False},
-            )
+            # a clear across DAGs (the admin's selection) is one row per DAG, as a pause is
+            for one_dag in [dag_id] if dag_id else sorted({ti.dag_id for ti in locked}) or [None]:
+                event_log_record(
+                    actor,
+                    event,
+                    dag_id=one_dag,
+                    run_id=run_id,
+                    task_id=task_id,
+                    extra={**(extra or {}), "dry_run": False},
+                )
         if dry_run or not to_clear:
             return result
         _write(to_clear, result.cleared, run_ids=list(runs), plans=declared)
