@@ -1,6 +1,9 @@
-"""Shared fixtures. Tests marked ``postgres`` are skipped unless DATABASE_URL is PostgreSQL;
-tests that start real processes are marked ``slow``, and the others may not start any
-(tests/lanes.py: ``make test-fast`` is every test not marked ``slow``)."""
+"""Shared fixtures. Tests marked ``postgres`` are skipped unless DATABASE_URL is PostgreSQL,
+tests marked ``sqlite`` run on SQLite only (slow tests whose subject is above the database —
+Airflow's parser, a browser, a fresh checkout with a database of its own — run once, in the
+SQLite lane, which has none of the PostgreSQL-only tests); tests that start real processes are
+marked ``slow``, and the others may not start any (tests/lanes.py: ``make test-fast`` is every
+test not marked ``slow``)."""
 
 from __future__ import annotations
 
@@ -19,10 +22,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if connection.vendor == "postgresql":
-        return
-    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL=postgres://...)")
+        marker = "sqlite"
+        skip = pytest.mark.skip(reason="runs in the SQLite lane (its subject is not the database)")
+    else:
+        marker = "postgres"
+        skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL=postgres://...)")
     for item in items:
-        if "postgres" in item.keywords:
+        if marker in item.keywords:
             item.add_marker(skip)
 
 

@@ -24,7 +24,8 @@ from assets_app.models import AssetDagRunQueue, AssetEvent, Dag, TaskInstance, T
 from assets_app.tokens import token_issue
 from tests.factories import DagRunFactory, TaskInstanceFactory
 
-pytestmark = pytest.mark.slow
+# what a browser shows and does; the pages' queries run on both databases in tests/assets_app/admin
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
 REPO = Path(__file__).resolve().parents[2]
 USERNAME = "operator"

@@ -16,7 +16,8 @@ from devtools.browser import log_in
 from tests.browser.test_pages_browser import _css, _no_sideways_scroll
 from tests.factories import AssetEventFactory, AssetFactory, DagFactory, DagRunFactory
 
-pytestmark = pytest.mark.slow
+# what a browser shows and does; the pages' queries run on both databases in tests/assets_app/admin
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
 #: Real-length ids: 60-character DAG and task ids (as the showcase's graph DAG), and the run ids
 #: the product names its runs with (``DagRun.generate_run_id``), microseconds and suffix and all.

@@ -25,7 +25,8 @@ from devtools.showcase import (
 )
 from tests.assets_app.admin import ADMIN_MODELS
 
-pytestmark = pytest.mark.slow
+# what a browser shows and does; the pages' queries run on both databases in tests/assets_app/admin
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
 
 @pytest.fixture

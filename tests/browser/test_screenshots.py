@@ -13,7 +13,8 @@ from assets_app.models import Asset
 from devtools.browser import BrowserMissingError, chromium_start
 from tests.live_server import REPO, server_env
 
-pytestmark = pytest.mark.slow
+# what a browser shows and does; the pages' queries run on both databases in tests/assets_app/admin
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
 PAGES = (
     "overview.png",

@@ -38,7 +38,8 @@ from devtools.processes import free_port
 from tests.docs.examples import Block, page_blocks
 from tests.live_server import REPO
 
-pytestmark = pytest.mark.slow
+# the clone serves a SQLite database of its own whatever the lane: run once
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
 PAGES = ("getting-started.md", "dag-files.md", "api-v2.md")
 

@@ -246,6 +246,7 @@ def _dag_id(key: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite  # Airflow's parser in processes: run once
 @needs_airflow
 def test_the_table_has_one_row_per_attribute_of_airflows_classes(tmp_path):
     # given the attributes of the installed Airflow's DAG, BaseOperator and MappedOperator,
@@ -341,6 +342,7 @@ def parsed(tmp_path_factory) -> dict[str, ParsedFile]:
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite  # Airflow's parser in processes: run once
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("key", sorted(REFUSED_VALUES))
 def test_a_refused_attribute_set_in_a_dag_file_is_refused_at_load(key, parsed):
@@ -357,6 +359,7 @@ def test_a_refused_attribute_set_in_a_dag_file_is_refused_at_load(key, parsed):
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite  # Airflow's parser in processes: run once
 @pytest.mark.timeout(600)
 def test_honoured_and_irrelevant_attributes_load(parsed):
     # given a DAG file giving honoured and irrelevant attributes values other than their
@@ -373,6 +376,7 @@ def test_honoured_and_irrelevant_attributes_load(parsed):
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite  # Airflow's parser in processes: run once
 @pytest.mark.timeout(600)
 def test_the_loaders_own_refusals_cover_the_rows_refused_by_the_loader(parsed):
     # a mapped task loads (its partial arguments held to BaseOperator's rows, its expansion

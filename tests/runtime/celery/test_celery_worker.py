@@ -15,8 +15,9 @@ URL and no secret.
 - a real scheduler (``EXECUTOR=celery``) sends a triggered run's tasks, on the queue their DAG
   file names, and the run succeeds.
 
-Skipped when a broker does not answer (failed with ``CELERY_BROKERS_REQUIRED``, as in CI), or
-without Apache Airflow's task SDK."""
+Run in the PostgreSQL lane only (a Celery deployment's database). Skipped when a broker does not
+answer (failed with ``CELERY_BROKERS_REQUIRED``, as in CI), or without Apache Airflow's task
+SDK."""
 
 from __future__ import annotations
 
@@ -53,7 +54,9 @@ from tests.runtime.worker.conftest import (
     wait_until,
 )
 
-pytestmark = pytest.mark.slow
+# a Celery deployment's server is PostgreSQL's (docs/deployment.md); its tests are of brokers
+# and workers, run once, in the PostgreSQL lane
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 BROKERS = {
     "rabbitmq": os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//"),

@@ -28,7 +28,9 @@ from tests.runtime.celery.test_celery_worker import (  # noqa: F401 (fixtures)
 )
 from tests.runtime.worker.conftest import declare, scheduled_task_instances, wait_until
 
-pytestmark = pytest.mark.slow
+# a Celery deployment's server is PostgreSQL's (docs/deployment.md); its tests are of brokers
+# and workers, run once, in the PostgreSQL lane
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 def recipe() -> str:
