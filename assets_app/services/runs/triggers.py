@@ -45,6 +45,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from assets_app.models import (
+    AssetWatcher,
     DagTask,
     TaskInstance,
     TaskInstanceState,
@@ -106,10 +107,14 @@ def triggerers_alive(*, now: datetime | None = None) -> list[Triggerer]:
 # --- claiming ---------------------------------------------------------------------------------
 
 
-def _waited_on() -> Exists:
-    return Exists(
-        TaskInstance.objects.filter(trigger_id=OuterRef("pk"), state=TaskInstanceState.DEFERRED)
-    )
+def _waited_on() -> Q:
+    """A trigger in use: a deferred task instance waits on it, or an asset watches with it
+    (``services.assets.watchers``)."""
+    return Q(
+        Exists(
+            TaskInstance.objects.filter(trigger_id=OuterRef("pk"), state=TaskInstanceState.DEFERRED)
+        )
+    ) | Q(Exists(AssetWatcher.objects.filter(trigger_id=OuterRef("pk"))))
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,10 @@ class TriggerWork:
     kwargs: str  # JSON text of the serde form (or the client's own string)
     timeout: datetime | None  # the earliest deadline of the task instances waiting on it
     label: str  # ``dag.task @ run (try n)`` of a task instance waiting on it
+    #: an asset watcher's trigger (runs for as long as it is claimed; each event becomes
+    #: asset events, numbered from ``sequence``: ``services.assets.watchers``)
+    watcher: bool = False
+    sequence: int = 0
 
 
 def triggers_assigned(*, triggerer_id: int) -> list[TriggerWork]:
