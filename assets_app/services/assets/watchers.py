@@ -287,3 +287,54 @@ def with_watchers(works: list[Any]) -> list[Any]:
         else work
         for work in works
     ]
+
+
+# --- what the admin shows -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WatcherView:
+    name: str
+    classpath: str
+    state: str  # e.g. "trigger 7, run by triggerer 2 (host pid 123)"
+
+
+def asset_watchers_describe(*, asset: Asset) -> list[WatcherView]:
+    """The asset's watchers as its admin page lists them: the running ones (their trigger and
+    the triggerer running it, or why none does), then the ones DAG files declare that do not
+    run (no unpaused DAG schedules on the asset)."""
+    from assets_app.services.runs.triggers import health_cutoff
+
+    cutoff = health_cutoff(timezone.now())
+    views: list[WatcherView] = []
+    running: set[tuple[str, str]] = set()
+    for watcher in AssetWatcher.objects.filter(asset=asset).select_related("trigger__triggerer"):
+        trigger = watcher.trigger
+        running.add((trigger.classpath, trigger.kwargs))
+        triggerer = trigger.triggerer
+        if triggerer is None:
+            state = f"trigger {trigger.pk}, waiting for a triggerer to claim it"
+        elif triggerer.ended_at is not None or triggerer.heartbeat < cutoff:
+            state = f"trigger {trigger.pk}, held by {triggerer}, which is dead: moving"
+        else:
+            state = f"trigger {trigger.pk}, run by {triggerer}"
+        views.append(WatcherView(watcher.name, trigger.classpath, state))
+    declared: set[tuple[str, str, str]] = set()
+    for watchers in (
+        Dag.objects.filter(is_stale=False)
+        .exclude(asset_watchers=[])
+        .values_list("asset_watchers", flat=True)
+    ):
+        for one in watchers or []:
+            if one["asset"] == {"name": asset.name, "uri": asset.uri}:
+                key = (one["name"], one["classpath"], one["kwargs"])
+                if (key[1], key[2]) not in running and key not in declared:
+                    declared.add(key)
+                    views.append(
+                        WatcherView(
+                            one["name"],
+                            one["classpath"],
+                            "not running: no unpaused DAG schedules on this asset",
+                        )
+                    )
+    return views

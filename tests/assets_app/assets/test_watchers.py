@@ -204,3 +204,46 @@ def test_each_event_is_an_asset_event_with_airflows_extra_registered_once(tmp_pa
     dags_set_paused(dag_ids=["consumer"], is_paused=True)
     assert watcher_event_submit(trigger_id=trigger_id, sequence=3, payload=True) == []
     assert AssetEvent.objects.count() == 2
+
+
+def test_api_v2_and_the_admin_show_an_assets_watchers(tmp_path, admin_client, admin_user):
+    from assets_app.models import Asset
+    from publicapi.auth import user_token_issue
+    from tests.assets_app.admin import change
+    from tests.publicapi.conftest import Api
+
+    declare(tmp_path, "consumer", schedule=["file"], watchers=[watcher("file", "w", "/data/x")])
+    declare(
+        tmp_path,
+        "paused",
+        schedule=["other"],
+        watchers=[watcher("other", "idle", "/data/o")],
+        paused=True,
+    )
+    ((_, _, trigger_id),) = running()
+    trigger = Trigger.objects.get(pk=trigger_id)
+
+    # /api/v2/assets: Airflow's AssetResponse.watchers (name, trigger id, trigger's creation)
+    api = Api(user_token_issue(user=admin_user))
+    listed = {a["name"]: a for a in api.get("assets").json()["assets"]}
+    assert listed["file"]["watchers"] == [
+        {
+            "name": "w",
+            "trigger_id": trigger_id,
+            "created_date": trigger.created_date.isoformat().replace("+00:00", "Z"),
+        }
+    ]
+    assert listed["other"]["watchers"] == []
+    one = api.get(f"assets/{listed['file']['id']}").json()
+    assert one["watchers"] == listed["file"]["watchers"]
+
+    # the asset's admin page: the watcher, its trigger and who runs it
+    page = admin_client.get(change("asset", Asset.objects.get(name="file").pk)).content.decode()
+    assert "FileDeleteTrigger" in page
+    assert f"trigger {trigger_id}, waiting for a triggerer to claim it" in page
+    row = triggerer_register(hostname="host-a", pid=42, capacity=10)
+    triggers_claim(triggerer_id=row.pk, capacity=10)
+    page = admin_client.get(change("asset", Asset.objects.get(name="file").pk)).content.decode()
+    assert f"trigger {trigger_id}, run by triggerer {row.pk} (host-a pid 42)" in page
+    other = admin_client.get(change("asset", Asset.objects.get(name="other").pk)).content.decode()
+    assert "not running: no unpaused DAG schedules on this asset" in other
