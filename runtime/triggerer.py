@@ -18,6 +18,11 @@ stays on the main thread. A trigger's first event ends it (task triggers fire on
 task-end event (``TaskSuccessEvent`` …, ``end_from_trigger``) ends its task instance without
 a worker (``trigger_task_end_submit``); one that ends without an event, raises, or cannot
 be built fails its task instances with the traceback, as in Airflow.
+
+Asset watchers' triggers (``services.assets.watchers``; each pass first makes the running
+watchers match the declared ones) run until cancelled: every event is numbered and becomes
+asset events exactly once (``watcher_event_submit``); one that ends is started again at the
+next pass, one that raises after :data:`WATCHER_RESTART_DELAY`.
 """
 
 from __future__ import annotations

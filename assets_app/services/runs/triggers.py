@@ -27,6 +27,10 @@ A running task instance that defers stores a ``Trigger`` and goes ``deferred``
   from them (Airflow's ``TaskInstance.defer_task``); workers never claim it before (``claims``);
 - **unused triggers** (:func:`triggers_clean`): a trigger no deferred task instance waits on
   any more (marked, cleared, timed out) is deleted; the triggerer running it cancels it.
+
+An asset watcher's trigger (``services.assets.watchers``) is in use while an asset watches
+with it: it is claimed, held and moved as these are, never cleaned, and deleted when its
+watcher stops.
 """
 
 from __future__ import annotations
