@@ -86,7 +86,14 @@ def asset(row: Asset) -> dict[str, Any]:
         "producing_tasks": [_task_ref(r) for r in row.producing_tasks.all()],
         "consuming_tasks": [_task_ref(r) for r in row.consuming_tasks.all()],
         "aliases": [alias(a) for a in row.aliases.all()],
-        "watchers": [],
+        "watchers": [
+            {
+                "name": w.name,
+                "trigger_id": w.trigger_id,
+                "created_date": when(w.trigger.created_date),
+            }
+            for w in row.watchers.all()
+        ],
         "last_asset_event": {
             "id": getattr(row, "last_event_id", None),
             "timestamp": when(getattr(row, "last_event_timestamp", None)),

@@ -104,7 +104,9 @@ CONTRACT: dict[str, Attribute] = {
     "DAG.end_date": _h("no run is scheduled after it"),
     "DAG.schedule": _h(
         "cron strings and presets, timedelta, @once, asset conditions, AssetOrTimeSchedule; "
-        "other timetables are refused at load by the loader"
+        "other timetables are refused at load by the loader; the scheduled assets' watchers "
+        "(AssetWatcher, AIP-82) run in the triggerer while the DAG is unpaused (a watcher "
+        "whose trigger is not a BaseEventTrigger is refused at load by the loader)"
     ),
     "DAG.template_searchpath": _h(_RUNNER),
     "DAG.template_undefined": _h(_RUNNER),

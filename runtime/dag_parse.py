@@ -57,11 +57,6 @@ def _leaf(obj: Any, where: str) -> dict[str, Any]:
     from airflow.sdk.definitions.asset import AssetNameRef, AssetUriRef
 
     if isinstance(obj, Asset):
-        if obj.watchers:
-            raise RefusedError(
-                f"{where}: asset {obj.name!r} has watchers (event-driven scheduling, AIP-82), "
-                "which the registry's triggerer does not run yet"
-            )
         try:
             json.dumps(obj.extra)
         except (TypeError, ValueError) as exc:
@@ -140,6 +135,59 @@ def _schedule(dag: Any) -> tuple[Any, str]:
 
 
 _TEMPLATE_MARKS = ("{{", "{%", "{#")
+
+
+def _asset_watchers(dag: Any) -> list[dict[str, Any]]:
+    """The asset watchers (AIP-82) declared on the assets the DAG uses (its schedule, its
+    tasks' inlets and outlets, as Airflow collects them), each ``{"asset": {"name", "uri"},
+    "name", "classpath", "kwargs"}`` with ``kwargs`` the JSON text of the trigger's
+    ``serialize()`` kwargs in the SDK's serde form (as a deferral stores them). A watcher's
+    trigger must be a ``BaseEventTrigger``, as Airflow requires."""
+    from airflow.sdk import Asset
+    from airflow.sdk.serde import serialize
+    from airflow.triggers.base import BaseEventTrigger
+
+    found: list[Any] = []
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, Asset):
+            found.append(obj)
+        for child in getattr(obj, "objects", None) or ():  # AssetAll / AssetAny
+            walk(child)
+
+    walk(getattr(dag.timetable, "asset_condition", None))
+    for task in dag.task_dict.values():
+        for obj in [*task.inlets, *task.outlets]:
+            walk(obj)
+    watchers: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for asset in found:
+        for watcher in getattr(asset, "watchers", None) or []:
+            where = f"DAG {dag.dag_id!r}, asset {asset.name!r}, watcher {watcher.name!r}"
+            trigger = watcher.trigger
+            if not isinstance(trigger, BaseEventTrigger):
+                raise RefusedError(
+                    f"{where}: its trigger {type(trigger).__name__} is not a BaseEventTrigger "
+                    "(Airflow runs only event triggers as asset watchers)"
+                )
+            try:
+                classpath, kwargs = trigger.serialize()
+                text = json.dumps(serialize(dict(kwargs)), sort_keys=True)
+            except Exception as exc:
+                raise RefusedError(f"{where}: its trigger cannot be serialized: {exc}") from None
+            key = (asset.name, asset.uri, str(classpath), text)
+            if key in seen:
+                continue
+            seen.add(key)
+            watchers.append(
+                {
+                    "asset": {"name": asset.name, "uri": asset.uri},
+                    "name": str(watcher.name),
+                    "classpath": str(classpath),
+                    "kwargs": text,
+                }
+            )
+    return watchers
 
 
 def _templated(value: Any) -> bool:
@@ -371,6 +419,8 @@ def dag_entry(dag: Any, *, path: str) -> dict[str, Any]:
         "has_on_success_callback": bool(dag.on_success_callback),
         "has_on_failure_callback": bool(dag.on_failure_callback),
     }
+    if watchers := _asset_watchers(dag):
+        entry["asset_watchers"] = watchers
     if dag.is_paused_upon_creation is not None:
         entry["is_paused_upon_creation"] = bool(dag.is_paused_upon_creation)
     _refuse_by_contract(dag)

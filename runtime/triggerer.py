@@ -18,6 +18,11 @@ stays on the main thread. A trigger's first event ends it (task triggers fire on
 task-end event (``TaskSuccessEvent`` …, ``end_from_trigger``) ends its task instance without
 a worker (``trigger_task_end_submit``); one that ends without an event, raises, or cannot
 be built fails its task instances with the traceback, as in Airflow.
+
+Asset watchers' triggers (``services.assets.watchers``; each pass first makes the running
+watchers match the declared ones) run until cancelled: every event is numbered and becomes
+asset events exactly once (``watcher_event_submit``); one that ends is started again at the
+next pass, one that raises after :data:`WATCHER_RESTART_DELAY`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import logging
 import os
 import queue
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +40,11 @@ from typing import Any
 
 from django.conf import settings
 
+from assets_app.services.assets.watchers import (
+    asset_watchers_sync,
+    watcher_event_submit,
+    with_watchers,
+)
 from assets_app.services.runs.triggers import (
     TriggerWork,
     task_instances_deferral_timeout,
@@ -60,6 +71,9 @@ class Fired:
     #: a task-end event's state (``end_from_trigger``: the task ends without a worker)
     end_state: str | None = None
     xcoms: dict[str, Any] | None = None
+    #: an asset watcher's trigger: ``sequence`` numbers an event (``None``: it ended)
+    watcher: bool = False
+    sequence: int | None = None
 
 
 def airflow_home() -> None:
@@ -124,12 +138,15 @@ class TriggerLoop:
         except Exception as exc:
             logger.error("trigger %s (%s) could not be built: %s", work.id, work.label, exc)
             failure = [f"Trigger {work.classpath} could not be built: {exc}\n"]
-            self._put(Fired(work.id, failure=failure + traceback.format_exception(exc)))
+            failure += traceback.format_exception(exc)
+            self._put(Fired(work.id, failure=failure, watcher=work.watcher))
             return
         trigger.trigger_id = work.id
         trigger.timeout_after = work.timeout
         logger.info("trigger %s starting for %s: %r", work.id, work.label, trigger)
-        self._loop.call_soon_threadsafe(self._create, work.id, trigger)
+        self._loop.call_soon_threadsafe(
+            self._create, work.id, trigger, work.sequence if work.watcher else None
+        )
 
     def cancel(self, trigger_id: int) -> None:
         """Stop running a trigger (no longer claimed by this triggerer); nothing is submitted."""
@@ -158,12 +175,15 @@ class TriggerLoop:
         self.fired.put(fired)
         self.on_fired()
 
-    def _create(self, trigger_id: int, trigger: Any) -> None:
+    def _create(self, trigger_id: int, trigger: Any, sequence: int | None) -> None:
         if trigger_id in self._tasks:
             return
-        self._tasks[trigger_id] = self._loop.create_task(
-            self._run(trigger_id, trigger), name=f"trigger {trigger_id}"
+        run = (
+            self._run(trigger_id, trigger)
+            if sequence is None
+            else self._watch(trigger_id, trigger, sequence)
         )
+        self._tasks[trigger_id] = self._loop.create_task(run, name=f"trigger {trigger_id}")
 
     def _cancel(self, trigger_id: int) -> None:
         task = self._tasks.pop(trigger_id, None)
@@ -212,6 +232,32 @@ class TriggerLoop:
             except Exception:
                 logger.exception("trigger %s cleanup failed", trigger_id)
 
+    async def _watch(self, trigger_id: int, trigger: Any, sequence: int) -> None:
+        """Run an asset watcher's trigger: every event is submitted, numbered on from
+        ``sequence`` (the events registered before it started); then its end or failure."""
+        try:
+            async for event in trigger.run():
+                sequence += 1
+                logger.info("watcher trigger %s fired (event %d): %r", trigger_id, sequence, event)
+                self._put(Fired(trigger_id, payload=event.payload, watcher=True, sequence=sequence))
+            self._put(Fired(trigger_id, watcher=True))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.error("watcher trigger %s failed: %s", trigger_id, exc)
+            self._put(Fired(trigger_id, watcher=True, failure=traceback.format_exception(exc)))
+        finally:
+            self._tasks.pop(trigger_id, None)
+            try:
+                await trigger.cleanup()
+            except Exception:
+                logger.exception("trigger %s cleanup failed", trigger_id)
+
+
+#: Seconds before a watcher's trigger that failed is started again (one that ended cleanly,
+#: as ``FileDeleteTrigger`` after its event, starts again at the next pass).
+WATCHER_RESTART_DELAY = 5.0
+
 
 @dataclass(frozen=True)
 class PassReport:
@@ -230,18 +276,24 @@ class TriggererPass:
     triggerer_id: int
     capacity: int
     loop: TriggerLoop
+    #: watchers' triggers that failed: not started again before this ``time.monotonic()``
+    restart_after: dict[int, float] = field(default_factory=dict)
 
     def run(self) -> PassReport:
         triggerer_heartbeat(triggerer_id=self.triggerer_id)
+        asset_watchers_sync()
         claim = triggers_claim(triggerer_id=self.triggerer_id, capacity=self.capacity)
         timed_out = task_instances_deferral_timeout()
         task_instances_start_in_triggerer()
         triggers_clean()
         resumed, failed = self.submit()
-        wanted = {work.id: work for work in triggers_assigned(triggerer_id=self.triggerer_id)}
+        assigned = with_watchers(triggers_assigned(triggerer_id=self.triggerer_id))
+        wanted = {work.id: work for work in assigned}
         started = 0
+        now = time.monotonic()
         for trigger_id, work in wanted.items():
-            if trigger_id not in self.loop.running:
+            if trigger_id not in self.loop.running and self.restart_after.get(trigger_id, 0) <= now:
+                self.restart_after.pop(trigger_id, None)
                 self.loop.add(work)
                 started += 1
         stale = self.loop.running - set(wanted)
@@ -269,6 +321,9 @@ class TriggererPass:
                 fired = self.loop.fired.get_nowait()
             except queue.Empty:
                 return resumed, failed
+            if fired.watcher:
+                self.watcher_submit(fired)
+                continue
             self.loop.ended(fired.trigger_id)
             if fired.end_state is not None:
                 done = trigger_task_end_submit(
@@ -293,3 +348,32 @@ class TriggererPass:
                     continue
             done = trigger_failure_submit(trigger_id=fired.trigger_id, traceback=fired.failure)
             failed += [one.label for one in done]
+
+    def watcher_submit(self, fired: Fired) -> None:
+        """An asset watcher's event becomes asset events (exactly once); its end or failure
+        lets it start again (a failure after :data:`WATCHER_RESTART_DELAY`)."""
+        from airflow.sdk.serde import serialize
+
+        if fired.sequence is None:
+            self.loop.ended(fired.trigger_id)
+            if fired.failure is not None:
+                logger.error(
+                    "watcher trigger %s failed, starting it again in %.0f s:\n%s",
+                    fired.trigger_id,
+                    WATCHER_RESTART_DELAY,
+                    "".join(fired.failure),
+                )
+                self.restart_after[fired.trigger_id] = time.monotonic() + WATCHER_RESTART_DELAY
+            return
+        try:
+            payload = serialize(fired.payload)
+        except Exception as exc:
+            logger.error(
+                "watcher trigger %s: its event's payload could not be serialized (%s: %s); "
+                "registered without it",
+                fired.trigger_id,
+                type(exc).__name__,
+                exc,
+            )
+            payload = None
+        watcher_event_submit(trigger_id=fired.trigger_id, sequence=fired.sequence, payload=payload)

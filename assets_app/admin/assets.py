@@ -30,6 +30,7 @@ from assets_app.admin.filters import AliasFilter, AssetActiveFilter
 from assets_app.admin.panels import asset_panel
 from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
 from assets_app.selectors.assets import asset_declared_in
+from assets_app.services.assets.watchers import asset_watchers_describe
 
 
 class _LatestEvent(TypedDict):
@@ -91,7 +92,7 @@ class AssetAdmin(PanelAdmin[Asset]):
     def get_readonly_fields(self, request: HttpRequest, obj: Asset | None = None) -> Any:
         # name and uri identify the asset (and are mirrored in asset_active): fixed once saved
         if obj is not None:
-            return ("name", "uri", *self.readonly_fields, "declared_by")
+            return ("name", "uri", *self.readonly_fields, "declared_by", "watchers")
         return self.readonly_fields
 
     @staticmethod
@@ -121,6 +122,22 @@ class AssetAdmin(PanelAdmin[Asset]):
         return format_html(
             "{} <small>(read-only here: edit the file; its next load writes the asset)</small>",
             format_html_join(", ", "{}", ((ident(f),) for f in files)),
+        )
+
+    @admin.display(description="watchers")
+    def watchers(self, obj: Asset) -> SafeString | str:
+        """Its asset watchers (AIP-82): the running ones with their trigger and the
+        triggerer running it; declared ones that do not run, and why."""
+        rows = asset_watchers_describe(asset=obj)
+        if not rows:
+            return "none"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li>{} — {}: {}</li>",
+                ((ident(row.name), ident(row.classpath), row.state) for row in rows),
+            ),
         )
 
     @admin.display(description="name", ordering="name")

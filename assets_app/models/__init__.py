@@ -96,7 +96,7 @@ from .state import (
     TaskStateStore,
     XCom,
 )
-from .triggers import Trigger, Triggerer
+from .triggers import AssetWatcher, Trigger, Triggerer, TriggerFiring
 
 __all__ = [
     "DAG_RUN_SUMMARY_FIELDS",
@@ -130,6 +130,7 @@ __all__ = [
     "AssetDagRunQueue",
     "AssetEvent",
     "AssetStateStore",
+    "AssetWatcher",
     "Connection",
     "Dag",
     "DagCallbackRequest",
@@ -166,6 +167,7 @@ __all__ = [
     "TaskStateStore",
     "TaskTry",
     "Trigger",
+    "TriggerFiring",
     "Triggerer",
     "Variable",
     "XCom",

@@ -73,6 +73,11 @@ class Dag(models.Model):
     #: (Airflow's ``DagModel`` flags): only then does a run's end ask for one to be run
     has_on_success_callback = models.BooleanField(default=False)
     has_on_failure_callback = models.BooleanField(default=False)
+    #: the asset watchers its DAG file declares on the assets it uses (AIP-82), each
+    #: ``{"asset": {"name", "uri"}, "name", "classpath", "kwargs"}`` (``kwargs``: the JSON
+    #: text of the SDK's serde form, as a deferral's); their triggers run while an unpaused
+    #: DAG schedules on the asset (``services.assets.watchers``)
+    asset_watchers = models.JSONField(default=list, blank=True)
     fileloc = models.CharField(max_length=2000, default="", blank=True)
     last_parsed_time = models.DateTimeField(null=True, blank=True)
 

@@ -53,3 +53,60 @@ class Trigger(models.Model):
 
     def __str__(self) -> str:
         return f"trigger {self.pk} ({self.classpath})"
+
+
+class AssetWatcher(models.Model):
+    """An asset's watcher whose trigger runs now (Airflow's ``asset_watcher``): an
+    ``AssetWatcher(name, trigger)`` a DAG file declares on an asset that an unpaused DAG
+    schedules on. The row and its trigger exist only while that holds
+    (``services.assets.watchers.asset_watchers_sync``); every event of the trigger becomes
+    an asset event on ``asset``."""
+
+    asset = models.ForeignKey(
+        "assets_app.Asset",
+        on_delete=models.CASCADE,
+        related_name="watchers",
+        db_index=False,  # by asset: asset_watcher_asset_trigger_unique's prefix
+    )
+    trigger = models.ForeignKey(Trigger, on_delete=models.CASCADE, related_name="asset_watchers")
+    name = models.CharField(max_length=1500)
+    created_date = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "asset_watcher"
+        ordering = ["asset_id", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["asset", "trigger"], name="asset_watcher_asset_trigger_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"watcher {self.name} of asset {self.asset_id}"
+
+
+class TriggerFiring(models.Model):
+    """One event of a watcher's trigger, registered (the idempotency key of asset watchers,
+    docs/triggerer.md "Exactly once"): the trigger's ``sequence``-th event since it was
+    created. A triggerer that fires it again (two triggerers running the trigger at once,
+    one thought dead) meets the unique key and registers nothing. Kept after the trigger is
+    deleted (trigger ids are never reused)."""
+
+    trigger_id = models.BigIntegerField()
+    sequence = models.PositiveIntegerField()
+    #: SHA-256 of the payload as stored in the events' extra (for the record)
+    payload_hash = models.CharField(max_length=64)
+    #: the asset events it became
+    event_ids = models.JSONField(default=list, blank=True)
+    registered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "trigger_firing"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trigger_id", "sequence"], name="trigger_firing_trigger_sequence_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"event {self.sequence} of trigger {self.trigger_id}"

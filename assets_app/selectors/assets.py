@@ -16,6 +16,7 @@ from assets_app.models import (
     AssetActive,
     AssetAlias,
     AssetEvent,
+    AssetWatcher,
     Dag,
     DagRun,
     DagScheduleAssetReference,
@@ -116,8 +117,9 @@ def asset_is_active() -> Exists:
 
 def asset_list_detailed() -> QuerySet[Asset]:
     """Assets with what Airflow's asset shows: the DAGs scheduled on them, the tasks producing
-    and consuming them, their aliases (prefetched) and their latest event (annotated
-    ``last_event_id``/``last_event_timestamp``: the newest event, the highest id among ties)."""
+    and consuming them, their aliases and running watchers (prefetched) and their latest event
+    (annotated ``last_event_id``/``last_event_timestamp``: the newest event, the highest id
+    among ties)."""
     latest = AssetEvent.objects.filter(asset=OuterRef("pk")).order_by("-timestamp", "-id")
     return Asset.objects.annotate(
         last_event_id=Subquery(latest.values("id")[:1]),
@@ -133,6 +135,10 @@ def asset_list_detailed() -> QuerySet[Asset]:
             queryset=TaskInletAssetReference.objects.order_by("dag_id", "task_id"),
         ),
         Prefetch("aliases", queryset=AssetAlias.objects.order_by("name")),
+        Prefetch(
+            "watchers",
+            queryset=AssetWatcher.objects.select_related("trigger").order_by("name", "trigger_id"),
+        ),
     )
 
 

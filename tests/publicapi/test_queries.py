@@ -120,8 +120,8 @@ def add_event_logs(n: int) -> None:
 
 
 LISTS = [
-    # scheduled DAGs, producing tasks, consuming tasks, aliases: four prefetches
-    pytest.param("assets?only_active=false", add_assets, AUTH + PAGE + 4, id="assets"),
+    # scheduled DAGs, producing tasks, consuming tasks, aliases, watchers: five prefetches
+    pytest.param("assets?only_active=false", add_assets, AUTH + PAGE + 5, id="assets"),
     pytest.param("assets/aliases", add_aliases, AUTH + PAGE, id="aliases"),
     # the runs each event created: one prefetch
     pytest.param("assets/events", add_events, AUTH + PAGE + 1, id="events"),
@@ -189,8 +189,8 @@ def _details() -> dict[str, str]:
 
 
 DETAILS = [
-    # the asset (1) and its four prefetches
-    pytest.param("asset", AUTH + 1 + 4, id="asset"),
+    # the asset (1) and its five prefetches
+    pytest.param("asset", AUTH + 1 + 5, id="asset"),
     pytest.param("alias", AUTH + 1, id="alias"),
     pytest.param("dag", AUTH + 1, id="dag"),
     pytest.param("run", AUTH + 1, id="run"),

@@ -309,13 +309,31 @@ def test_a_broken_file_keeps_its_dags_last_good_version_until_fixed(tmp_path, se
     assert Dag.objects.get(dag_id="loader_good").is_stale
 
 
+BAD_WATCHER = """
+from airflow.providers.standard.triggers.temporal import TimeDeltaTrigger
+from airflow.sdk import DAG, Asset, AssetWatcher, task
+
+
+class BadWatcherTrigger(TimeDeltaTrigger):
+    pass
+
+
+watcher = AssetWatcher.__new__(AssetWatcher)  # past the SDK's own check, as an old SDK would
+object.__setattr__(watcher, "name", "clock")
+object.__setattr__(watcher, "trigger", BadWatcherTrigger(__import__("datetime").timedelta(1)))
+with DAG("bad_watcher", schedule=[Asset("watched", watchers=[watcher])]):
+    task(lambda: None, task_id="t")()
+"""
+
+
 def test_features_the_registry_cannot_run_are_refused_at_load(tmp_path):
-    # given files using asset watchers, a partitioned schedule and setup/teardown tasks (an
-    # attribute the contract refuses, runtime/dag_contract.py)
+    # given files using an asset watcher whose trigger is no event trigger, a partitioned
+    # schedule and setup/teardown tasks (an attribute the contract refuses,
+    # runtime/dag_contract.py)
     folder = tmp_path / "dags"
     folder.mkdir()
+    (folder / "bad_watcher.py").write_text(BAD_WATCHER)
     for name in (
-        "example_asset_with_watchers.py",
         "example_asset_partition.py",
         "example_setup_teardown_taskflow.py",
     ):
@@ -331,7 +349,10 @@ def test_features_the_registry_cannot_run_are_refused_at_load(tmp_path):
         Path(name).name: text
         for name, text in DagImportError.objects.values_list("filename", "stacktrace")
     }
-    assert "has watchers" in errors["example_asset_with_watchers.py"]
+    assert (
+        "DAG 'bad_watcher', asset 'watched', watcher 'clock': its trigger BadWatcherTrigger is "
+        "not a BaseEventTrigger" in errors["bad_watcher.py"]
+    )
     assert "partitioned schedules" in errors["example_asset_partition.py"]
     assert (
         "DAG 'example_setup_teardown_taskflow', task 'outer_teardown', attribute 'is_teardown': "

@@ -43,6 +43,7 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.params import params_dump
+from assets_app.services.assets.watchers import asset_watchers_sync
 from assets_app.services.audit import Actor, event_logs_record
 from assets_app.services.dags.code import dag_code_store
 from assets_app.services.dags.manifest import (
@@ -153,6 +154,7 @@ def dags_declare(
     )
 
     dags_next_run_refresh(dag_ids=dag_ids, now=now)
+    asset_watchers_sync()
 
     transaction.on_commit(
         lambda: logger.info(
@@ -264,6 +266,8 @@ def dags_set_paused(*, dag_ids: Iterable[str], is_paused: bool, actor: Actor | N
         .exclude(is_paused=is_paused)
         .update(is_paused=is_paused)
     )
+    if changed:
+        asset_watchers_sync()  # a paused DAG's watchers stop, an unpaused one's start
     if actor is not None:
         found = Dag.objects.filter(dag_id__in=dag_ids).order_by("dag_id")
         event_logs_record(
@@ -339,6 +343,7 @@ def _dag_row(decl: DagDecl, *, is_paused: bool, fileloc: str, now: datetime) -> 
         dagrun_timeout=decl.dagrun_timeout,
         has_on_success_callback=decl.has_on_success_callback,
         has_on_failure_callback=decl.has_on_failure_callback,
+        asset_watchers=list(decl.asset_watchers),
         task_ids=decl.task_ids,
         fileloc=fileloc,
         last_parsed_time=now,
@@ -361,6 +366,7 @@ DECLARED_SCHEDULE_FIELDS = (
     "dagrun_timeout",
     "has_on_success_callback",
     "has_on_failure_callback",
+    "asset_watchers",
 )
 
 

@@ -222,6 +222,9 @@ class DagDecl:
     #: the DAG file gives DAG-level callbacks (set by the DAG-file loader)
     has_on_success_callback: bool = False
     has_on_failure_callback: bool = False
+    #: the asset watchers (AIP-82) its DAG file declares (set by the DAG-file loader), each
+    #: ``{"asset": {"name", "uri"}, "name", "classpath", "kwargs"}``
+    asset_watchers: tuple[dict[str, Any], ...] = ()
 
     @property
     def task_ids(self) -> list[str]:
@@ -464,6 +467,7 @@ _DAG_KEYS = {
     "dagrun_timeout",
     "has_on_success_callback",
     "has_on_failure_callback",
+    "asset_watchers",
 }
 
 
@@ -791,7 +795,53 @@ def _parse_dag(value: Any, where: str, declared: list[Declaration], base: Path) 
         has_on_failure_callback=_parse_callback_flag(
             spec, "has_on_failure_callback", where, airflow_dag_file
         ),
+        asset_watchers=_parse_asset_watchers(spec.get("asset_watchers"), where, airflow_dag_file),
     )
+
+
+_WATCHER_KEYS = {"asset", "name", "classpath", "kwargs"}
+
+
+def _parse_asset_watchers(value: Any, where: str, dag_file: str) -> tuple[dict[str, Any], ...]:
+    """``asset_watchers``: the asset watchers (AIP-82) the DAG file declares, as the DAG-file
+    loader writes them (``runtime/dag_parse.py``): each ``{"asset": {"name", "uri"}, "name",
+    "classpath", "kwargs"}``, ``kwargs`` the JSON text of the trigger's serialized kwargs."""
+    if value is None:
+        return ()
+    where = f"{where}.asset_watchers"
+    if not dag_file:
+        raise ManifestError(f"{where}: needs an airflow_dag_file, whose trigger classes they run")
+    if not isinstance(value, list):
+        raise ManifestError(f"{where}: expected a list")
+    watchers: list[dict[str, Any]] = []
+    for i, item in enumerate(value):
+        here = f"{where}[{i}]"
+        spec = _check_keys(item, here, allowed=_WATCHER_KEYS, required=_WATCHER_KEYS)
+        asset = spec.get("asset")
+        if not (
+            isinstance(asset, dict)
+            and set(asset) == {"name", "uri"}
+            and all(isinstance(v, str) and v for v in asset.values())
+        ):
+            raise ManifestError(f"{here}.asset: expected {{name, uri}}")
+        for key in ("name", "classpath", "kwargs"):
+            if not isinstance(spec.get(key), str) or not spec[key]:
+                raise ManifestError(f"{here}.{key}: expected a non-empty string")
+        try:
+            kwargs = json.loads(spec["kwargs"])
+        except ValueError:
+            kwargs = None
+        if not isinstance(kwargs, dict):
+            raise ManifestError(f"{here}.kwargs: expected the JSON text of an object")
+        watchers.append(
+            {
+                "asset": {"name": asset["name"], "uri": asset["uri"]},
+                "name": spec["name"],
+                "classpath": spec["classpath"],
+                "kwargs": spec["kwargs"],
+            }
+        )
+    return tuple(watchers)
 
 
 def _parse_callback_flag(spec: dict[str, Any], key: str, where: str, dag_file: str) -> bool:

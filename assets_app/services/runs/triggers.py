@@ -27,6 +27,10 @@ A running task instance that defers stores a ``Trigger`` and goes ``deferred``
   from them (Airflow's ``TaskInstance.defer_task``); workers never claim it before (``claims``);
 - **unused triggers** (:func:`triggers_clean`): a trigger no deferred task instance waits on
   any more (marked, cleared, timed out) is deleted; the triggerer running it cancels it.
+
+An asset watcher's trigger (``services.assets.watchers``) is in use while an asset watches
+with it: it is claimed, held and moved as these are, never cleaned, and deleted when its
+watcher stops.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from assets_app.models import (
+    AssetWatcher,
     DagTask,
     TaskInstance,
     TaskInstanceState,
@@ -107,10 +112,14 @@ def triggerers_alive(*, now: datetime | None = None) -> list[Triggerer]:
 # --- claiming ---------------------------------------------------------------------------------
 
 
-def _waited_on() -> Exists:
-    return Exists(
-        TaskInstance.objects.filter(trigger_id=OuterRef("pk"), state=TaskInstanceState.DEFERRED)
-    )
+def _waited_on() -> Q:
+    """A trigger in use: a deferred task instance waits on it, or an asset watches with it
+    (``services.assets.watchers``)."""
+    return Q(
+        Exists(
+            TaskInstance.objects.filter(trigger_id=OuterRef("pk"), state=TaskInstanceState.DEFERRED)
+        )
+    ) | Q(Exists(AssetWatcher.objects.filter(trigger_id=OuterRef("pk"))))
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,10 @@ class TriggerWork:
     kwargs: str  # JSON text of the serde form (or the client's own string)
     timeout: datetime | None  # the earliest deadline of the task instances waiting on it
     label: str  # ``dag.task @ run (try n)`` of a task instance waiting on it
+    #: an asset watcher's trigger (runs for as long as it is claimed; each event becomes
+    #: asset events, numbered from ``sequence``: ``services.assets.watchers``)
+    watcher: bool = False
+    sequence: int = 0
 
 
 def triggers_assigned(*, triggerer_id: int) -> list[TriggerWork]:

@@ -87,9 +87,18 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),
     # its TimeDeltaSensor defers: a manage.py triggerer runs beside the worker
     "deferrable": ("example_time_delta_sensor_async.py",),
+    # asset watchers (AIP-82): its DAG is scheduled on three watched assets (all of them)
+    "watchers": ("example_asset_with_watchers.py",),
 }
-#: Groups whose tasks defer, run with a ``manage.py triggerer`` process too.
-TRIGGERER_GROUPS = frozenset({"deferrable"})
+#: Groups whose tasks defer or whose assets have watchers, run with a ``manage.py triggerer``
+#: process too.
+TRIGGERER_GROUPS = frozenset({"deferrable", "watchers"})
+#: The files a group's asset watchers watch (Airflow's example's paths), created once the
+#: triggerer runs every watcher's trigger: each trigger deletes its file and sends the event
+#: that becomes an asset event (as ``airflow_reference/record.py`` fires them in Airflow).
+WATCHED_FILES: dict[str, tuple[str, ...]] = {
+    "watchers": ("/tmp/test", "/tmp/region-flags/us.flag", "/tmp/region-flags/eu.flag"),  # noqa: S108
+}
 
 #: (file, dag_id, task_id) -> (the registry's final state, why it differs from Airflow's).
 DIFFERENCES: dict[tuple[str, str, str], tuple[str, str]] = {}
@@ -144,6 +153,25 @@ def _run_everything(expected_dags: set[str], worker: Any) -> None:
                 f"\n--- worker output ---\n{worker.output()[-20000:]}"
             )
         time.sleep(0.3)
+
+
+def _watched_files_create(paths: tuple[str, ...]) -> None:
+    """Create the watched files once every asset watcher's trigger runs in the triggerer."""
+    if not paths:
+        return
+    from assets_app.models import AssetWatcher, Trigger
+
+    deadline = time.monotonic() + 120
+    while Trigger.objects.filter(asset_watchers__isnull=False, triggerer__isnull=True).exists() or (
+        not AssetWatcher.objects.exists()
+    ):
+        if time.monotonic() > deadline:
+            raise AssertionError("the asset watchers' triggers were not claimed in 120 s")
+        time.sleep(0.3)
+    time.sleep(1)  # the claiming pass starts them
+    for path in map(Path, paths):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("deleted by the watcher's trigger")
 
 
 def _start_triggerer(tmp_path: Path) -> subprocess.Popen[bytes]:
@@ -217,6 +245,7 @@ def test_airflow_example_dags_end_as_under_airflow(
     for dag in Dag.objects.filter(asset_expression__isnull=True).order_by("dag_id"):
         dag_run_trigger(dag_id=dag.dag_id)
     try:
+        _watched_files_create(WATCHED_FILES.get(group, ()))
         _run_everything(set(file_of), worker)
     finally:
         worker.process.terminate()

@@ -7,7 +7,8 @@ that file, it:
 
 1. serializes the file's DAGs (``airflow dags reserialize``);
 2. runs ``airflow dags test DAG_ID`` for every DAG that is not asset-scheduled (its schedule
-   names no asset; time-scheduled and unscheduled DAGs alike);
+   names no asset; time-scheduled and unscheduled DAGs alike), and fires the asset watchers
+   ``FIRED_WATCHERS`` names once (Airflow's ``Trigger.submit_event``);
 3. asks Airflow's own scheduler rule (``DagModel.dags_needing_dagruns``) which asset-scheduled
    DAGs the queued asset events (``asset_dag_run_queue``) make due, deletes their queue rows
    (as the scheduler does when it creates their runs) and runs ``airflow dags test`` for each;
@@ -62,7 +63,22 @@ EXAMPLES = (
     "example_task_state_store_mapped.py",
     "example_params_trigger_ui.py",
     "example_time_delta_sensor_async.py",
+    "example_asset_with_watchers.py",
 )
+
+#: Asset watchers (AIP-82) whose trigger fires once in the recording, by file, with the
+#: payload it sends: ``dags test`` runs no triggerer, so the event of the watched file deleted
+#: once (``FileDeleteTrigger``: ``True``; ``DirectoryFileDeleteTrigger``: the file's path) is
+#: submitted through Airflow's own ``Trigger.submit_event``, which registers the asset event
+#: as Airflow's triggerer does. ``example_asset_with_watchers``'s schedule is the list of its
+#: three assets (all of them): it runs once each of the three files was deleted.
+FIRED_WATCHERS: dict[str, dict[str, Any]] = {
+    "example_asset_with_watchers.py": {
+        "test_asset_watcher": True,
+        "us_flag_watcher": {"filepath": "/tmp/region-flags/us.flag"},  # noqa: S108 (Airflow's)
+        "eu_flag_watcher": {"filepath": "/tmp/region-flags/eu.flag"},  # noqa: S108
+    },
+}
 
 # Run inside the scratch Airflow environment, in one process per file (Airflow's import is the
 # slow part): ``airflow dags reserialize``, then ``airflow dags test`` through Airflow's own CLI
@@ -85,6 +101,22 @@ def airflow(*argv):
         print(f"airflow {' '.join(argv)}: {exit}", file=sys.stderr)
 
 airflow("dags", "reserialize")
+fired = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+if fired:  # as Airflow's triggerer does when the watcher's trigger fires
+    from airflow.models.asset import AssetWatcherModel
+    from airflow.models.trigger import Trigger
+    from airflow.triggers.base import TriggerEvent
+
+    with create_session() as session:
+        watched = dict(session.execute(
+            select(AssetWatcherModel.name, AssetWatcherModel.trigger_id).where(
+                AssetWatcherModel.name.in_(list(fired))
+            )
+        ).all())
+    if set(watched) != set(fired):
+        raise SystemExit(f"watchers {sorted(fired)}: found {watched}")
+    for name, trigger_id in sorted(watched.items()):
+        Trigger.submit_event(trigger_id, TriggerEvent(fired[name]))
 with create_session() as session:
     dags = session.execute(select(DagModel.dag_id, DagModel.asset_expression)).all()
 trigger = {}
@@ -187,7 +219,8 @@ def ti_key(task_id: str, map_index: int) -> str:
 def record_file(example: Path, template_db: Path, work: Path) -> dict[str, Any]:
     scratch = Scratch(work / example.stem, template_db)
     shutil.copy(example, scratch.dags / example.name)
-    done = scratch.run(sys.executable, "-c", INSIDE)
+    fired = json.dumps(FIRED_WATCHERS.get(example.name, {}))
+    done = scratch.run(sys.executable, "-c", INSIDE, fired)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("TRIGGERED ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"{example.name}: exited {done.returncode}\n{done.stderr[-5000:]}")
