@@ -10,7 +10,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("assets_app", "0033_triggers"),
+        ("assets_app", "0034_task_callbacks"),
     ]
 
     operations = [
