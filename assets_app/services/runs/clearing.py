@@ -182,7 +182,10 @@ def task_instances_clear(
         ]
         if not dry_run:
             # a clear across DAGs (the admin's selection) is one row per DAG, as a pause is
-            for one_dag in [dag_id] if dag_id else sorted({ti.dag_id for ti in locked}) or [None]:
+            dag_ids: list[str | None] = (
+                [dag_id] if dag_id else [*sorted({ti.dag_id for ti in locked})] or [None]
+            )
+            for one_dag in dag_ids:
                 event_log_record(
                     actor,
                     event,
