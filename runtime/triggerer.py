@@ -19,7 +19,7 @@ task-end event (``TaskSuccessEvent`` …, ``end_from_trigger``) ends its task in
 a worker (``trigger_task_end_submit``); one that ends without an event, raises, or cannot
 be built fails its task instances with the traceback, as in Airflow.
 
-Asset watchers' triggers (``services.assets.watchers``; each pass first makes the running
+Asset watchers' triggers (``services.runs.watchers``; each pass first makes the running
 watchers match the declared ones) run until cancelled: every event is numbered and becomes
 asset events exactly once (``watcher_event_submit``); one that ends is started again at the
 next pass, one that raises after :data:`WATCHER_RESTART_DELAY`.
@@ -40,11 +40,6 @@ from typing import Any
 
 from django.conf import settings
 
-from assets_app.services.assets.watchers import (
-    asset_watchers_sync,
-    watcher_event_submit,
-    with_watchers,
-)
 from assets_app.services.runs.triggers import (
     TriggerWork,
     task_instances_deferral_timeout,
@@ -56,6 +51,11 @@ from assets_app.services.runs.triggers import (
     triggers_assigned,
     triggers_claim,
     triggers_clean,
+)
+from assets_app.services.runs.watchers import (
+    asset_watchers_sync,
+    watcher_event_submit,
+    with_watchers,
 )
 
 logger = logging.getLogger(__name__)

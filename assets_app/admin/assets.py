@@ -30,7 +30,7 @@ from assets_app.admin.filters import AliasFilter, AssetActiveFilter
 from assets_app.admin.panels import asset_panel
 from assets_app.models import Asset, AssetAlias, AssetAliasAsset, AssetEvent
 from assets_app.selectors.assets import asset_declared_in
-from assets_app.services.assets.watchers import asset_watchers_describe
+from assets_app.services.runs.watchers import asset_watchers_describe
 
 
 class _LatestEvent(TypedDict):

@@ -76,7 +76,7 @@ class Dag(models.Model):
     #: the asset watchers its DAG file declares on the assets it uses (AIP-82), each
     #: ``{"asset": {"name", "uri"}, "name", "classpath", "kwargs"}`` (``kwargs``: the JSON
     #: text of the SDK's serde form, as a deferral's); their triggers run while an unpaused
-    #: DAG schedules on the asset (``services.assets.watchers``)
+    #: DAG schedules on the asset (``services.runs.watchers``)
     asset_watchers = models.JSONField(default=list, blank=True)
     fileloc = models.CharField(max_length=2000, default="", blank=True)
     last_parsed_time = models.DateTimeField(null=True, blank=True)

@@ -59,7 +59,7 @@ class AssetWatcher(models.Model):
     """An asset's watcher whose trigger runs now (Airflow's ``asset_watcher``): an
     ``AssetWatcher(name, trigger)`` a DAG file declares on an asset that an unpaused DAG
     schedules on. The row and its trigger exist only while that holds
-    (``services.assets.watchers.asset_watchers_sync``); every event of the trigger becomes
+    (``services.runs.watchers.asset_watchers_sync``); every event of the trigger becomes
     an asset event on ``asset``."""
 
     asset = models.ForeignKey(

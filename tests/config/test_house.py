@@ -108,6 +108,7 @@ ROOMS_BELOW: dict[str, set[str]] = {
     "services.dags": {
         "models",
         "selectors.dags",
+        "services.runs",  # a load starts and stops asset watchers' triggers
         "services.sql",
         "services.assets",
         "services.state",

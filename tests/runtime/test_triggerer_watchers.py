@@ -1,5 +1,5 @@
 """Asset watchers in the triggerer's pass (``runtime.triggerer`` with
-``services.assets.watchers``), in this process: Airflow's ``FileDeleteTrigger`` runs as a
+``services.runs.watchers``), in this process: Airflow's ``FileDeleteTrigger`` runs as a
 watcher, each deletion one asset event; its trigger stops when the DAG is paused; a watcher
 whose trigger raises is started again after a delay; events are numbered on from those
 already registered."""

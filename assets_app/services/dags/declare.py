@@ -43,7 +43,6 @@ from assets_app.models import (
     TaskOutletAssetReference,
 )
 from assets_app.params import params_dump
-from assets_app.services.assets.watchers import asset_watchers_sync
 from assets_app.services.audit import Actor, event_logs_record
 from assets_app.services.dags.code import dag_code_store
 from assets_app.services.dags.manifest import (
@@ -55,6 +54,7 @@ from assets_app.services.dags.manifest import (
     asset_describe,
     manifest_load,
 )
+from assets_app.services.runs.watchers import asset_watchers_sync
 from assets_app.services.scheduling.time_schedules import dags_next_run_refresh
 from assets_app.services.state.state_stores import asset_states_forget
 from task_sdk.definitions import (

@@ -28,7 +28,7 @@ A running task instance that defers stores a ``Trigger`` and goes ``deferred``
 - **unused triggers** (:func:`triggers_clean`): a trigger no deferred task instance waits on
   any more (marked, cleared, timed out) is deleted; the triggerer running it cancels it.
 
-An asset watcher's trigger (``services.assets.watchers``) is in use while an asset watches
+An asset watcher's trigger (``services.runs.watchers``) is in use while an asset watches
 with it: it is claimed, held and moved as these are, never cleaned, and deleted when its
 watcher stops.
 """
@@ -114,7 +114,7 @@ def triggerers_alive(*, now: datetime | None = None) -> list[Triggerer]:
 
 def _waited_on() -> Q:
     """A trigger in use: a deferred task instance waits on it, or an asset watches with it
-    (``services.assets.watchers``)."""
+    (``services.runs.watchers``)."""
     return Q(
         Exists(
             TaskInstance.objects.filter(trigger_id=OuterRef("pk"), state=TaskInstanceState.DEFERRED)
@@ -166,7 +166,7 @@ class TriggerWork:
     timeout: datetime | None  # the earliest deadline of the task instances waiting on it
     label: str  # ``dag.task @ run (try n)`` of a task instance waiting on it
     #: an asset watcher's trigger (runs for as long as it is claimed; each event becomes
-    #: asset events, numbered from ``sequence``: ``services.assets.watchers``)
+    #: asset events, numbered from ``sequence``: ``services.runs.watchers``)
     watcher: bool = False
     sequence: int = 0
 

@@ -1,4 +1,4 @@
-"""Asset watchers (AIP-82, ``services.assets.watchers``): which watchers' triggers run (a DAG
+"""Asset watchers (AIP-82, ``services.runs.watchers``): which watchers' triggers run (a DAG
 that schedules on the asset unpaused), kept across loads, stopped on pause, removal and
 staleness; each event an asset event with Airflow's extra, registered exactly once."""
 
@@ -19,11 +19,6 @@ from assets_app.models import (
     Trigger,
     TriggerFiring,
 )
-from assets_app.services.assets.watchers import (
-    asset_watchers_sync,
-    watcher_event_submit,
-    watcher_triggers,
-)
 from assets_app.services.dags.declare import dags_declare, dags_set_paused
 from assets_app.services.dags.manifest import manifest_parse
 from assets_app.services.runs.triggers import (
@@ -31,6 +26,11 @@ from assets_app.services.runs.triggers import (
     triggers_assigned,
     triggers_claim,
     triggers_clean,
+)
+from assets_app.services.runs.watchers import (
+    asset_watchers_sync,
+    watcher_event_submit,
+    watcher_triggers,
 )
 
 pytestmark = pytest.mark.django_db

@@ -48,6 +48,7 @@ from assets_app.models import (
     TriggerFiring,
 )
 from assets_app.notify import TRIGGERS_CHANNEL, notify
+from assets_app.services.runs.triggers import health_cutoff
 
 logger = logging.getLogger(__name__)
 
@@ -303,8 +304,6 @@ def asset_watchers_describe(*, asset: Asset) -> list[WatcherView]:
     """The asset's watchers as its admin page lists them: the running ones (their trigger and
     the triggerer running it, or why none does), then the ones DAG files declare that do not
     run (no unpaused DAG schedules on the asset)."""
-    from assets_app.services.runs.triggers import health_cutoff
-
     cutoff = health_cutoff(timezone.now())
     views: list[WatcherView] = []
     running: set[tuple[str, str]] = set()
